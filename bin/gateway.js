@@ -1,0 +1,8 @@
+#!/usr/bin/env node
+// The `gateway` program. Runs the TypeScript sources through tsx's loader, so
+// there is no build step between `npm install` and `npx gateway`.
+import { register } from 'tsx/esm/api';
+
+register();
+const { main } = await import('../src/cli/main.ts');
+process.exitCode = await main(process.argv.slice(2));

@@ -1,0 +1,114 @@
+import picomatch from 'picomatch';
+import { normalizePath } from './normalize-path.ts';
+import type { PathCondition } from './types.ts';
+
+/**
+ * Path conditions: validation, and a test compiled once per condition.
+ *
+ * Every test receives the *match path*: the normalised request path with one
+ * trailing slash removed (see `matchPath`), so `/runs/query/` is limited as
+ * `/runs/query` whatever the upstream does with trailing slashes.
+ */
+export type PathTest = (path: string) => boolean;
+
+/** The normalised path with a trailing slash dropped (`/` stays `/`). */
+export function matchPath(normalizedPath: string): string {
+  const n = normalizedPath.length;
+  return n > 1 && normalizedPath.charCodeAt(n - 1) === 0x2f ? normalizedPath.slice(0, n - 1) : normalizedPath;
+}
+
+const PLACEHOLDERS: Record<string, string> = {
+  uuid: '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}',
+  id: '[^/]+',
+  int: '[0-9]+',
+};
+const GLOB_SPECIAL = /[*?[\]{}()!+@|\\]/;
+const GLOB_OPTIONS = { dot: true, strictBrackets: true } as const;
+
+/** Why a condition is unusable, or null when it is fine. */
+export function conditionProblem(c: PathCondition): string | null {
+  const v = c.value;
+  if (v.length === 0) return `${c.kind} must not be empty`;
+  switch (c.kind) {
+    case 'path':
+    case 'prefix':
+      return normalProblem(c.kind, v);
+    case 'contains':
+      return null;
+    case 'glob':
+      if (v[0] !== '/' && v[0] !== '*') return `bad glob "${v}": request paths start with "/", so it can never match`;
+      try {
+        picomatch.makeRe(v, GLOB_OPTIONS);
+        return null;
+      } catch (err) {
+        return `bad glob "${v}": ${(err as Error).message}`;
+      }
+    case 'template':
+      return normalProblem('template', v) ?? templateProblem(v);
+  }
+}
+
+function normalProblem(kind: string, v: string): string | null {
+  if (v[0] !== '/') return `${kind} "${v}" must start with "/"`;
+  if (v.length > 1 && v.endsWith('/')) return `${kind} "${v}" must not end with "/" (trailing slashes are ignored when matching)`;
+  let normal: string;
+  try {
+    normal = normalizePath(v);
+  } catch (err) {
+    return `${kind} "${v}": ${(err as Error).message}`;
+  }
+  if (normal !== v) return `${kind} "${v}" is not a normalised path (requests are matched as "${normal}")`;
+  return null;
+}
+
+function templateProblem(v: string): string | null {
+  for (const seg of v.split('/')) {
+    if (!seg.includes('{') && !seg.includes('}')) continue;
+    const m = /^\{([a-z]+)\}$/.exec(seg);
+    if (!m) return `bad template "${v}": a placeholder must be a whole segment like {uuid}, got "${seg}"`;
+    if (!(m[1]! in PLACEHOLDERS)) {
+      return `bad template "${v}": unknown placeholder {${m[1]}} (known: ${Object.keys(PLACEHOLDERS).map((k) => `{${k}}`).join(', ')})`;
+    }
+  }
+  return null;
+}
+
+/** Builds the test of a valid condition (see `conditionProblem`). */
+export function compileCondition(c: PathCondition): PathTest {
+  const v = c.value;
+  switch (c.kind) {
+    case 'path':
+      return (p) => p === v;
+    case 'prefix': {
+      if (v === '/') return () => true;
+      const below = v + '/';
+      return (p) => p === v || p.startsWith(below);
+    }
+    case 'contains':
+      return (p) => p.includes(v);
+    case 'glob': {
+      // `**/<literal>` is "any path ending in /<literal>": a suffix test, not a regex.
+      if (v.startsWith('**/') && !GLOB_SPECIAL.test(v.slice(3))) {
+        const suffix = v.slice(2);
+        return (p) => p.endsWith(suffix);
+      }
+      const re = picomatch.makeRe(v, GLOB_OPTIONS);
+      return (p) => re.test(p);
+    }
+    case 'template': {
+      const re = templateRegExp(v);
+      return (p) => re.test(p);
+    }
+  }
+}
+
+export function templateRegExp(template: string): RegExp {
+  const source = template
+    .split('/')
+    .map((seg) => {
+      const m = /^\{([a-z]+)\}$/.exec(seg);
+      return m ? PLACEHOLDERS[m[1]!]! : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    })
+    .join('/');
+  return new RegExp(`^${source}$`);
+}

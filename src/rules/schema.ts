@@ -1,0 +1,51 @@
+import { z } from 'zod';
+import { parseDuration } from './duration.ts';
+import { IDENTITY_KINDS, METHODS } from './types.ts';
+
+/** The shape of a rule file as written. Semantics beyond shape live in `validate.ts`. */
+
+const RULE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
+
+const method = z.enum(METHODS);
+const methods = z.union([method, z.array(method).min(1)]);
+
+const pathFields = {
+  path: z.string().optional(),
+  prefix: z.string().optional(),
+  contains: z.string().optional(),
+  glob: z.string().optional(),
+  template: z.string().optional(),
+};
+
+export const alternativeSchema = z.strictObject({ method: methods.optional(), ...pathFields });
+
+export const matchSchema = z.strictObject({
+  method: methods.optional(),
+  ...pathFields,
+  any: z.array(alternativeSchema).min(1).optional(),
+});
+
+export const limitSchema = z.strictObject({
+  by: z.enum(IDENTITY_KINDS),
+  count: z.number().int().min(1).max(1_000_000_000),
+  per: z.string().refine((s) => parseDuration(s) !== null, {
+    message: 'bad duration: expected a whole number of s, m, h or d, such as 10s or 1h',
+  }),
+  category: z.string().min(1),
+});
+
+export const ruleSchema = z.strictObject({
+  id: z.string().regex(RULE_ID, {
+    message: 'bad id: use lower-case letters, digits and "-" (at most 63), starting with a letter or digit',
+  }),
+  match: matchSchema.optional(),
+  limits: z.array(limitSchema).min(1, { message: 'a rule needs at least one limit' }),
+  shadow: z.boolean().optional(),
+});
+
+export const ruleFileSchema = z.array(ruleSchema).min(1, { message: 'the file has no rules' });
+
+export type RawAlternative = z.infer<typeof alternativeSchema>;
+export type RawMatch = z.infer<typeof matchSchema>;
+export type RawRule = z.infer<typeof ruleSchema>;
+export const PATH_FIELDS = Object.keys(pathFields) as (keyof typeof pathFields)[];

@@ -1,0 +1,51 @@
+/** The compiled-from-YAML shape of a rule file. Plain data: no functions, no I/O. */
+
+export const IDENTITY_KINDS = ['api-key', 'user-ip', 'ip'] as const;
+/** What a limit counts by: the `x-api-key` header, `x-user-id` with the client IP, or the client IP. */
+export type IdentityKind = (typeof IDENTITY_KINDS)[number];
+
+/** Methods a rule may name. Any other request method only meets rules without a method. */
+export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'] as const;
+export type Method = (typeof METHODS)[number];
+
+export const PATH_KINDS = ['path', 'prefix', 'contains', 'glob', 'template'] as const;
+export type PathKind = (typeof PATH_KINDS)[number];
+
+export interface PathCondition {
+  readonly kind: PathKind;
+  readonly value: string;
+}
+
+/** One way a rule's match can fit: a method set (null = any) and a path condition (null = any path). */
+export interface Alternative {
+  readonly methods: readonly Method[] | null;
+  readonly path: PathCondition | null;
+}
+
+export interface Limit {
+  readonly by: IdentityKind;
+  readonly count: number;
+  readonly perSeconds: number;
+  readonly category: string;
+  /** `<rule id>.<by>`: the name of the bucket's policy in `RateLimit` headers. */
+  readonly policy: string;
+}
+
+export interface SourceLocation {
+  readonly file: string;
+  readonly line: number;
+}
+
+export interface Rule {
+  readonly id: string;
+  /** The rule fits when any alternative fits. Never empty. */
+  readonly alternatives: readonly Alternative[];
+  readonly limits: readonly Limit[];
+  readonly shadow: boolean;
+  readonly source: SourceLocation;
+}
+
+export interface RuleSet {
+  readonly file: string;
+  readonly rules: readonly Rule[];
+}
