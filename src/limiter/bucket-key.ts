@@ -1,0 +1,24 @@
+import { createHmac } from 'node:crypto';
+import type { IdentityKind } from '../rules/types.ts';
+
+/**
+ * Bucket keys: `<prefix>:<region>:<rule>:<by>:<identity digest>`.
+ *
+ * The identity (API key, user id + IP, IP) is replaced by a keyed hash
+ * (HMAC-SHA256 under the identity secret, 128 bits, base64url), so a key in
+ * Redis, a log line or a metric never holds a raw credential or address, and
+ * without the secret an IP cannot be recovered by hashing the address space.
+ */
+export interface KeyScheme {
+  readonly prefix: string;
+  readonly region: string;
+  readonly secret: string;
+}
+
+export function identityDigest(secret: string, identity: string): string {
+  return createHmac('sha256', secret).update(identity).digest('base64url').slice(0, 22);
+}
+
+export function bucketKey(scheme: KeyScheme, rule: string, by: IdentityKind, identity: string): string {
+  return `${scheme.prefix}:${scheme.region}:${rule}:${by}:${identityDigest(scheme.secret, identity)}`;
+}
