@@ -1,4 +1,5 @@
-import { compileCondition, matchPath, type PathTest } from './path-condition.ts';
+import { compileCondition, matchPath } from './path-condition.ts';
+import { compileScan, type Scan } from './scan-code.ts';
 import { METHODS, type IdentityKind, type Limit, type Method, type Rule } from './types.ts';
 
 /**
@@ -28,13 +29,15 @@ export interface MatchRequest {
   readonly ip: string;
 }
 
+/**
+ * The outcome of matching: the deciding rule and its limits whose identity is
+ * present on the request, in rule order. Precomputed at compile time and
+ * shared (matching allocates nothing); the identity each limit counts by is
+ * read from the request with `identityOf`.
+ */
 export interface Match {
   readonly rule: Rule;
-  /** The deciding rule's limits whose identity is present on the request, in rule order. */
   readonly limits: readonly Limit[];
-  readonly apiKey: string | undefined;
-  readonly userId: string | undefined;
-  readonly ip: string;
 }
 
 export interface Matcher {
@@ -43,25 +46,35 @@ export interface Matcher {
   match(request: MatchRequest): Match | null;
 }
 
-/** The value a limit counts by on a matched request. `user-ip` joins user id and IP with a NUL, which headers cannot hold. */
-export function identityOf(match: Match, by: IdentityKind): string {
+/**
+ * The value a limit of a matched request counts by. `user-ip` joins user id and
+ * IP with a NUL, which header values cannot hold, so two pairs never collide.
+ */
+export function identityOf(request: MatchRequest, by: IdentityKind): string {
   switch (by) {
     case 'api-key':
-      return match.apiKey!;
+      return headerValue(request.headers, 'x-api-key')!;
     case 'user-ip':
-      return `${match.userId!}\u0000${match.ip}`;
+      return `${headerValue(request.headers, 'x-user-id')!}\u0000${request.ip}`;
     case 'ip':
-      return match.ip;
+      return request.ip;
   }
 }
 
-/** A header's value when present and non-empty; repeated headers are joined as Node joins them. */
+/**
+ * A header's value when present and non-empty. A repeated header (an array)
+ * counts by its non-empty values joined as Node joins them.
+ */
 export function headerValue(headers: Headers, name: string): string | undefined {
   const v = headers[name];
   if (typeof v === 'string') return v.length > 0 ? v : undefined;
-  if (v === undefined || v.length === 0) return undefined;
-  const joined = v.join(', ');
+  if (v === undefined) return undefined;
+  const joined = v.filter((x) => x.length > 0).join(', ');
   return joined.length > 0 ? joined : undefined;
+}
+
+function present(v: readonly string[] | undefined): boolean {
+  return v !== undefined && v.some((x) => x.length > 0);
 }
 
 /** Which identities a request carries: bit 0 `x-api-key`, bit 1 `x-user-id` (the IP is always there). */
@@ -89,27 +102,36 @@ function admits(methods: readonly Method[] | null, method: Method | typeof OTHER
 
 const OTHER = 'OTHER' as const;
 const SLOTS = [...METHODS, OTHER] as const;
-const SLOT_OF: Readonly<Record<string, number>> = Object.freeze(
-  Object.assign(Object.create(null) as Record<string, number>, Object.fromEntries(METHODS.map((m, i) => [m, i]))),
-);
 
-interface Decision {
-  readonly rule: Rule;
-  readonly limits: readonly Limit[];
+/** Method → table slot; a switch on interned strings beats a dictionary lookup. */
+function slotOf(method: string): number {
+  switch (method) {
+    case 'GET': return 0;
+    case 'HEAD': return 1;
+    case 'POST': return 2;
+    case 'PUT': return 3;
+    case 'PATCH': return 4;
+    case 'DELETE': return 5;
+    case 'OPTIONS': return 6;
+    case 'TRACE': return 7;
+    case 'CONNECT': return 8;
+    default: return 9;
+  }
 }
-interface ScanEntry extends Decision {
-  /** null = any path */
-  readonly test: PathTest | null;
-}
+
 interface Table {
   /** exact path → its decision (null: no rule decides) */
-  readonly exact: ReadonlyMap<string, Decision | null>;
-  readonly scan: readonly ScanEntry[];
+  readonly exact: ReadonlyMap<string, Match | null>;
+  /** The remaining (non-exact) conditions in rule order. */
+  readonly scan: Scan<Match>;
 }
 
 export function compile(rules: readonly Rule[]): Matcher {
   const tests = rules.map((r) => r.alternatives.map((a) => (a.path ? compileCondition(a.path) : null)));
   const exactPaths = new Set(rules.flatMap((r) => r.alternatives.flatMap((a) => (a.path?.kind === 'path' ? [a.path.value] : []))));
+  // Most paths are not exact rule paths: a length check spares them the hash.
+  const exactLengths = new Uint8Array(Math.max(0, ...[...exactPaths].map((p) => p.length)) + 1);
+  for (const p of exactPaths) exactLengths[p.length] = 1;
 
   // tables[slot * 4 + presence]
   const tables: Table[] = [];
@@ -118,18 +140,18 @@ export function compile(rules: readonly Rule[]): Matcher {
       const candidates = rules.flatMap((rule, i) => {
         const limits = applicableLimits(rule, presence);
         const alts = rule.alternatives.flatMap((a, j) => (admits(a.methods, method) ? [{ alt: a, test: tests[i]![j]! }] : []));
-        return limits && alts.length > 0 ? [{ rule, limits, alts }] : [];
+        return limits && alts.length > 0 ? [{ decision: Object.freeze({ rule, limits }), alts }] : [];
       });
-      const exact = new Map<string, Decision | null>();
+      const exact = new Map<string, Match | null>();
       for (const p of exactPaths) {
-        const hit = candidates.find((c) => c.alts.some(({ test }) => test === null || test(p)));
-        exact.set(p, hit ? { rule: hit.rule, limits: hit.limits } : null);
+        exact.set(p, candidates.find((c) => c.alts.some(({ test }) => test === null || test(p)))?.decision ?? null);
       }
-      const scan = candidates.flatMap(({ rule, limits, alts }): ScanEntry[] => {
-        if (alts.some(({ test }) => test === null)) return [{ rule, limits, test: null }];
-        const inexact = alts.filter(({ alt }) => alt.path!.kind !== 'path').map(({ test }) => test!);
-        return inexact.length === 0 ? [] : [{ rule, limits, test: anyOf(inexact) }];
-      });
+      // An exact path never reaches the scan: it was answered by the map.
+      const scan = compileScan(
+        candidates.flatMap(({ decision, alts }) =>
+          alts.filter(({ alt }) => alt.path?.kind !== 'path').map(({ alt }) => ({ condition: alt.path, decision })),
+        ),
+      );
       tables.push({ exact, scan });
     }
   }
@@ -137,32 +159,17 @@ export function compile(rules: readonly Rule[]): Matcher {
   return {
     rules,
     match(request: MatchRequest): Match | null {
-      const apiKey = headerValue(request.headers, 'x-api-key');
-      const userId = headerValue(request.headers, 'x-user-id');
-      const slot = SLOT_OF[request.method] ?? METHODS.length;
-      const table = tables[slot * 4 + presenceOf(apiKey, userId)]!;
+      // Constant-key loads, not headerValue(): this is the hot path.
+      const key = request.headers['x-api-key'];
+      const user = request.headers['x-user-id'];
+      const presence = ((typeof key === 'string' ? key.length > 0 : present(key)) ? 1 : 0) | ((typeof user === 'string' ? user.length > 0 : present(user)) ? 2 : 0);
+      const table = tables[slotOf(request.method) * 4 + presence]!;
       const path = matchPath(request.path);
-      let decision: Decision | null | undefined = table.exact.get(path);
-      if (decision === undefined) {
-        decision = null;
-        const scan = table.scan;
-        for (let i = 0; i < scan.length; i++) {
-          const e = scan[i]!;
-          if (e.test === null || e.test(path)) {
-            decision = e;
-            break;
-          }
-        }
+      if (path.length < exactLengths.length && exactLengths[path.length] === 1) {
+        const decision = table.exact.get(path);
+        if (decision !== undefined) return decision;
       }
-      return decision === null ? null : { rule: decision.rule, limits: decision.limits, apiKey, userId, ip: request.ip };
+      return table.scan(path);
     },
-  };
-}
-
-function anyOf(tests: readonly PathTest[]): PathTest {
-  if (tests.length === 1) return tests[0]!;
-  return (p) => {
-    for (let i = 0; i < tests.length; i++) if (tests[i]!(p)) return true;
-    return false;
   };
 }

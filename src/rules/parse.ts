@@ -30,7 +30,10 @@ export function parseRuleFile(text: string, file: string): RuleSet {
   const report = (line: number, reason: string) => problems.push({ file, line, reason });
 
   if (doc.errors.length > 0) {
-    for (const e of doc.errors) report(e.linePos?.[0].line ?? 1, `YAML syntax error: ${firstLine(e.message)}`);
+    // Only the first: one typo makes the YAML parser report a chain of follow-on errors.
+    // (`linePos` is only filled in with `prettyErrors: true`; `pos` always is.)
+    const e = doc.errors[0]!;
+    report(lines.linePos(e.pos[0]).line, `YAML syntax error: ${firstLine(e.message)}`);
     throw new RuleFileError(problems);
   }
   const data: unknown = doc.toJS();
@@ -135,7 +138,7 @@ function locate(doc: Document, lines: LineCounter, path: YamlPath, key?: string)
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const field = fieldName(issue.path);
-  const got = (input: unknown) => (Array.isArray(input) ? 'a list' : input === null ? 'null' : typeof input === 'object' ? 'a mapping' : JSON.stringify(input));
+  const got = (input: unknown) => (Array.isArray(input) ? (input.length === 0 ? 'an empty list' : 'a list') : input === null ? 'null' : typeof input === 'object' ? 'a mapping' : JSON.stringify(input));
   switch (issue.code) {
     case 'unrecognized_keys':
       return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}${field ? ` in ${field}` : ''}`;
@@ -147,9 +150,15 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     case 'invalid_union':
       return `${field} must be a method or a list of methods (${'GET, POST, ...'}), got ${got(issue.input)}`;
     case 'too_small':
-    case 'too_big':
+    case 'too_big': {
       if (issue.origin === 'array' && issue.path.length <= 1) return issue.message;
-      return `${field}: ${issue.message.replace(/^Too (small|big): expected (\w+) to have /, 'must be ')}${'input' in issue ? `, got ${got(issue.input)}` : ''}`;
+      const gotten = 'input' in issue ? `, got ${got(issue.input)}` : '';
+      if (issue.origin === 'number') {
+        const bound = issue.code === 'too_small' ? `at least ${issue.minimum}` : `at most ${issue.maximum}`;
+        return `${field} must be ${bound}${gotten}`;
+      }
+      return `${field}: ${issue.message.replace(/^Too (small|big): expected (\w+) to have /, 'must be ')}${gotten}`;
+    }
     default:
       return field ? `${field}: ${issue.message}` : issue.message;
   }

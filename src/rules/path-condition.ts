@@ -1,5 +1,6 @@
 import picomatch from 'picomatch';
 import { normalizePath } from './normalize-path.ts';
+import { templateMatcher, templateProblem } from './template.ts';
 import type { PathCondition } from './types.ts';
 
 /**
@@ -17,11 +18,6 @@ export function matchPath(normalizedPath: string): string {
   return n > 1 && normalizedPath.charCodeAt(n - 1) === 0x2f ? normalizedPath.slice(0, n - 1) : normalizedPath;
 }
 
-const PLACEHOLDERS: Record<string, string> = {
-  uuid: '[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}',
-  id: '[^/]+',
-  int: '[0-9]+',
-};
 const GLOB_SPECIAL = /[*?[\]{}()!+@|\\]/;
 const GLOB_OPTIONS = { dot: true, strictBrackets: true } as const;
 
@@ -38,7 +34,7 @@ export function conditionProblem(c: PathCondition): string | null {
     case 'glob':
       if (v[0] !== '/' && v[0] !== '*') return `bad glob "${v}": request paths start with "/", so it can never match`;
       try {
-        picomatch.makeRe(v, GLOB_OPTIONS);
+        picomatch(v, GLOB_OPTIONS);
         return null;
       } catch (err) {
         return `bad glob "${v}": ${(err as Error).message}`;
@@ -61,18 +57,6 @@ function normalProblem(kind: string, v: string): string | null {
   return null;
 }
 
-function templateProblem(v: string): string | null {
-  for (const seg of v.split('/')) {
-    if (!seg.includes('{') && !seg.includes('}')) continue;
-    const m = /^\{([a-z]+)\}$/.exec(seg);
-    if (!m) return `bad template "${v}": a placeholder must be a whole segment like {uuid}, got "${seg}"`;
-    if (!(m[1]! in PLACEHOLDERS)) {
-      return `bad template "${v}": unknown placeholder {${m[1]}} (known: ${Object.keys(PLACEHOLDERS).map((k) => `{${k}}`).join(', ')})`;
-    }
-  }
-  return null;
-}
-
 /** Builds the test of a valid condition (see `conditionProblem`). */
 export function compileCondition(c: PathCondition): PathTest {
   const v = c.value;
@@ -87,28 +71,22 @@ export function compileCondition(c: PathCondition): PathTest {
     case 'contains':
       return (p) => p.includes(v);
     case 'glob': {
-      // `**/<literal>` is "any path ending in /<literal>": a suffix test, not a regex.
-      if (v.startsWith('**/') && !GLOB_SPECIAL.test(v.slice(3))) {
-        const suffix = v.slice(2);
-        return (p) => p.endsWith(suffix);
-      }
-      const re = picomatch.makeRe(v, GLOB_OPTIONS);
-      return (p) => re.test(p);
+      const suffix = globSuffix(v);
+      if (suffix !== null) return (p) => p.endsWith(suffix);
+      return globMatcher(v);
     }
     case 'template': {
-      const re = templateRegExp(v);
-      return (p) => re.test(p);
+      return templateMatcher(v);
     }
   }
 }
 
-export function templateRegExp(template: string): RegExp {
-  const source = template
-    .split('/')
-    .map((seg) => {
-      const m = /^\{([a-z]+)\}$/.exec(seg);
-      return m ? PLACEHOLDERS[m[1]!]! : seg.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    })
-    .join('/');
-  return new RegExp(`^${source}$`);
+// A glob of the form "**" + "/<literal>" is "any path ending in /<literal>": returns
+// "/<literal>" for it (a suffix test beats a regex), or null for other globs.
+export function globSuffix(glob: string): string | null {
+  return glob.startsWith('**/') && !GLOB_SPECIAL.test(glob.slice(3)) ? glob.slice(2) : null;
+}
+
+export function globMatcher(glob: string): PathTest {
+  return picomatch(glob, GLOB_OPTIONS);
 }

@@ -1,0 +1,78 @@
+import { bucketKey } from '../limiter/bucket-key.ts';
+import { compile, identityOf, type Headers } from '../rules/compile.ts';
+import { explainMatch } from '../rules/explain.ts';
+import { loadRuleFile, regionRuleFile, type Region } from '../rules/load.ts';
+import { normalizePath } from '../rules/normalize-path.ts';
+import type { Settings } from '../settings.ts';
+import type { Output } from './output.ts';
+
+export interface ExplainRequest {
+  readonly method: string;
+  readonly target: string;
+  readonly headers: Headers;
+  readonly ip: string;
+  readonly region: Region;
+  readonly json: boolean;
+}
+
+/**
+ * `gateway explain METHOD PATH`: which rule decides, every rule passed over
+ * and why, the buckets that apply and the store key each would use (the
+ * identity digested, never the raw value).
+ */
+export function explain(req: ExplainRequest, settings: Settings, out: Output): number {
+  const file = regionRuleFile(settings.rulesDir, req.region);
+  const rules = loadRuleFile(file).rules;
+  const path = normalizePath(req.target);
+  const request = { method: req.method, path, headers: req.headers, ip: req.ip };
+  const match = compile(rules).match(request);
+  const steps = explainMatch(rules, req.method, path, req.headers);
+  const scheme = { prefix: settings.keyPrefix, region: req.region, secret: settings.identitySecret };
+  const limits = (match?.limits ?? []).map((l) => ({
+    policy: l.policy,
+    by: l.by,
+    count: l.count,
+    per_seconds: l.perSeconds,
+    category: l.category,
+    key: bucketKey(scheme, match!.rule.id, l.by, identityOf(request, l.by)),
+  }));
+  const passedOver = steps.filter((s) => !s.decides).map((s) => ({ rule: s.rule.id, line: s.rule.source.line, reason: s.reason }));
+
+  if (req.json) {
+    out.log(
+      JSON.stringify({
+        method: req.method,
+        path: req.target,
+        normalized_path: path,
+        region: req.region,
+        file,
+        rule: match?.rule.id ?? null,
+        line: match?.rule.source.line ?? null,
+        shadow: match?.rule.shadow ?? false,
+        limits,
+        passed_over: passedOver,
+      }),
+    );
+    return 0;
+  }
+
+  out.log(`${req.method} ${path}${path !== req.target ? `   (normalised from ${req.target})` : ''}`);
+  out.log(`region ${req.region}, rules ${file}, client ip ${req.ip}`);
+  out.log('');
+  for (const s of passedOver) out.log(`  pass  ${s.rule} (line ${s.line}): ${s.reason}`);
+  const decided = steps.find((s) => s.decides);
+  if (!match || !decided) {
+    out.log('\nNo rule decides: no limit applies to this request.');
+    return 0;
+  }
+  out.log(`  ==>   ${match.rule.id} (line ${match.rule.source.line}): ${decided.reason}${match.rule.shadow ? ' [shadow: counts, never denies]' : ''}`);
+  out.log('');
+  out.log('Buckets (a request passes only if every one has a token; a denied request takes none):');
+  for (const l of limits) {
+    out.log(`  ${l.policy}: ${l.count} per ${l.per_seconds}s, by ${l.by}, category "${l.category}"`);
+    out.log(`      key ${l.key}`);
+  }
+  const absent = match.rule.limits.filter((l) => !match.limits.includes(l));
+  for (const l of absent) out.log(`  (${l.policy} does not apply: the request carries no ${l.by === 'api-key' ? 'x-api-key' : 'x-user-id'})`);
+  return 0;
+}

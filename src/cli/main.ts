@@ -1,0 +1,92 @@
+import { parseArgs } from 'node:util';
+import { REGIONS, type Region } from '../rules/load.ts';
+import { InvalidPathError } from '../rules/normalize-path.ts';
+import { RuleFileError } from '../rules/parse.ts';
+import { loadSettings, SettingsError } from '../settings.ts';
+import { check } from './check.ts';
+import { explain } from './explain.ts';
+import { consoleOutput, type Output } from './output.ts';
+import { start } from './start.ts';
+
+const USAGE = `usage: gateway <command>
+
+  start                            run the gateway (settings from the environment, see README)
+  check <rule file> [...]          validate and lint rule files (exit 0 clean, 1 findings, 2 unreadable)
+  explain <METHOD> <path> [options] which rule decides a request, why, and its buckets
+      -H, --header 'name: value'   a request header (repeatable)
+      --ip <address>               client IP (default 127.0.0.1)
+      --region us|eu               rule region (default: REGION, else us)
+      --rules-dir <dir>            rule folder (default: RULES_DIR, else rules)
+      --json                       one JSON object
+`;
+
+/** Runs one command; returns the exit status. */
+export async function main(argv: readonly string[], out: Output = consoleOutput): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'start':
+        return await start(out);
+      case 'check':
+        return check(rest, out);
+      case 'explain':
+        return runExplain(rest, out);
+      case undefined:
+      case 'help':
+      case '--help':
+      case '-h':
+        out.log(USAGE);
+        return command === undefined ? 2 : 0;
+      default:
+        out.err(`gateway: unknown command "${command}"\n\n${USAGE}`);
+        return 2;
+    }
+  } catch (err) {
+    if (err instanceof SettingsError || err instanceof RuleFileError || err instanceof InvalidPathError || err instanceof UsageError) {
+      out.err(`gateway ${command}: ${err.message}`);
+      return err instanceof RuleFileError ? 1 : 2;
+    }
+    throw err;
+  }
+}
+
+class UsageError extends Error {}
+
+function runExplain(args: readonly string[], out: Output): number {
+  const { values, positionals } = parseArgs({
+    args: [...args],
+    allowPositionals: true,
+    options: {
+      header: { type: 'string', short: 'H', multiple: true, default: [] },
+      ip: { type: 'string', default: '127.0.0.1' },
+      region: { type: 'string' },
+      'rules-dir': { type: 'string' },
+      json: { type: 'boolean', default: false },
+    },
+  });
+  const [method, target] = positionals;
+  if (!method || !target || positionals.length > 2) throw new UsageError(`expected <METHOD> <path>\n\n${USAGE}`);
+  const env = { ...process.env };
+  if (values['rules-dir']) env.RULES_DIR = values['rules-dir'];
+  const settings = loadSettings(env);
+  const region = (values.region ?? settings.region).toLowerCase();
+  if (!REGIONS.includes(region as Region)) throw new UsageError(`--region must be one of ${REGIONS.join(', ')}, got "${region}"`);
+  return explain(
+    { method: method.toUpperCase(), target, headers: parseHeaders(values.header), ip: values.ip, region: region as Region, json: values.json },
+    settings,
+    out,
+  );
+}
+
+function parseHeaders(lines: readonly string[]): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const line of lines) {
+    const i = line.indexOf(':');
+    if (i <= 0) throw new UsageError(`header must look like 'name: value', got "${line}"`);
+    const name = line.slice(0, i).trim().toLowerCase();
+    const value = line.slice(i + 1).trim();
+    const prev = headers[name];
+    headers[name] = prev === undefined ? value : [...(Array.isArray(prev) ? prev : [prev]), value];
+  }
+  return headers;
+}

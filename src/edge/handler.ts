@@ -1,0 +1,148 @@
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { TLSSocket } from 'node:tls';
+import type { Logger } from 'pino';
+import { badRequest, GatewayError } from '../errors.ts';
+import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
+import { upstreamRequestHeaders } from '../proxy/headers.ts';
+import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
+import { clientIp, ipIdentity, type TrustedProxies } from './client-ip.ts';
+import type { Verdict } from './limit.ts';
+import type { MatchRequest } from '../rules/compile.ts';
+
+export interface EdgeOptions {
+  readonly limit: (request: MatchRequest) => Promise<Verdict | null>;
+  readonly route: (path: string) => Upstream;
+  readonly trust: TrustedProxies;
+  readonly ipv6PrefixBits: number;
+  readonly forward: ForwardOptions;
+  readonly log: Logger;
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const IDENTITY_HEADERS = ['x-api-key', 'x-user-id'] as const;
+
+/**
+ * One request through the edge, on Node's own request and response objects
+ * (the hot path stays off the Web Request/Response layer): request id,
+ * normalised path, client IP, limit, then 429 or streamed forwarding.
+ * Every failure becomes a JSON error with its status; nothing throws out.
+ */
+export function edgeHandler(options: EdgeOptions) {
+  const { limit, route, trust, ipv6PrefixBits, log } = options;
+
+  return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const started = performance.now();
+    const given = req.headers['x-request-id'];
+    const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    const method = req.method ?? 'GET';
+    let path = '';
+    let verdict: Verdict | null = null;
+    let upstream: Upstream | null = null;
+    let status = 0;
+    try {
+      const target = requestTarget(req.url ?? '');
+      path = normalizePath(target);
+      rejectRepeatedIdentity(req);
+      const peer = unmappedPeer(req);
+      const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
+      verdict = await limit({ method, path, headers: req.headers, ip: ipIdentity(ip, ipv6PrefixBits) });
+      const extra: OutgoingHttpHeaders = verdict ? { ...verdict.headers, 'x-request-id': requestId } : { 'x-request-id': requestId };
+      if (verdict?.deny) {
+        status = 429;
+        sendDenied(res, verdict, extra);
+        return;
+      }
+      upstream = route(path);
+      const q = target.indexOf('?');
+      const query = q === -1 ? '' : target.slice(q);
+      const headers = upstreamRequestHeaders(req.headers, {
+        forwardedFor: trust.isTrusted(peer) && req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${peer}` : ip,
+        proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
+        requestId,
+      });
+      status = (await forward(upstream, req, res, path + query, headers, extra, options.forward)).status;
+    } catch (err) {
+      const error = asGatewayError(err);
+      status = error.status;
+      if (error.status >= 500 && !(err instanceof GatewayError)) log.error({ err, requestId }, 'edge failure');
+      sendError(res, error, requestId);
+    } finally {
+      log.info(
+        {
+          requestId,
+          method,
+          path,
+          rule: verdict?.match.rule.id,
+          decision: verdict === null ? 'unlimited' : verdict.deny ? 'denied' : verdict.shadowDenied ? 'shadow-denied' : 'allowed',
+          fellBack: verdict?.fellBack || undefined,
+          status,
+          upstream: upstream?.name,
+          ms: Math.round((performance.now() - started) * 10) / 10,
+        },
+        'request',
+      );
+    }
+  };
+}
+
+/** The path-and-query of a request target; absolute form (`http://host/p?q`) is accepted as proxies send it. */
+function requestTarget(url: string): string {
+  if (url.startsWith('/')) return url;
+  if (/^https?:\/\//i.test(url)) {
+    const parsed = URL.canParse(url) ? new URL(url) : null;
+    if (parsed) return parsed.pathname + parsed.search;
+  }
+  throw badRequest(`Unsupported request target "${url.slice(0, 64)}"`, 'invalid_path');
+}
+
+/** Two `x-api-key` (or `x-user-id`) headers are ambiguous: which one counts? Refuse rather than guess. */
+function rejectRepeatedIdentity(req: IncomingMessage): void {
+  for (const name of IDENTITY_HEADERS) {
+    const v = req.headers[name];
+    if (v === undefined || !v.includes(',')) continue; // Node joins repeats with ", "
+    const count = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === name).length;
+    if (count > 1) throw badRequest(`Repeated ${name} header`, 'repeated_identity_header');
+  }
+}
+
+function unmappedPeer(req: IncomingMessage): string {
+  const peer = req.socket.remoteAddress;
+  if (!peer) throw badRequest('Client address unknown (connection closed)', 'no_client_address');
+  return peer;
+}
+
+function asGatewayError(err: unknown): GatewayError {
+  if (err instanceof GatewayError) return err;
+  if (err instanceof InvalidPathError) return badRequest(`Invalid request path: ${err.message}`, 'invalid_path');
+  return new GatewayError(500, 'internal_error', 'Internal gateway error');
+}
+
+function sendDenied(res: ServerResponse, verdict: Verdict, extra: OutgoingHttpHeaders): void {
+  const { match, outcome } = verdict;
+  const blocking = outcome.buckets.findIndex((b) => b.msToToken > 0);
+  const limit = match.limits[blocking === -1 ? 0 : blocking]!;
+  const body = JSON.stringify({
+    detail: 'Rate limit exceeded',
+    rule: match.rule.id,
+    category: limit.category,
+    retry_after: Number(verdict.headers['retry-after']),
+  });
+  sendJson(res, 429, body, extra);
+}
+
+function sendError(res: ServerResponse, error: GatewayError, requestId: string): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const extra: OutgoingHttpHeaders = { 'x-request-id': requestId };
+  // An unread request body would otherwise be drained before the connection can be reused.
+  if (error.status === 413 || error.status === 400) extra.connection = 'close';
+  sendJson(res, error.status, JSON.stringify(error), extra);
+}
+
+function sendJson(res: ServerResponse, status: number, body: string, headers: OutgoingHttpHeaders): void {
+  res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}

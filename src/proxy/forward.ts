@@ -1,0 +1,126 @@
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Transform, type Readable } from 'node:stream';
+import { Pool, errors as undiciErrors } from 'undici';
+import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
+import { clientResponseHeaders } from './headers.ts';
+
+/**
+ * Streamed forwarding over undici's dispatcher: the request body flows from
+ * the client socket to the upstream and the response body back, chunk by
+ * chunk, never buffered (server-sent events reach the client frame by
+ * frame). A client that goes away aborts the upstream request.
+ */
+export interface Upstream {
+  readonly name: string;
+  readonly url: URL;
+  readonly pool: Pool;
+}
+
+export function createUpstream(name: string, url: string, connections = 256): Upstream {
+  const parsed = new URL(url);
+  return { name, url: parsed, pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }) };
+}
+
+export interface ForwardOptions {
+  /** Time allowed for the upstream's response headers. An open stream is never cut afterwards. */
+  readonly headersTimeoutMs: number;
+  readonly maxBodyBytes: number;
+}
+
+export interface ForwardResult {
+  readonly status: number;
+  /** True when the client went away before the response ended. */
+  readonly aborted: boolean;
+}
+
+/**
+ * Forwards `req` to `upstream` at `path` (the normalised path plus query)
+ * and writes the answer to `res`, with `extraHeaders` (rate-limit headers,
+ * request id) added. Throws a GatewayError (413, 502, 504) when nothing was
+ * written yet; once the response has started, a failure ends it instead.
+ */
+export async function forward(
+  upstream: Upstream,
+  req: IncomingMessage,
+  res: ServerResponse,
+  path: string,
+  headers: Record<string, string | string[]>,
+  extraHeaders: OutgoingHttpHeaders,
+  options: ForwardOptions,
+): Promise<ForwardResult> {
+  const body = requestBody(req, options.maxBodyBytes);
+  const abort = new AbortController();
+  let status = 0;
+  const onClose = () => {
+    if (!res.writableFinished) abort.abort();
+  };
+  res.once('close', onClose);
+  try {
+    await upstream.pool.stream(
+      {
+        path: upstream.url.pathname === '/' ? path : upstream.url.pathname.replace(/\/$/, '') + path,
+        method: req.method as string,
+        headers,
+        body,
+        signal: abort.signal,
+        headersTimeout: options.headersTimeoutMs,
+        bodyTimeout: 0, // streams may idle between events; the client's close ends them
+      },
+      ({ statusCode, headers: upstreamHeaders }) => {
+        status = statusCode;
+        res.writeHead(statusCode, { ...clientResponseHeaders(upstreamHeaders), ...extraHeaders });
+        res.flushHeaders(); // the client sees the status before the first body chunk
+        return res;
+      },
+    );
+    return { status, aborted: false };
+  } catch (err) {
+    if (abort.signal.aborted) return { status: status || 499, aborted: true };
+    if (res.headersSent) {
+      endStarted(res);
+      return { status, aborted: false };
+    }
+    throw asGatewayError(err, upstream, options);
+  } finally {
+    res.off('close', onClose);
+  }
+}
+
+/** The request body to send: none, the socket stream itself, or the stream behind a size guard. */
+function requestBody(req: IncomingMessage, maxBytes: number): Readable | null {
+  const length = req.headers['content-length'];
+  if (length !== undefined) {
+    if (Number(length) > maxBytes) throw payloadTooLarge(maxBytes);
+    return Number(length) === 0 ? null : req; // Node's parser holds the body to its declared length
+  }
+  if (req.headers['transfer-encoding'] === undefined) return null; // HTTP/1.1: no length, no chunks, no body
+  let seen = 0;
+  const guard = new Transform({
+    transform(chunk: Buffer, _enc, done) {
+      seen += chunk.length;
+      done(seen > maxBytes ? payloadTooLarge(maxBytes) : null, chunk);
+    },
+  });
+  req.on('error', (e) => guard.destroy(e));
+  return req.pipe(guard);
+}
+
+/** A response already under way cannot turn into an error: an event stream ends cleanly, anything else is cut so the client sees it is incomplete. */
+function endStarted(res: ServerResponse): void {
+  const type = String(res.getHeader('content-type') ?? '');
+  if (type.startsWith('text/event-stream')) res.end();
+  else res.destroy();
+}
+
+function asGatewayError(err: unknown, upstream: Upstream, options: ForwardOptions): GatewayError {
+  if (err instanceof GatewayError) return err;
+  if ((err as { cause?: unknown }).cause instanceof GatewayError) return (err as { cause: GatewayError }).cause;
+  if (err instanceof undiciErrors.HeadersTimeoutError) {
+    return gatewayTimeout(`Upstream ${upstream.name} sent no response headers within ${options.headersTimeoutMs} ms`);
+  }
+  if (err instanceof undiciErrors.ConnectTimeoutError) {
+    return gatewayTimeout(`Upstream ${upstream.name} did not accept a connection in time`);
+  }
+  const code = (err as { code?: string }).code;
+  return badGateway(`Upstream ${upstream.name} unreachable${code ? ` (${code})` : ''}`, err);
+}

@@ -1,0 +1,117 @@
+import { globMatcher, globSuffix, type PathTest } from './path-condition.ts';
+import { templateMatcher } from './template.ts';
+import type { PathCondition } from './types.ts';
+
+/**
+ * Generates the scan of a matcher table: one JavaScript function that tests
+ * the table's non-exact conditions in rule order and returns the decision of
+ * the first that fits. Prefixes and suffixes become unrolled `charCodeAt`
+ * comparisons against constants, which bail out at the first differing
+ * character; `String.prototype.startsWith`/`endsWith` calls cost several
+ * times more per test on V8. Only `contains` (`includes`) and templates or
+ * non-suffix globs (their matcher, behind an unrolled test of their literal
+ * head) call out.
+ *
+ * Safety: the generated source holds only integers, indices and the
+ * identifiers below; no text of a rule file is ever part of it.
+ */
+export interface ScanEntry<D> {
+  /** null = any path */
+  readonly condition: PathCondition | null;
+  readonly decision: D;
+}
+
+export type Scan<D> = (path: string) => D | null;
+
+export function compileScan<D>(entries: readonly ScanEntry<D>[]): Scan<D> {
+  const decisions: D[] = [];
+  const texts: string[] = [];
+  const matchers: PathTest[] = [];
+  const tests = entries.map(({ condition, decision }) => ({
+    line: testLine(condition, decisions.push(decision) - 1, texts, matchers),
+    // The character a matching path must have after its leading "/", when the condition fixes it.
+    second: secondChar(condition),
+  }));
+  // Dispatch on that character: each case keeps, in rule order, the tests that
+  // fix it to this character and the tests that fix nothing.
+  const chars = [...new Set(tests.flatMap((t) => (t.second === null ? [] : [t.second])))];
+  const body = (c: number | null) => upToUnconditional(tests.filter((t) => t.second === null || t.second === c).map((t) => t.line));
+  const cases = chars.map((c) => `    case ${c}:\n      ${body(c).join('\n      ')}\n      return null;`);
+  const source = `return function scan(p) {
+  const n = p.length;
+  switch (n > 1 ? p.charCodeAt(1) : -1) {
+${cases.join('\n')}
+    default:
+      ${body(null).join('\n      ')}
+      return null;
+  }
+};`;
+  return new Function('D', 'T', 'M', source)(decisions, texts, matchers) as Scan<D>;
+}
+
+/** Lines after an unconditional `return` are dead: drop them. */
+function upToUnconditional(lines: string[]): string[] {
+  const i = lines.findIndex((l) => l.startsWith('return '));
+  return i === -1 ? lines : lines.slice(0, i + 1);
+}
+
+function testLine(c: PathCondition | null, d: number, texts: string[], matchers: PathTest[]): string {
+  const test = testSource(c, texts, matchers);
+  return test === 'true' ? `return D[${d}];` : `if (${test}) return D[${d}];`;
+}
+
+/** The code of the character after "/" that every path fitting `c` has, or null when `c` does not fix it. */
+function secondChar(c: PathCondition | null): number | null {
+  if (c === null) return null;
+  const head = c.kind === 'path' || c.kind === 'prefix' ? c.value : c.kind === 'contains' ? '' : literalHead(c.value);
+  return head.length >= 2 ? head.charCodeAt(1) : null;
+}
+
+/** JavaScript source of a boolean test of `p` (length `n`) for one condition. */
+function testSource(c: PathCondition | null, texts: string[], matchers: PathTest[]): string {
+  if (c === null || (c.kind === 'prefix' && c.value === '/')) return 'true';
+  switch (c.kind) {
+    case 'path':
+      return `n === ${c.value.length} && ${startsWith(c.value)}`;
+    case 'prefix': {
+      const L = c.value.length;
+      return `n >= ${L} && ${startsWith(c.value)} && (n === ${L} || p.charCodeAt(${L}) === 47)`;
+    }
+    case 'contains':
+      return `p.includes(T[${texts.push(c.value) - 1}])`;
+    case 'glob': {
+      const suffix = globSuffix(c.value);
+      if (suffix !== null) return `n >= ${suffix.length} && ${endsWith(suffix)}`;
+      return withHead(literalHead(c.value), matchers.push(globMatcher(c.value)) - 1);
+    }
+    case 'template':
+      return withHead(literalHead(c.value), matchers.push(templateMatcher(c.value)) - 1);
+  }
+}
+
+function withHead(head: string, r: number): string {
+  return head.length > 0 ? `n >= ${head.length} && ${startsWith(head)} && M[${r}](p)` : `M[${r}](p)`;
+}
+
+function startsWith(text: string): string {
+  return codes(text).map((c, i) => `p.charCodeAt(${i}) === ${c}`).join(' && ') || 'true';
+}
+
+function endsWith(text: string): string {
+  const L = text.length;
+  return codes(text)
+    .map((c, i) => `p.charCodeAt(n - ${L - i}) === ${c}`)
+    .reverse() // the last characters tell most paths apart
+    .join(' && ');
+}
+
+/** UTF-16 code units, as `charCodeAt` sees them. */
+function codes(text: string): number[] {
+  return Array.from({ length: text.length }, (_, i) => text.charCodeAt(i));
+}
+
+/** The text every match must start with: up to the first glob character or placeholder. */
+function literalHead(pattern: string): string {
+  const i = pattern.search(/[*?[\]{}()!+@|\\]/);
+  return i === -1 ? pattern : pattern.slice(0, i);
+}

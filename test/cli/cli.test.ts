@@ -1,0 +1,124 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+
+/** Runs `gateway ...` in-process and captures what it prints. */
+async function gateway(...argv: string[]) {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  const code = await main(argv, { log: (l) => stdout.push(l), err: (l) => stderr.push(l) });
+  return { code, stdout: stdout.join('\n'), stderr: stderr.join('\n') };
+}
+
+describe('gateway check', () => {
+  it('passes the shipped rule files', async () => {
+    const r = await gateway('check', 'rules/us.yaml', 'rules/eu.yaml');
+    expect(r.stdout).toContain('rules/us.yaml: 21 rules, no findings');
+    expect(r.stdout).toContain('rules/eu.yaml: 21 rules, no findings');
+    expect(r.code).toBe(0);
+  });
+
+  it('finds the shadowing in the seed table read in document order', async () => {
+    const r = await gateway('check', 'test/fixtures/seed-order.yaml');
+    expect(r.code).toBe(1);
+    const lines = r.stdout.split('\n');
+    const stats = lines.find((l) => l.includes('rule "runs-stats"'));
+    expect(stats).toMatch(/^test\/fixtures\/seed-order\.yaml:\d+: rule "runs-stats": shadowed: never decides: earlier rule "default-api-key"/);
+    const download = lines.find((l) => l.includes('rule "public-download"'));
+    expect(download).toMatch(/partly-shadowed: .*"default-api-key".*x-api-key.*"default-user".*x-user-id/);
+    // Only those two: the catch-all after the defaults is the intended fallback.
+    expect(lines.filter((l) => /shadowed/.test(l))).toHaveLength(2);
+  });
+
+  it('reports invalid files with file, line and reason, exit 1', async () => {
+    const r = await gateway('check', 'test/fixtures/duplicate-id.yaml');
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/^test\/fixtures\/duplicate-id\.yaml:\d+: invalid: .*duplicate id/m);
+  });
+
+  it('exits 2 on a file it cannot read, and still reports the others', async () => {
+    const r = await gateway('check', 'rules/us.yaml', 'no/such/file.yaml');
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain('no/such/file.yaml: cannot read');
+    expect(r.stdout).toContain('rules/us.yaml: 21 rules, no findings');
+  });
+
+  it('exits 2 without files', async () => {
+    expect((await gateway('check')).code).toBe(2);
+  });
+});
+
+describe('gateway explain', () => {
+  const explainJson = async (...argv: string[]) => {
+    const r = await gateway('explain', ...argv, '--json');
+    expect(r.code).toBe(0);
+    return JSON.parse(r.stdout) as {
+      rule: string | null;
+      normalized_path: string;
+      limits: { by: string; count: number; per_seconds: number; category: string; key: string; policy: string }[];
+      passed_over: { rule: string; reason: string }[];
+    };
+  };
+
+  it('POST /runs/query with key and user: both buckets, digested keys', async () => {
+    const r = await explainJson('POST', '/runs/query', '-H', 'x-api-key: secret-key-123', '-H', 'x-user-id: alice', '--ip', '10.0.0.1');
+    expect(r.rule).toBe('runs-query');
+    expect(r.limits.map(({ by, count, per_seconds, category }) => ({ by, count, per_seconds, category }))).toEqual([
+      { by: 'api-key', count: 15, per_seconds: 10, category: 'Run query (API)' },
+      { by: 'user-ip', count: 300, per_seconds: 10, category: 'Run query (User)' },
+    ]);
+    expect(r.limits[0]!.key).toMatch(/^rl:us:runs-query:api-key:[A-Za-z0-9_-]{22}$/);
+    expect(r.limits[1]!.key).toMatch(/^rl:us:runs-query:user-ip:[A-Za-z0-9_-]{22}$/);
+    const all = JSON.stringify(r);
+    for (const raw of ['secret-key-123', 'alice', '10.0.0.1']) expect(all).not.toContain(raw);
+    expect(r.passed_over.map((p) => p.rule)).toContain('auth');
+    expect(r.passed_over.find((p) => p.rule === 'runs-batch')!.reason).toMatch(/fits none of: path \/runs\/batch/);
+  });
+
+  it('GET /runs/stats with a key: runs-stats, region-specific count', async () => {
+    expect((await explainJson('GET', '/runs/stats', '-H', 'x-api-key: k')).limits[0]!.count).toBe(1);
+    const eu = await explainJson('GET', '/runs/stats', '-H', 'x-api-key: k', '--region', 'eu');
+    expect(eu.rule).toBe('runs-stats');
+    expect(eu.limits[0]!.count).toBe(20);
+    expect(eu.limits[0]!.key).toMatch(/^rl:eu:runs-stats:api-key:/);
+  });
+
+  it('explains why a rule was passed over for lack of identity', async () => {
+    const r = await explainJson('GET', '/repos');
+    expect(r.rule).toBe('public');
+    expect(r.passed_over.find((p) => p.rule === 'repos')!.reason).toMatch(/carries none of its identities \(api-key, user-ip\)/);
+    expect(r.passed_over.find((p) => p.rule === 'default')!.reason).toMatch(/carries none/);
+  });
+
+  it('normalises the path before matching', async () => {
+    const r = await explainJson('POST', '/runs/%2e%2e/runs/query?x=1', '-H', 'x-api-key: k');
+    expect(r.normalized_path).toBe('/runs/query');
+    expect(r.rule).toBe('runs-query');
+  });
+
+  it('prints a readable trace without --json', async () => {
+    const r = await gateway('explain', 'GET', '/runs/not-a-uuid', '-H', 'x-api-key: k');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/pass {2}run-lookup \(line \d+\): path \/runs\/not-a-uuid fits none of: template \/runs\/\{uuid\}/);
+    expect(r.stdout).toMatch(/==> {3}default \(line \d+\)/);
+    expect(r.stdout).toContain('default.api-key: 1000 per 10s, by api-key, category "Default (API key)"');
+  });
+
+  it('rejects a bad region, a bad header and a malformed path with exit 2', async () => {
+    expect((await gateway('explain', 'GET', '/x', '--region', 'mars')).code).toBe(2);
+    expect((await gateway('explain', 'GET', '/x', '-H', 'nocolon')).code).toBe(2);
+    const bad = await gateway('explain', 'GET', '/x%zz');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/invalid percent-encoding/);
+  });
+});
+
+describe('the gateway program', () => {
+  it('runs as a bin and returns the exit status', async () => {
+    const run = promisify(execFile);
+    const ok = await run(process.execPath, ['bin/gateway.js', 'check', 'rules/us.yaml']);
+    expect(ok.stdout).toContain('no findings');
+    await expect(run(process.execPath, ['bin/gateway.js', 'check', 'test/fixtures/seed-order.yaml'])).rejects.toMatchObject({ code: 1 });
+  });
+});

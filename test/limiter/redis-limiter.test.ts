@@ -1,0 +1,131 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Redis } from 'ioredis';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { RedisLimiter } from '../../src/limiter/redis-limiter.ts';
+import { StoreError, type Bucket } from '../../src/limiter/types.ts';
+import { startRedis, type RedisProcess } from '../helpers/redis-server.ts';
+import { limiterContract } from './contract.ts';
+
+/**
+ * The shared Redis on 6379 is used only under a unique prefix, and every key
+ * under it is removed afterwards. Anything that needs to own a server
+ * (SCRIPT FLUSH, stopping, pausing) runs against a private redis-server.
+ */
+
+const RUN = `test:${randomUUID()}`;
+const SCRIPT_SHA = createHash('sha1').update(readFileSync(new URL('../../src/limiter/token-bucket.lua', import.meta.url))).digest('hex');
+const shared = new Redis({ host: '127.0.0.1', port: 6379, enableAutoPipelining: true, maxRetriesPerRequest: 1, lazyConnect: true });
+
+async function deleteByPrefix(client: Redis, prefix: string): Promise<void> {
+  let cursor = '0';
+  do {
+    const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+    if (keys.length) await client.unlink(...keys);
+    cursor = next;
+  } while (cursor !== '0');
+}
+
+afterAll(async () => {
+  await deleteByPrefix(shared, RUN);
+  await shared.quit();
+});
+
+limiterContract('redis', async () => {
+  const prefix = `${RUN}:${randomUUID()}`;
+  const limiter = new RedisLimiter(shared, { ownsClient: false });
+  return {
+    limiter,
+    key: (name) => `${prefix}:${name}`,
+    pttl: (key) => shared.pttl(key),
+    close: () => deleteByPrefix(shared, prefix),
+  };
+});
+
+describe('RedisLimiter', () => {
+  it('refuses a client without auto-pipelining (concurrent calls would each cost a round trip)', () => {
+    const plain = new Redis({ lazyConnect: true });
+    expect(() => new RedisLimiter(plain)).toThrow(/enableAutoPipelining/);
+    plain.disconnect();
+  });
+
+  it('maps a Redis error to StoreError', async () => {
+    const key = `${RUN}:wrongtype`;
+    await shared.hset(key, 'x', '1'); // GET on a hash: WRONGTYPE inside the script
+    const limiter = new RedisLimiter(shared, { ownsClient: false });
+    const err = await limiter.consume([{ key, capacity: 1, perSeconds: 1 }]).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(StoreError);
+    expect((err as StoreError).code).toBe('store_unavailable');
+    expect((err as StoreError).cause).toBeDefined();
+  });
+});
+
+describe('RedisLimiter on a private server', () => {
+  let server: RedisProcess;
+  let client: Redis;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterEach(() => client?.disconnect());
+  afterAll(() => server.stop());
+
+  const connect = () => (client = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: true, maxRetriesPerRequest: 1 }));
+  const buckets = (...names: string[]): Bucket[] => names.map((n) => ({ key: `${randomUUID()}:${n}`, capacity: 5, perSeconds: 60 }));
+  const scriptCalls = async (c: Redis) => {
+    const stats = await c.info('commandstats');
+    const count = (cmd: string, field: string) => Number(new RegExp(`cmdstat_${cmd}:.*?${field}=(\\d+)`).exec(stats)?.[1] ?? 0);
+    return { calls: count('evalsha', 'calls') + count('eval', 'calls'), noscript: count('evalsha', 'failed_calls') + count('evalsha', 'rejected_calls') };
+  };
+
+  it('decides all buckets of a call in one script, one round trip', async () => {
+    const limiter = new RedisLimiter(connect(), { ownsClient: false });
+    const call = buckets('a', 'b', 'c');
+    await limiter.consume(call); // loads the script on this connection
+    const before = await scriptCalls(client);
+    const out = await limiter.consume(call);
+    expect(out.buckets.map((b) => b.remaining)).toEqual([3, 3, 3]);
+    expect((await scriptCalls(client)).calls - before.calls).toBe(1);
+  });
+
+  it('falls back to EVAL when the server lost the script (NOSCRIPT)', async () => {
+    const limiter = new RedisLimiter(connect(), { ownsClient: false });
+    const call = buckets('a');
+    await limiter.consume(call);
+    await limiter.consume(call); // by now the connection sends EVALSHA
+    await client.script('FLUSH');
+    const before = await scriptCalls(client);
+    const out = await limiter.consume(call);
+    expect(out).toMatchObject({ allowed: true, buckets: [{ remaining: 2 }] });
+    const after = await scriptCalls(client);
+    expect(after.noscript - before.noscript).toBe(1); // the EVALSHA that met NOSCRIPT
+    expect(await client.script('EXISTS', SCRIPT_SHA)).toEqual([1]); // loaded again by the fallback EVAL
+  });
+
+  it('a paused server is a StoreError after the budget, and the limiter recovers', async () => {
+    const limiter = new RedisLimiter(connect(), { ownsClient: false, timeoutMs: 200 });
+    const call = buckets('a');
+    await limiter.consume(call);
+    server.pause();
+    try {
+      const started = performance.now();
+      const err = await limiter.consume(call).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(StoreError);
+      expect((err as Error).message).toMatch(/200 ms/);
+      expect(performance.now() - started).toBeLessThan(1000);
+    } finally {
+      server.resume();
+    }
+    expect((await limiter.consume(call)).allowed).toBe(true);
+  });
+
+  it('a stopped server is a StoreError', async () => {
+    const own = await startRedis();
+    const c = new Redis({ port: own.port, host: '127.0.0.1', enableAutoPipelining: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    c.on('error', () => {});
+    const limiter = new RedisLimiter(c, { timeoutMs: 1000 });
+    await limiter.consume(buckets('a'));
+    await own.stop();
+    await expect(limiter.consume(buckets('a'))).rejects.toBeInstanceOf(StoreError);
+    await limiter.close(); // quits (or, the server being gone, disconnects) the client it owns
+  });
+});
