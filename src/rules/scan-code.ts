@@ -110,8 +110,11 @@ function codes(text: string): number[] {
   return Array.from({ length: text.length }, (_, i) => text.charCodeAt(i));
 }
 
-/** The text every match must start with: up to the first glob character or placeholder. */
+/** Text every match starts with: up to the first glob character or placeholder, less a final "/". */
 function literalHead(pattern: string): string {
   const i = pattern.search(/[*?[\]{}()!+@|\\]/);
-  return i === -1 ? pattern : pattern.slice(0, i);
+  if (i === -1) return pattern;
+  // A trailing "/**" also matches nothing at all: "/static/**" fits "/static".
+  const head = pattern.slice(0, i);
+  return head.endsWith('/') ? head.slice(0, -1) : head;
 }

@@ -2,10 +2,10 @@ import picomatch from 'picomatch';
 import type { PathCondition, Rule } from '../../src/rules/types.ts';
 
 /**
- * The naive reference matcher: DESIGN.md "Rule files" read literally, written
- * without looking at src/rules/compile.ts or path-condition.ts, so that a
- * differential test against the compiled matcher means something. Every rule,
- * every alternative, every condition is tested on every call; only picomatch
+ * The naive reference matcher: DESIGN.md "Rule files" read literally. It shares
+ * no code with src/rules/compile.ts or path-condition.ts (it imports neither),
+ * so that a differential test against the compiled matcher means something.
+ * Every rule, alternative and condition is tested on every call; only picomatch
  * matchers and template regexes are cached, by their source text.
  */
 
@@ -32,7 +32,7 @@ export function referenceMatch(rules: readonly Rule[], req: ReferenceRequest): R
   };
   for (const rule of rules) {
     const fits = rule.alternatives.some(
-      (alt) => (alt.methods === null || alt.methods.includes(req.method as never)) && (alt.path === null || pathFits(alt.path, path)),
+      (alt) => (alt.methods === null || (alt.methods as readonly string[]).includes(req.method)) && (alt.path === null || pathFits(alt.path, path)),
     );
     if (!fits) continue;
     const policies = rule.limits.filter((l) => present[l.by]).map((l) => l.policy);
