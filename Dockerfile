@@ -7,6 +7,10 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
 COPY src ./src
 COPY rules ./rules
+# Fail the build on invalid rule files rather than at the first start.
+RUN node bin/gateway.js check rules/us.yaml rules/eu.yaml
 USER node
+EXPOSE 8080 9090
+HEALTHCHECK --interval=10s --timeout=2s CMD node -e "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "bin/gateway.js"]
-CMD ["check", "rules/us.yaml", "rules/eu.yaml"]
+CMD ["start"]

@@ -1,5 +1,5 @@
 import { storeUnavailable } from '../errors.ts';
-import { bucketKey, type KeyScheme } from '../limiter/bucket-key.ts';
+import { cachedBucketKeys, type KeyScheme } from '../limiter/bucket-key.ts';
 import { StoreError, type Limiter, type LimitOutcome } from '../limiter/types.ts';
 import { identityOf, type Match, type Matcher, type MatchRequest } from '../rules/compile.ts';
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './ratelimit-headers.ts';
@@ -36,6 +36,7 @@ export interface LimitStepOptions {
  * a store failure is handled here, explicitly open or closed.
  */
 export function limitStep({ matcher, limiter, fallback, failMode, scheme, onStoreError }: LimitStepOptions) {
+  const keyOf = cachedBucketKeys(scheme);
   const policies = new WeakMap<Match, string>();
   const policyOf = (m: Match) => {
     let p = policies.get(m);
@@ -48,7 +49,7 @@ export function limitStep({ matcher, limiter, fallback, failMode, scheme, onStor
     if (match === null) return null;
     const { rule, limits } = match;
     const buckets = limits.map((l) => ({
-      key: bucketKey(scheme, rule.id, l.by, identityOf(request, l.by)),
+      key: keyOf(rule.id, l.by, identityOf(request, l.by)),
       capacity: l.count,
       perSeconds: l.perSeconds,
     }));

@@ -22,3 +22,28 @@ export function identityDigest(secret: string, identity: string): string {
 export function bucketKey(scheme: KeyScheme, rule: string, by: IdentityKind, identity: string): string {
   return `${scheme.prefix}:${scheme.region}:${rule}:${by}:${identityDigest(scheme.secret, identity)}`;
 }
+
+/**
+ * `bucketKey` with the digests remembered: an HMAC costs microseconds, and
+ * the same identities come back request after request. Two generations of at
+ * most `size` entries each: when the young one fills, it becomes the old one
+ * and the previous old one is dropped, so memory stays bounded and recently
+ * used identities survive (they are copied forward when seen).
+ */
+export function cachedBucketKeys(scheme: KeyScheme, size = 50_000) {
+  let young = new Map<string, string>();
+  let old = new Map<string, string>();
+  const digest = (identity: string): string => {
+    let d = young.get(identity);
+    if (d !== undefined) return d;
+    d = old.get(identity) ?? identityDigest(scheme.secret, identity);
+    if (young.size >= size) {
+      old = young;
+      young = new Map();
+    }
+    young.set(identity, d);
+    return d;
+  };
+  const head = `${scheme.prefix}:${scheme.region}:`;
+  return (rule: string, by: IdentityKind, identity: string): string => `${head}${rule}:${by}:${digest(identity)}`;
+}

@@ -95,7 +95,7 @@ export class MemoryLimiter implements Limiter {
     for (let i = 0; i < n; i++) {
       const b = buckets[i]!;
       const stored = this.tats.get(b.key);
-      if (stored !== undefined) this.tats.touch(b.key);
+      if (stored !== undefined) this.tats.touch(b.key); // a denied identity is active: keep its bucket from eviction
       const o = outcome(b, stored === undefined ? now : Math.max(stored, now), now);
       if (o.msToToken > retryAfterMs) retryAfterMs = o.msToToken;
       out[i] = o;

@@ -87,8 +87,13 @@ export function limiterContract(name: string, make: () => Promise<LimiterHarness
     it('refills continuously at capacity/per, up to capacity', async () => {
       const b = bucket('a', 10, 1); // one token per 100 ms
       const start = performance.now();
-      for (let i = 0; i < 10; i++) expect((await consume(b)).allowed).toBe(true);
-      const denied = await consume(b);
+      let drained = 0;
+      let denied: LimitOutcome;
+      while ((denied = await consume(b)).allowed && drained < 30) drained++;
+      // A real clock may refill a token while a slow machine drains the bucket.
+      if (h.advance) expect(drained).toBe(10);
+      else expect(drained).toBeLessThanOrEqual(10 + Math.floor((performance.now() - start) / 100) + 1);
+      expect(drained).toBeGreaterThanOrEqual(10);
       expect(denied.allowed).toBe(false);
       expect(denied.retryAfterMs).toBeGreaterThan(0);
       expect(denied.retryAfterMs).toBeLessThanOrEqual(100);
@@ -99,7 +104,7 @@ export function limiterContract(name: string, make: () => Promise<LimiterHarness
       if (h.advance) expect(refilled).toBe(2);
       else {
         expect(refilled).toBeGreaterThanOrEqual(2);
-        expect(refilled).toBeLessThanOrEqual(Math.floor((performance.now() - start) / 100) + 1);
+        expect(drained + refilled).toBeLessThanOrEqual(10 + Math.floor((performance.now() - start) / 100) + 1);
       }
 
       await wait(1050); // longer than the period: full, and never more than full

@@ -87,6 +87,14 @@ describe('RedisLimiter on a private server', () => {
     expect((await scriptCalls(client)).calls - before.calls).toBe(1);
   });
 
+  it('concurrent calls share one pipelined write', async () => {
+    const limiter = new RedisLimiter(connect(), { ownsClient: false });
+    await client.ping();
+    const calls = Array.from({ length: 10 }, (_, i) => limiter.consume(buckets(`k${i}`)));
+    expect(client.autoPipelineQueueSize).toBe(10); // queued in this tick, flushed together
+    expect((await Promise.all(calls)).every((o) => o.allowed)).toBe(true);
+  });
+
   it('falls back to EVAL when the server lost the script (NOSCRIPT)', async () => {
     const limiter = new RedisLimiter(connect(), { ownsClient: false });
     const call = buckets('a');
