@@ -1,3 +1,4 @@
+import { ipIdentity } from '../edge/client-ip.ts';
 import { bucketKey } from '../limiter/bucket-key.ts';
 import { compile, identityOf, type Headers } from '../rules/compile.ts';
 import { explainMatch } from '../rules/explain.ts';
@@ -24,7 +25,8 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
   const file = regionRuleFile(settings.rulesDir, req.region);
   const rules = loadRuleFile(file).rules;
   const path = normalizePath(req.target);
-  const request = { method: req.method, path, headers: req.headers, ip: req.ip };
+  // Counted as the edge counts it: IPv6 by its prefix (IPV6_PREFIX).
+  const request = { method: req.method, path, headers: req.headers, ip: ipIdentity(req.ip, settings.ipv6PrefixBits) };
   const match = compile(rules).match(request);
   const steps = explainMatch(rules, req.method, path, req.headers);
   const scheme = { prefix: settings.keyPrefix, region: req.region, secret: settings.identitySecret };

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
 import { REGIONS, type Region } from '../rules/load.ts';
 import { InvalidPathError } from '../rules/normalize-path.ts';
@@ -69,6 +70,7 @@ function runExplain(args: readonly string[], out: Output): number {
   const env = { ...process.env };
   if (values['rules-dir']) env.RULES_DIR = values['rules-dir'];
   const settings = loadSettings(env);
+  if (isIP(values.ip) === 0) throw new UsageError(`--ip must be an IP address, got "${values.ip}"`);
   const region = (values.region ?? settings.region).toLowerCase();
   if (!REGIONS.includes(region as Region)) throw new UsageError(`--region must be one of ${REGIONS.join(', ')}, got "${region}"`);
   return explain(
