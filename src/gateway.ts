@@ -59,6 +59,10 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },
     log,
   });
+  // Not listening before the store answers: the first requests would otherwise all be store errors.
+  if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {
+    log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
+  }
   const edge = await listen(edgeApp(handle), settings.port);
   const admin = await listen(adminApp({ ready: () => true }), settings.adminPort);
   if (settings.identitySecretIsDefault && store.kind !== 'memory') {
@@ -80,4 +84,12 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
       ]);
     },
   };
+}
+
+/** How long boot waits for a Redis store's first connection before serving anyway (FAIL_MODE then applies). */
+const STORE_BOOT_WAIT_MS = 3000;
+
+function withinMs(p: Promise<boolean>, ms: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([p, new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)))]).finally(() => clearTimeout(timer));
 }

@@ -7,6 +7,11 @@ import type { Limiter } from './types.ts';
 export interface Store {
   readonly kind: 'memory' | 'redis' | 'redis-cluster';
   readonly limiter: Limiter;
+  /**
+   * Resolves true once the store can answer, false on its first connection
+   * error (memory: true at once). Never rejects; the caller bounds the wait.
+   */
+  connected(): Promise<boolean>;
 }
 
 /**
@@ -19,10 +24,27 @@ export function storeFromSettings(settings: Settings): Store {
   const options = { timeoutMs: settings.storeTimeoutMs };
   if (settings.redisClusterNodes.length > 0) {
     const cluster = new Cluster([...settings.redisClusterNodes], common);
-    return { kind: 'redis-cluster', limiter: new RedisLimiter(cluster, options) };
+    return { kind: 'redis-cluster', limiter: new RedisLimiter(cluster, options), connected: () => connected(cluster) };
   }
   if (settings.redisUrl !== null) {
-    return { kind: 'redis', limiter: new RedisLimiter(new Redis(settings.redisUrl, common), options) };
+    const client = new Redis(settings.redisUrl, common);
+    return { kind: 'redis', limiter: new RedisLimiter(client, options), connected: () => connected(client) };
   }
-  return { kind: 'memory', limiter: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }) };
+  return { kind: 'memory', limiter: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }), connected: async () => true };
+}
+
+/** With the offline queue off, a command sent before 'ready' fails at once: boot waits for the first connection. */
+function connected(client: Redis | Cluster): Promise<boolean> {
+  if (client.status === 'ready') return Promise.resolve(true);
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => () => {
+      client.off('ready', onReady);
+      client.off('error', onError);
+      resolve(ok);
+    };
+    const onReady = done(true);
+    const onError = done(false);
+    client.once('ready', onReady);
+    client.once('error', onError);
+  });
 }
