@@ -1,31 +1,50 @@
 import type { Logger } from 'pino';
-import { clientIpSettings } from './edge/client-ip-settings.ts';
+import { adminApp } from './admin/app.ts';
 import { edgeApp } from './edge/app.ts';
+import { clientIpSettings } from './edge/client-ip-settings.ts';
 import { edgeHandler } from './edge/handler.ts';
 import { limitStep } from './edge/limit.ts';
 import { router } from './edge/route.ts';
+import { BreakerLimiter } from './limiter/breaker.ts';
 import { storeFromSettings } from './limiter/from-settings.ts';
 import { MemoryLimiter } from './limiter/memory-limiter.ts';
 import { listen, type Listening } from './listen.ts';
+import { createMetrics, type Metrics } from './metrics.ts';
 import { createUpstream, type Upstream } from './proxy/forward.ts';
-import { compile } from './rules/compile.ts';
-import { loadRuleFile, regionRuleFile } from './rules/load.ts';
+import { regionRuleFile } from './rules/load.ts';
+import { RuleSource } from './rules/rule-source.ts';
 import { echoUpstream } from './services/echo-upstream.ts';
 import type { Settings } from './settings.ts';
-import { adminApp } from './admin/app.ts';
 
 export interface Gateway {
   readonly edge: Listening;
   readonly admin: Listening;
   readonly upstreams: { readonly controlPlane: Upstream; readonly agentServer: Upstream };
+  readonly metrics: Metrics;
+  /** Re-reads the rule file; invalid files are logged and the old rules keep serving. */
+  reload(): void;
+  /** Graceful stop: refuse new connections, answer /readyz 503, let requests and streams finish within DRAIN_SECONDS, then close everything. */
   close(): Promise<void>;
 }
 
+/** How long boot waits for a Redis store's first connection before serving anyway (FAIL_MODE then applies). */
+const STORE_BOOT_WAIT_MS = 3000;
+
 /** Boot: settings → rules → store → upstreams → edge and admin listeners. */
 export async function startGateway(settings: Settings, log: Logger): Promise<Gateway> {
-  const rulesFile = regionRuleFile(settings.rulesDir, settings.region);
-  const matcher = compile(loadRuleFile(rulesFile).rules);
+  const metrics = createMetrics();
+  let storeFailing = false;
+  let draining = false;
+  const rules = new RuleSource(regionRuleFile(settings.rulesDir, settings.region));
+  metrics.setRules(settings.region, rules.version);
   const store = storeFromSettings(settings);
+  const limiter = new BreakerLimiter(store.limiter, {
+    onStateChange: (state) => {
+      metrics.setBreaker(state);
+      if (state === 'closed') storeFailing = false;
+      (state === 'closed' ? log.info.bind(log) : log.warn.bind(log))({ store: store.kind, breaker: state }, `rate limit store circuit ${state}`);
+    },
+  });
   const owned: Listening[] = [];
 
   const upstreamAt = async (name: string, url: string | null): Promise<Upstream> => {
@@ -40,13 +59,16 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
     agentServer: await upstreamAt('agent-server', settings.agentServerUrl),
   };
 
-  let storeFailing = false;
   const limit = limitStep({
-    matcher: () => matcher,
-    limiter: store.limiter,
+    matcher: () => rules.current(),
+    limiter,
     fallback: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }),
     failMode: settings.failMode,
+    expectedInstances: settings.expectedInstances,
+    shadowAll: settings.shadowAll,
     scheme: { prefix: settings.keyPrefix, region: settings.region, secret: settings.identitySecret },
+    metrics,
+    storeName: store.kind,
     onStoreError: (err) => {
       if (!storeFailing) log.error({ err: err.message, failMode: settings.failMode }, 'rate limit store failing');
       storeFailing = true;
@@ -58,36 +80,56 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
     ...clientIpSettings(settings),
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },
     log,
+    metrics,
+    draining: () => draining,
   });
   // Not listening before the store answers: the first requests would otherwise all be store errors.
   if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {
     log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
   }
-  const edge = await listen(edgeApp(handle), settings.port);
-  const admin = await listen(adminApp({ ready: () => true }), settings.adminPort);
+  const edge = await listen(edgeApp(handle), settings.port, '0.0.0.0', { maxConnections: settings.maxConnections });
+  const admin = await listen(
+    adminApp({
+      metrics,
+      ready: () => ({
+        rules: rules.version,
+        store: limiter.state === 'closed' ? 'ok' : settings.failMode === 'open' ? 'failing-open' : 'down',
+        draining,
+      }),
+    }),
+    settings.adminPort,
+  );
   if (settings.identitySecretIsDefault && store.kind !== 'memory') {
     log.warn('IDENTITY_SECRET is unset: bucket keys use the public development secret; set it in production');
   }
-  log.info({ port: edge.port, adminPort: admin.port, region: settings.region, rules: rulesFile, store: store.kind }, 'gateway listening');
+
+  const reload = () => {
+    const r = rules.reload();
+    metrics.reloads.inc({ result: r.result });
+    if (r.result === 'invalid') log.error({ file: rules.file, reason: r.error.message }, 'rule reload rejected: the old rules keep serving');
+    else if (r.result === 'ok') {
+      metrics.setRules(settings.region, r.version);
+      log.info({ file: rules.file, version: r.version }, 'rules reloaded');
+    }
+  };
+  rules.watch(() => reload());
+  log.info({ port: edge.port, adminPort: admin.port, region: settings.region, rules: rules.file, version: rules.version, store: store.kind }, 'gateway listening');
 
   return {
     edge,
     admin,
     upstreams,
+    metrics,
+    reload,
     async close() {
-      await Promise.all([edge.close(), admin.close()]);
-      await Promise.all([
-        store.limiter.close(),
-        upstreams.controlPlane.pool.close(),
-        upstreams.agentServer.pool.close(),
-        ...owned.map((o) => o.close()),
-      ]);
+      draining = true;
+      rules.close();
+      await edge.close(settings.drainMs);
+      await admin.close(0);
+      await Promise.all([limiter.close(), upstreams.controlPlane.pool.close(), upstreams.agentServer.pool.close(), ...owned.map((o) => o.close(0))]);
     },
   };
 }
-
-/** How long boot waits for a Redis store's first connection before serving anyway (FAIL_MODE then applies). */
-const STORE_BOOT_WAIT_MS = 3000;
 
 function withinMs(p: Promise<boolean>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;

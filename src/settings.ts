@@ -32,6 +32,14 @@ export interface Settings {
   readonly maxBodyBytes: number;
   /** Most buckets of the in-memory store. */
   readonly memoryMaxKeys: number;
+  /** Edge processes sharing the store: the fail-open fallback divides each limit by it. */
+  readonly expectedInstances: number;
+  /** `all`: every rule counts and reports but never denies. */
+  readonly shadowAll: boolean;
+  /** Grace for in-flight requests and open streams on SIGTERM. */
+  readonly drainMs: number;
+  /** Most open client connections; more are refused at accept. */
+  readonly maxConnections: number;
 }
 
 export class SettingsError extends Error {
@@ -75,6 +83,10 @@ export function loadSettings(env: Env = process.env): Settings {
     upstreamTimeoutMs: duration(env, 'UPSTREAM_TIMEOUT', 30_000),
     maxBodyBytes: bytes(env, 'MAX_BODY', 10 * 1024 * 1024),
     memoryMaxKeys: integer(env, 'MEMORY_MAX_KEYS', 500_000, 1_000, 50_000_000),
+    expectedInstances: integer(env, 'EXPECTED_INSTANCES', 1, 1, 10_000),
+    shadowAll: oneOf(env, 'SHADOW', ['off', 'all'] as const, 'off') === 'all',
+    drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
+    maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
   });
 }
 

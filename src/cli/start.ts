@@ -3,17 +3,25 @@ import { createLogger } from '../log.ts';
 import { loadSettings } from '../settings.ts';
 import type { Output } from './output.ts';
 
-/** `gateway start`: run until SIGTERM/SIGINT, then close listeners and the store and exit 0. */
+/**
+ * `gateway start`: serve until SIGTERM/SIGINT, then drain (DRAIN_SECONDS) and
+ * exit 0; a second signal exits at once. SIGHUP reloads the rule file.
+ */
 export async function start(_out: Output): Promise<number> {
   const settings = loadSettings();
   const log = createLogger(settings.logLevel);
   const gateway = await startGateway(settings, log);
+  process.on('SIGHUP', () => gateway.reload());
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));
   });
-  log.info({ signal }, 'shutting down');
+  const force = () => process.exit(1);
+  process.once('SIGTERM', force);
+  process.once('SIGINT', force);
+  log.info({ signal, drainSeconds: settings.drainMs / 1000 }, 'draining');
   await gateway.close();
+  log.info('stopped');
   log.flush();
   return 0;
 }

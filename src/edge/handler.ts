@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { badRequest, GatewayError } from '../errors.ts';
+import { badRequest, GatewayError, storeUnavailable } from '../errors.ts';
+import type { Metrics } from '../metrics.ts';
 import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
@@ -12,6 +13,9 @@ import type { MatchRequest } from '../rules/compile.ts';
 
 export interface EdgeOptions {
   readonly limit: (request: MatchRequest) => Promise<Verdict | null>;
+  readonly metrics?: Metrics;
+  /** True once the gateway is draining: responses then close their connection. */
+  readonly draining?: () => boolean;
   readonly route: (path: string) => Upstream;
   readonly trust: TrustedProxies;
   readonly ipv6PrefixBits: number;
@@ -29,7 +33,8 @@ const IDENTITY_HEADERS = ['x-api-key', 'x-user-id'] as const;
  * Every failure becomes a JSON error with its status; nothing throws out.
  */
 export function edgeHandler(options: EdgeOptions) {
-  const { limit, route, trust, ipv6PrefixBits, log } = options;
+  const { limit, route, trust, ipv6PrefixBits, log, metrics } = options;
+  const draining = options.draining ?? (() => false);
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -48,7 +53,9 @@ export function edgeHandler(options: EdgeOptions) {
       const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
       verdict = await limit({ method, path, headers: req.headers, ip: ipIdentity(ip, ipv6PrefixBits) });
       const extra: OutgoingHttpHeaders = verdict ? { ...verdict.headers, 'x-request-id': requestId } : { 'x-request-id': requestId };
-      if (verdict?.deny) {
+      if (draining()) extra.connection = 'close';
+      if (verdict?.decision === 'store-down') throw storeUnavailable();
+      if (verdict?.decision === 'denied') {
         status = 429;
         sendDenied(res, verdict, extra);
         return;
@@ -61,20 +68,22 @@ export function edgeHandler(options: EdgeOptions) {
         proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
         requestId,
       });
-      status = (await forward(upstream, req, res, path + query, headers, extra, options.forward)).status;
+      status = (await forward(upstream, req, res, path + query, headers, extra, options.forward, metrics)).status;
     } catch (err) {
       const error = asGatewayError(err);
       status = error.status;
       if (error.status >= 500 && !(err instanceof GatewayError)) log.error({ err, requestId }, 'edge failure');
       sendError(res, error, requestId);
     } finally {
+      const decision = verdict?.decision ?? 'unlimited';
+      metrics?.requests.inc({ rule: verdict?.match.rule.id ?? '', category: verdict?.category ?? '', decision, status });
       log.info(
         {
           requestId,
           method,
           path,
           rule: verdict?.match.rule.id,
-          decision: verdict === null ? 'unlimited' : verdict.deny ? 'denied' : verdict.shadowDenied ? 'shadow-denied' : 'allowed',
+          decision,
           fellBack: verdict?.fellBack || undefined,
           status,
           upstream: upstream?.name,
@@ -119,14 +128,11 @@ function asGatewayError(err: unknown): GatewayError {
 }
 
 function sendDenied(res: ServerResponse, verdict: Verdict, extra: OutgoingHttpHeaders): void {
-  const { match, outcome } = verdict;
-  const blocking = outcome.buckets.findIndex((b) => b.msToToken > 0);
-  const limit = match.limits[blocking === -1 ? 0 : blocking]!;
   const body = JSON.stringify({
     detail: 'Rate limit exceeded',
-    rule: match.rule.id,
-    category: limit.category,
-    retry_after: Number(verdict.headers['retry-after']),
+    rule: verdict.match.rule.id,
+    category: verdict.category,
+    retry_after: verdict.retryAfter,
   });
   sendJson(res, 429, body, extra);
 }

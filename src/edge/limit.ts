@@ -1,41 +1,53 @@
-import { storeUnavailable } from '../errors.ts';
 import { cachedBucketKeys, type KeyScheme } from '../limiter/bucket-key.ts';
-import { StoreError, type Limiter, type LimitOutcome } from '../limiter/types.ts';
+import { StoreError, type Bucket, type Limiter, type LimitOutcome } from '../limiter/types.ts';
+import type { Metrics } from '../metrics.ts';
 import { identityOf, type Match, type Matcher, type MatchRequest } from '../rules/compile.ts';
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './ratelimit-headers.ts';
 
 export type FailMode = 'open' | 'closed';
+export type Decision = 'allowed' | 'denied' | 'shadow-denied' | 'store-down';
 
 /** What the limit step decided for one request. */
 export interface Verdict {
   readonly match: Match;
-  readonly outcome: LimitOutcome;
-  /** Denied and not a shadow rule: answer 429. */
-  readonly deny: boolean;
-  /** A shadow rule would have denied: the request goes on, the denial is reported. */
-  readonly shadowDenied: boolean;
-  /** The store failed and the fallback buckets decided (FAIL_MODE=open). */
+  /** allowed / shadow-denied: forward; denied: 429; store-down: 503 (the store failed and the rule fails closed). */
+  readonly decision: Decision;
+  /** The store failed and per-process fallback buckets decided. */
   readonly fellBack: boolean;
-  readonly headers: { readonly 'ratelimit-policy': string; readonly ratelimit: string; readonly 'retry-after'?: string };
+  /** Category of the bucket that ran out (denials), else of the first bucket. */
+  readonly category: string;
+  /** Response headers: RateLimit-Policy, RateLimit, and Retry-After on a denial. */
+  readonly headers: Readonly<Record<string, string>>;
+  readonly retryAfter?: number;
 }
 
 export interface LimitStepOptions {
   /** The current matcher; a function so a reload can swap it between requests. */
   readonly matcher: () => Matcher;
   readonly limiter: Limiter;
-  /** Per-process buckets used when the store fails and FAIL_MODE is open. */
+  /** Per-process buckets used when the store fails and the rule fails open. */
   readonly fallback: Limiter;
   readonly failMode: FailMode;
+  /** Edge processes sharing the store: fallback buckets get 1/n of each limit. */
+  readonly expectedInstances?: number;
+  /** SHADOW=all: count and report everything, deny nothing. */
+  readonly shadowAll?: boolean;
   readonly scheme: KeyScheme;
+  readonly metrics?: Metrics;
+  readonly storeName?: string;
   readonly onStoreError?: (err: StoreError) => void;
 }
 
 /**
  * The limit step: match the request, take a token from every applicable
- * bucket (all or none), and say what to answer. Over the limit is a value;
- * a store failure is handled here, explicitly open or closed.
+ * bucket (all or none), and say what to answer. Over the limit is a value; a
+ * store failure is decided here, explicitly: the rule's `fail`, else
+ * FAIL_MODE, says open (fallback buckets) or closed (503).
  */
-export function limitStep({ matcher, limiter, fallback, failMode, scheme, onStoreError }: LimitStepOptions) {
+export function limitStep(options: LimitStepOptions) {
+  const { matcher, limiter, fallback, failMode, scheme, metrics, onStoreError } = options;
+  const instances = options.expectedInstances ?? 1;
+  const storeName = options.storeName ?? 'store';
   const keyOf = cachedBucketKeys(scheme);
   const policies = new WeakMap<Match, string>();
   const policyOf = (m: Match) => {
@@ -44,32 +56,39 @@ export function limitStep({ matcher, limiter, fallback, failMode, scheme, onStor
     return p;
   };
 
+  async function consume(match: Match, buckets: Bucket[]): Promise<{ outcome: LimitOutcome | null; fellBack: boolean }> {
+    const started = performance.now();
+    try {
+      const outcome = await limiter.consume(buckets);
+      metrics?.storeSeconds.observe({ store: storeName, result: 'ok' }, (performance.now() - started) / 1000);
+      return { outcome, fellBack: false };
+    } catch (err) {
+      if (!(err instanceof StoreError)) throw err;
+      metrics?.storeSeconds.observe({ store: storeName, result: 'error' }, (performance.now() - started) / 1000);
+      metrics?.storeErrors.inc({ store: storeName });
+      onStoreError?.(err);
+      if ((match.rule.fail ?? failMode) === 'closed') return { outcome: null, fellBack: false };
+      metrics?.fallbackDecisions.inc();
+      const shares = instances === 1 ? buckets : buckets.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / instances)) }));
+      return { outcome: await fallback.consume(shares), fellBack: true };
+    }
+  }
+
   return async function limit(request: MatchRequest): Promise<Verdict | null> {
     const match = matcher().match(request);
     if (match === null) return null;
     const { rule, limits } = match;
-    const buckets = limits.map((l) => ({
-      key: keyOf(rule.id, l.by, identityOf(request, l.by)),
-      capacity: l.count,
-      perSeconds: l.perSeconds,
-    }));
-    let outcome: LimitOutcome;
-    let fellBack = false;
-    try {
-      outcome = await limiter.consume(buckets);
-    } catch (err) {
-      if (!(err instanceof StoreError)) throw err;
-      onStoreError?.(err);
-      if (failMode === 'closed') throw storeUnavailable();
-      outcome = await fallback.consume(buckets);
-      fellBack = true;
-    }
-    const denied = !outcome.allowed;
-    const headers = {
-      'ratelimit-policy': policyOf(match),
-      ratelimit: rateLimitHeader(limits, outcome.buckets),
-      ...(denied && !rule.shadow ? { 'retry-after': String(retryAfterSeconds(outcome.retryAfterMs)) } : {}),
-    };
-    return { match, outcome, deny: denied && !rule.shadow, shadowDenied: denied && rule.shadow, fellBack, headers };
+    const buckets = limits.map((l) => ({ key: keyOf(rule.id, l.by, identityOf(request, l.by)), capacity: l.count, perSeconds: l.perSeconds }));
+    const { outcome, fellBack } = await consume(match, buckets);
+    if (outcome === null) return { match, decision: 'store-down', fellBack, category: limits[0]!.category, headers: {} };
+
+    const headers: Record<string, string> = { 'ratelimit-policy': policyOf(match), ratelimit: rateLimitHeader(limits, outcome.buckets) };
+    if (outcome.allowed) return { match, decision: 'allowed', fellBack, category: limits[0]!.category, headers };
+    const empty = outcome.buckets.findIndex((b) => b.msToToken > 0);
+    const category = limits[empty === -1 ? 0 : empty]!.category;
+    if (rule.shadow || options.shadowAll) return { match, decision: 'shadow-denied', fellBack, category, headers };
+    const retryAfter = retryAfterSeconds(outcome.retryAfterMs);
+    headers['retry-after'] = String(retryAfter);
+    return { match, decision: 'denied', fellBack, category, headers, retryAfter };
   };
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:
 import { Transform, type Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
+import type { Metrics } from '../metrics.ts';
 import { clientResponseHeaders } from './headers.ts';
 
 /**
@@ -47,16 +48,19 @@ export async function forward(
   headers: Record<string, string | string[]>,
   extraHeaders: OutgoingHttpHeaders,
   options: ForwardOptions,
+  metrics?: Metrics,
 ): Promise<ForwardResult> {
   const body = requestBody(req, options.maxBodyBytes);
   const abort = new AbortController();
+  const started = performance.now();
   let status = 0;
+  let stream = false;
   const onClose = () => {
     if (!res.writableFinished) abort.abort();
   };
   res.once('close', onClose);
-  try {
-    await upstream.pool.stream(
+  const send = () =>
+    upstream.pool.stream(
       {
         path: upstream.url.pathname === '/' ? path : upstream.url.pathname.replace(/\/$/, '') + path,
         method: req.method as string,
@@ -68,11 +72,23 @@ export async function forward(
       },
       ({ statusCode, headers: upstreamHeaders }) => {
         status = statusCode;
-        res.writeHead(statusCode, { ...clientResponseHeaders(upstreamHeaders), ...extraHeaders });
+        metrics?.upstreamSeconds.observe({ upstream: upstream.name, status: statusCode }, (performance.now() - started) / 1000);
+        const responseHeaders = clientResponseHeaders(upstreamHeaders);
+        stream = String(responseHeaders['content-type'] ?? '').startsWith('text/event-stream');
+        if (stream) metrics?.sseStreams.inc();
+        res.writeHead(statusCode, { ...responseHeaders, ...extraHeaders });
         res.flushHeaders(); // the client sees the status before the first body chunk
         return res;
       },
     );
+  try {
+    try {
+      await send();
+    } catch (err) {
+      // Safe to send again only when nothing reached the upstream and nothing can change twice.
+      if (!isRefused(err) || body !== null || !IDEMPOTENT.has(req.method ?? '') || res.headersSent || abort.signal.aborted) throw err;
+      await send();
+    }
     return { status, aborted: false };
   } catch (err) {
     if (abort.signal.aborted) return { status: status || 499, aborted: true };
@@ -83,7 +99,14 @@ export async function forward(
     throw asGatewayError(err, upstream, options);
   } finally {
     res.off('close', onClose);
+    if (stream) metrics?.sseStreams.dec();
   }
+}
+
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
+function isRefused(err: unknown): boolean {
+  return (err as { code?: string }).code === 'ECONNREFUSED';
 }
 
 /** The request body to send: none, the socket stream itself, or the stream behind a size guard. */

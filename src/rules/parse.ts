@@ -80,6 +80,7 @@ function buildRule(raw: RawRule, source: Rule['source'], at: At): Rule {
     alternatives: buildAlternatives(raw.match, at),
     limits,
     shadow: raw.shadow ?? false,
+    fail: raw.fail ?? null,
     source,
   };
 }

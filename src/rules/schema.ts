@@ -41,6 +41,7 @@ export const ruleSchema = z.strictObject({
   match: matchSchema.optional(),
   limits: z.array(limitSchema).min(1, { message: 'a rule needs at least one limit' }),
   shadow: z.boolean().optional(),
+  fail: z.enum(['open', 'closed']).optional(),
 });
 
 export const ruleFileSchema = z.array(ruleSchema).min(1, { message: 'the file has no rules' });

@@ -42,6 +42,8 @@ export interface Rule {
   readonly alternatives: readonly Alternative[];
   readonly limits: readonly Limit[];
   readonly shadow: boolean;
+  /** What a store failure means for this rule; null = the FAIL_MODE setting. */
+  readonly fail: 'open' | 'closed' | null;
   readonly source: SourceLocation;
 }
 

@@ -1,0 +1,81 @@
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { RedisKeyRegistry } from '../keys/redis-registry.ts';
+import { KeyRegistryError, type KeyRegistry } from '../keys/types.ts';
+import { loadControlPlaneSettings } from '../services/control-plane/settings.ts';
+import { SettingsError } from '../settings.ts';
+import type { Output } from './output.ts';
+
+export const KEYS_USAGE = `usage: gateway keys create --org <organisation> --workspace <workspace> [--json]
+
+  Creates an API key of <organisation> (which then owns <workspace>) and
+  prints it once: only its SHA-256 hash is stored. Needs REDIS_URL (the
+  registry the gateway uses; KEYS_PREFIX, default "keys").
+  stdout: the key alone (or one JSON object with --json); stderr: what was done.
+  Exit 0 created, 1 the workspace belongs to another organisation, 2 usage, settings or registry unreachable.
+`;
+
+/**
+ * `gateway keys ...`. The registry is opened from the environment (or given,
+ * for tests and for a caller that already holds one); returns the exit status.
+ */
+export async function keysCommand(
+  args: readonly string[],
+  out: Output,
+  { env = process.env, registry }: { env?: NodeJS.ProcessEnv; registry?: KeyRegistry } = {},
+): Promise<number> {
+  const [sub, ...rest] = args;
+  if (sub !== 'create') {
+    (sub === undefined || sub === 'help' || sub === '--help' ? out.log : out.err)(KEYS_USAGE);
+    return sub === 'help' || sub === '--help' ? 0 : 2;
+  }
+  let values: { org?: string; workspace?: string; json?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args: [...rest],
+      options: { org: { type: 'string' }, workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
+    }));
+  } catch (err) {
+    out.err(`gateway keys create: ${(err as Error).message}\n\n${KEYS_USAGE}`);
+    return 2;
+  }
+  if (!values.org || !values.workspace) {
+    out.err(`gateway keys create: --org and --workspace are required\n\n${KEYS_USAGE}`);
+    return 2;
+  }
+
+  let owned: { registry: KeyRegistry; client: Redis } | null = null;
+  try {
+    if (registry === undefined) {
+      const settings = loadControlPlaneSettings(env);
+      if (settings.redisUrl === null) {
+        out.err('gateway keys create: REDIS_URL is not set. Without it the registry lives inside the running gateway (its development key is printed at start); set REDIS_URL to the Redis the gateway uses.');
+        return 2;
+      }
+      const client = new Redis(settings.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 5000, lazyConnect: true });
+      client.on('error', () => {}); // reported by the command that fails
+      await client.connect();
+      owned = { registry: new RedisKeyRegistry(client, { prefix: settings.keysPrefix }), client };
+    }
+    const reg = registry ?? owned!.registry;
+    await reg.addWorkspace(values.org, values.workspace);
+    const { key, record } = await reg.createKey(values.org);
+    if (values.json) out.log(JSON.stringify({ key, id: record.id, org: values.org, workspace: values.workspace, created_at: record.createdAt }));
+    else out.log(key);
+    out.err(`created key ${record.id} of organisation "${values.org}" (workspace "${values.workspace}"); it is shown once, only its hash is stored`);
+    return 0;
+  } catch (err) {
+    if (err instanceof KeyRegistryError) {
+      out.err(`gateway keys create: ${err.message}`);
+      return err.code === 'workspace_taken' ? 1 : 2;
+    }
+    if (err instanceof SettingsError) {
+      out.err(`gateway keys create: ${err.message}`);
+      return 2;
+    }
+    out.err(`gateway keys create: cannot reach the key registry: ${(err as Error).message}`);
+    return 2;
+  } finally {
+    if (owned) await owned.client.quit().catch(() => owned!.client.disconnect());
+  }
+}

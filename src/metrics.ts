@@ -1,0 +1,57 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { BreakerState } from './limiter/breaker.ts';
+
+/**
+ * Prometheus metrics of the gateway, served on the admin listener. Labels
+ * carry rule ids, categories, decisions, statuses and upstream names only:
+ * never an identity.
+ */
+export type Metrics = ReturnType<typeof createMetrics>;
+
+const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 };
+
+export function createMetrics() {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' });
+  const metrics = {
+    registry,
+    requests: new Counter({
+      name: 'gateway_requests_total',
+      help: 'Requests by deciding rule, category, decision (allowed, denied, shadow-denied, unlimited) and status',
+      labelNames: ['rule', 'category', 'decision', 'status'] as const,
+      registers: [registry],
+    }),
+    upstreamSeconds: new Histogram({
+      name: 'gateway_upstream_duration_seconds',
+      help: 'Time to the upstream response headers',
+      labelNames: ['upstream', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    storeSeconds: new Histogram({
+      name: 'gateway_store_duration_seconds',
+      help: 'Time of one bucket-store call',
+      labelNames: ['store', 'result'] as const,
+      buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+      registers: [registry],
+    }),
+    storeErrors: new Counter({ name: 'gateway_store_errors_total', help: 'Bucket-store calls that failed or timed out', labelNames: ['store'] as const, registers: [registry] }),
+    fallbackDecisions: new Counter({
+      name: 'gateway_store_fallback_total',
+      help: 'Requests decided by per-process buckets because the store failed (FAIL_MODE=open)',
+      registers: [registry],
+    }),
+    breakerState: new Gauge({ name: 'gateway_store_breaker_state', help: 'Store circuit breaker: 0 closed, 1 half-open, 2 open', registers: [registry] }),
+    rulesInfo: new Gauge({ name: 'gateway_rules_info', help: 'The rule file in force (value 1)', labelNames: ['region', 'version'] as const, registers: [registry] }),
+    reloads: new Counter({ name: 'gateway_rules_reloads_total', help: 'Rule reloads by result (ok, invalid, unchanged)', labelNames: ['result'] as const, registers: [registry] }),
+    sseStreams: new Gauge({ name: 'gateway_sse_streams_active', help: 'Server-sent event streams open through the edge', registers: [registry] }),
+    setBreaker(state: BreakerState) {
+      metrics.breakerState.set(BREAKER_VALUE[state]);
+    },
+    setRules(region: string, version: string) {
+      metrics.rulesInfo.reset();
+      metrics.rulesInfo.set({ region, version }, 1);
+    },
+  };
+  return metrics;
+}

@@ -1,0 +1,41 @@
+import { pathToFileURL } from 'node:url';
+import { consoleOutput, type Output } from '../../cli/output.ts';
+import { describeDevelopmentKey } from '../../keys/bootstrap.ts';
+import { listen } from '../../listen.ts';
+import { createLogger } from '../../log.ts';
+import { SettingsError } from '../../settings.ts';
+import { createControlPlane } from './control-plane.ts';
+import { loadControlPlaneSettings } from './settings.ts';
+
+/**
+ * The control plane alone: `npx tsx src/services/control-plane/main.ts`
+ * (port CONTROL_PLANE_PORT, default 8081). Runs until SIGTERM/SIGINT.
+ */
+export async function runControlPlane(env: NodeJS.ProcessEnv = process.env, out: Output = consoleOutput): Promise<number> {
+  let settings;
+  try {
+    settings = loadControlPlaneSettings(env);
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    out.err(`control plane: ${err.message}`);
+    return 2;
+  }
+  const log = createLogger(settings.logLevel);
+  const cp = await createControlPlane(settings, log);
+  const server = await listen(cp.app, settings.port);
+  if (cp.devKey) out.log(describeDevelopmentKey(cp.devKey));
+  log.info({ url: server.url, region: settings.region }, 'control plane listening');
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  log.info({ signal }, 'shutting down');
+  await server.close();
+  await cp.close();
+  log.flush();
+  return 0;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await runControlPlane();
+}

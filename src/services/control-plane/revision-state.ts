@@ -1,0 +1,66 @@
+import type { RevisionStatus, StoredRevision } from './types.ts';
+
+/**
+ * The revision state machine. The happy path is
+ * QUEUED → AWAITING_BUILD → BUILDING → AWAITING_DEPLOY → DEPLOYING → DEPLOYED;
+ * each step may fail into the *_FAILED value of its phase, and a revision
+ * superseded (a newer revision, a delete, a restart) before it finished
+ * becomes SKIPPED when no work had started, INTERRUPTED otherwise.
+ */
+const NEXT: Readonly<Record<RevisionStatus, readonly RevisionStatus[]>> = {
+  CREATING: ['QUEUED', 'CREATE_FAILED', 'SKIPPED'],
+  QUEUED: ['AWAITING_BUILD', 'CREATE_FAILED', 'SKIPPED'],
+  AWAITING_BUILD: ['BUILDING', 'BUILD_FAILED', 'SKIPPED', 'INTERRUPTED'],
+  BUILDING: ['AWAITING_DEPLOY', 'BUILD_FAILED', 'INTERRUPTED'],
+  AWAITING_DEPLOY: ['DEPLOYING', 'DEPLOY_FAILED', 'INTERRUPTED'],
+  DEPLOYING: ['DEPLOYED', 'DEPLOY_FAILED', 'INTERRUPTED'],
+  CREATE_FAILED: [],
+  BUILD_FAILED: [],
+  DEPLOY_FAILED: [],
+  DEPLOYED: [],
+  SKIPPED: [],
+  INTERRUPTED: [],
+  UNKNOWN: [],
+};
+
+/** The happy path, in order. */
+export const PIPELINE: readonly RevisionStatus[] = ['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'];
+
+export const isTerminal = (status: RevisionStatus): boolean => NEXT[status].length === 0;
+export const isFailed = (status: RevisionStatus): boolean => status.includes('FAILED');
+export const canMove = (from: RevisionStatus, to: RevisionStatus): boolean => NEXT[from].includes(to);
+
+/** The status a revision takes when it is superseded in `status`: SKIPPED before work started, INTERRUPTED after. */
+export function supersededStatus(status: RevisionStatus): RevisionStatus {
+  return status === 'QUEUED' || status === 'CREATING' ? 'SKIPPED' : 'INTERRUPTED';
+}
+
+export class IllegalTransition extends Error {
+  constructor(
+    readonly from: RevisionStatus,
+    readonly to: RevisionStatus,
+  ) {
+    super(`revision cannot move from ${from} to ${to}`);
+    this.name = 'IllegalTransition';
+  }
+}
+
+/** `revision` moved to `to` at `at`, the move recorded in its history; `message` is kept for failures and stops. */
+export function moveRevision(
+  revision: StoredRevision,
+  to: RevisionStatus,
+  at: Date,
+  message: string | null = null,
+  changes: Partial<Pick<StoredRevision, 'source_revision_config' | 'graphs' | 'auth_path'>> = {},
+): StoredRevision {
+  if (!canMove(revision.status, to)) throw new IllegalTransition(revision.status, to);
+  const when = at.toISOString();
+  return {
+    ...revision,
+    ...changes,
+    status: to,
+    status_message: message,
+    updated_at: when,
+    status_history: [...revision.status_history, message === null ? { status: to, at: when } : { status: to, at: when, message }],
+  };
+}

@@ -1,0 +1,200 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Builds } from './builds.ts';
+import { badRequest, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
+import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
+import { secretOwner, type SecretBox } from './secrets.ts';
+import type { ControlPlaneStore } from './store.ts';
+import { isGitSource, type SourceRevisionConfig, type StoredDeployment, type StoredRevision, type StoredSecret } from './types.ts';
+import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './views.ts';
+
+/**
+ * The control plane's operations, for one tenant (workspace) at a time.
+ * Requests are answered from the store; builds run in the background.
+ * Secret values are sealed on the way in and never leave again through the
+ * API or a log line (only `secretValues`, for the Agent Server, opens them).
+ */
+export interface ServiceOptions {
+  readonly store: ControlPlaneStore;
+  readonly builds: Builds;
+  readonly box: SecretBox;
+  readonly now: () => Date;
+  readonly log: Logger;
+  /** A deployment's `url` (`{id}` replaced); null = none shown. */
+  readonly deploymentUrl: string | null;
+}
+
+const DEFAULT_CONFIG_PATH = 'langgraph.json';
+
+export class DeploymentService {
+  constructor(private readonly o: ServiceOptions) {}
+
+  async create(tenantId: string, body: CreateBody): Promise<DeploymentView> {
+    const now = this.o.now().toISOString();
+    const id = randomUUID();
+    const git = isGitSource(body.source);
+    const src = body.source_revision_config;
+    const sourceRevisionConfig: SourceRevisionConfig = {
+      repo_ref: src.repo_ref ?? null,
+      langgraph_config_path: src.langgraph_config_path ?? (git ? DEFAULT_CONFIG_PATH : null),
+      image_uri: src.image_uri ?? null,
+    };
+    const deployment: StoredDeployment = {
+      id,
+      name: body.name,
+      tenant_id: tenantId,
+      region: this.o.store.region,
+      source: body.source,
+      source_config: {
+        integration_id: body.source_config.integration_id ?? null,
+        repo_url: body.source_config.repo_url ?? null,
+        deployment_type: body.source_config.deployment_type ?? 'dev',
+        build_on_push: body.source_config.build_on_push ?? false,
+        custom_url: body.source_config.custom_url ?? null,
+        resource_spec: body.source_config.resource_spec ?? null,
+      },
+      source_revision_config: sourceRevisionConfig,
+      secrets: this.seal(id, body.secrets),
+      created_at: now,
+      updated_at: now,
+      status: 'AWAITING_DATABASE',
+      latest_revision_id: '',
+      active_revision_id: null,
+      image_version: null,
+      revision_count: 1,
+    };
+    const first = this.newRevision(deployment, 1, now);
+    const stored = { ...deployment, latest_revision_id: first.id };
+    await this.o.store.createDeployment(stored, first);
+    this.o.log.info({ deploymentId: id, revisionId: first.id, tenantId, source: body.source, secrets: body.secrets.length }, 'deployment created');
+    this.o.builds.enqueue(first);
+    return this.view(stored);
+  }
+
+  async list(tenantId: string, q: ListDeploymentsQuery): Promise<ListView<DeploymentView>> {
+    const filter = { nameContains: q.name_contains, statuses: q.status, deploymentTypes: q.deployment_type, ids: q.deployment_ids };
+    const found = await this.o.store.listDeployments(tenantId, filter, { limit: q.limit, offset: q.offset });
+    return { resources: found.map((d) => this.view(d)), offset: q.offset + found.length };
+  }
+
+  async get(tenantId: string, id: string): Promise<DeploymentView> {
+    return this.view(await this.require(tenantId, id));
+  }
+
+  /**
+   * `source_config` changes only the fields given (null clears a nullable
+   * one). `source_revision_config` merges its non-null fields, and with a
+   * non-null `repo_ref` or `image_uri` it also creates a revision, which becomes `latest_revision_id` and
+   * supersedes any unfinished one. `secrets`, when given, replaces the list.
+   */
+  async patch(tenantId: string, id: string, body: PatchBody): Promise<DeploymentView> {
+    const now = this.o.now().toISOString();
+    const changed = await this.o.store.updateDeployment(tenantId, id, (d) => {
+      if (body.name !== undefined && body.name !== d.name) throw badRequest(`Field "name" cannot be changed (deployment ${d.id} is named "${d.name}").`);
+      if (body.source !== undefined && body.source !== d.source) throw badRequest(`Field "source" cannot be changed (deployment ${d.id} has source "${d.source}").`);
+      const sc = body.source_config;
+      const src = body.source_revision_config;
+      if (sc === undefined && (src === undefined || src === null) && body.secrets === undefined) return null;
+      const next: StoredDeployment = {
+        ...d,
+        source_config: { ...d.source_config, ...defined(sc ?? {}) },
+        // In source_revision_config a null means "not given" (clients send the whole object with nulls).
+        source_revision_config: { ...d.source_revision_config, ...given(src ?? {}) },
+        secrets: body.secrets === undefined ? d.secrets : this.seal(d.id, body.secrets),
+        updated_at: now,
+      };
+      checkBuildable(next);
+      if (!src || (src.repo_ref == null && src.image_uri == null)) return { deployment: next };
+      const revision = this.newRevision(next, d.revision_count + 1, now);
+      return { deployment: { ...next, latest_revision_id: revision.id, revision_count: d.revision_count + 1 }, revision };
+    });
+    if (changed === null) throw deploymentNotFound(id);
+    if (changed.revision) {
+      this.o.log.info({ deploymentId: id, revisionId: changed.revision.id, tenantId }, 'revision created');
+      await this.o.builds.supersede(id, changed.revision.id);
+      this.o.builds.enqueue(changed.revision);
+    }
+    return this.view(changed.deployment);
+  }
+
+  async remove(tenantId: string, id: string): Promise<void> {
+    const removed = await this.o.store.deleteDeployment(tenantId, id);
+    if (removed === null) throw deploymentNotFound(id);
+    await this.o.builds.forget(id);
+    this.o.log.info({ deploymentId: id, tenantId }, 'deployment deleted');
+  }
+
+  async listRevisions(tenantId: string, id: string, q: ListRevisionsQuery): Promise<ListView<RevisionView>> {
+    await this.require(tenantId, id);
+    const found = await this.o.store.listRevisions(id, q.status, { limit: q.limit, offset: q.offset });
+    return { resources: found.map(revisionView), offset: q.offset + found.length };
+  }
+
+  async getRevision(tenantId: string, id: string, revisionId: string): Promise<RevisionView> {
+    await this.require(tenantId, id);
+    const r = await this.o.store.getRevision(id, revisionId);
+    if (r === null) throw revisionNotFound(revisionId);
+    return revisionView(r);
+  }
+
+  /** The deployment's secrets in the clear: for the process that runs it, never for an API answer. */
+  async secretValues(tenantId: string, id: string): Promise<Record<string, string>> {
+    const d = await this.require(tenantId, id);
+    return Object.fromEntries(d.secrets.map((s) => [s.name, this.o.box.open(s.ciphertext, secretOwner(d.id, s.name))]));
+  }
+
+  private async require(tenantId: string, id: string): Promise<StoredDeployment> {
+    const d = await this.o.store.getDeployment(tenantId, id);
+    if (d === null) throw deploymentNotFound(id);
+    return d;
+  }
+
+  private seal(deploymentId: string, secrets: readonly { name: string; value: string }[]): StoredSecret[] {
+    return secrets.map((s) => ({ name: s.name, ciphertext: this.o.box.seal(s.value, secretOwner(deploymentId, s.name)) }));
+  }
+
+  private newRevision(d: StoredDeployment, seq: number, now: string): StoredRevision {
+    return {
+      id: randomUUID(),
+      deployment_id: d.id,
+      tenant_id: d.tenant_id,
+      region: d.region,
+      seq,
+      created_at: now,
+      updated_at: now,
+      status: 'QUEUED',
+      status_message: null,
+      source: d.source,
+      source_revision_config: { ...d.source_revision_config, repo_commit_sha: null },
+      status_history: [{ status: 'QUEUED', at: now }],
+      graphs: null,
+      auth_path: null,
+    };
+  }
+
+  private view(d: StoredDeployment): DeploymentView {
+    return deploymentView(d, this.o.deploymentUrl === null ? null : this.o.deploymentUrl.replaceAll('{id}', d.id));
+  }
+}
+
+/** A patch may not leave a deployment unable to build its next revision. */
+function checkBuildable(d: StoredDeployment): void {
+  if (isGitSource(d.source)) {
+    if (!d.source_config.repo_url) throw invalid({ loc: ['body', 'source_config', 'repo_url'], msg: `cannot be null for source "${d.source}"`, type: 'value_error' });
+    if (!d.source_revision_config.repo_ref) {
+      throw invalid({ loc: ['body', 'source_revision_config', 'repo_ref'], msg: `cannot be null for source "${d.source}"`, type: 'value_error' });
+    }
+  } else if (!d.source_revision_config.image_uri) {
+    throw invalid({ loc: ['body', 'source_revision_config', 'image_uri'], msg: `cannot be null for source "${d.source}"`, type: 'value_error' });
+  }
+}
+
+/** The fields actually given (undefined = not given; null is a value). */
+function defined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+/** The fields given with a value (undefined and null = not given). */
+function given<T extends object>(o: T): { [K in keyof T]?: NonNullable<T[K]> } {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as { [K in keyof T]?: NonNullable<T[K]> };
+}

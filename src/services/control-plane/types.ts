@@ -1,0 +1,97 @@
+import type { Region } from '../../rules/load.ts';
+
+/** The public values (LangSmith Deployment control plane v2). */
+export const SOURCES = ['github', 'external_docker', 'internal_docker', 'internal_source'] as const;
+export const DEPLOYMENT_TYPES = ['dev_free', 'dev', 'prod'] as const;
+export const DEPLOYMENT_STATUSES = ['AWAITING_DATABASE', 'READY', 'UNUSED', 'AWAITING_DELETE', 'UNKNOWN'] as const;
+export const REVISION_STATUSES = [
+  'CREATING',
+  'QUEUED',
+  'AWAITING_BUILD',
+  'BUILDING',
+  'AWAITING_DEPLOY',
+  'DEPLOYING',
+  'CREATE_FAILED',
+  'BUILD_FAILED',
+  'DEPLOY_FAILED',
+  'DEPLOYED',
+  'SKIPPED',
+  'INTERRUPTED',
+  'UNKNOWN',
+] as const;
+
+export type Source = (typeof SOURCES)[number];
+export type DeploymentType = (typeof DEPLOYMENT_TYPES)[number];
+export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
+export type RevisionStatus = (typeof REVISION_STATUSES)[number];
+
+/** Sources built from a git repository; the others deploy an image. */
+export const isGitSource = (source: Source): boolean => source === 'github' || source === 'internal_source';
+
+export interface SourceConfig {
+  readonly integration_id: string | null;
+  readonly repo_url: string | null;
+  readonly deployment_type: DeploymentType;
+  readonly build_on_push: boolean;
+  readonly custom_url: string | null;
+  readonly resource_spec: Record<string, unknown> | null;
+}
+
+export interface SourceRevisionConfig {
+  readonly repo_ref: string | null;
+  readonly langgraph_config_path: string | null;
+  readonly image_uri: string | null;
+}
+
+/** A secret as stored: the value only as AES-256-GCM ciphertext. */
+export interface StoredSecret {
+  readonly name: string;
+  readonly ciphertext: string;
+}
+
+export interface StoredDeployment {
+  readonly id: string;
+  readonly name: string;
+  readonly tenant_id: string;
+  readonly region: Region;
+  readonly source: Source;
+  readonly source_config: SourceConfig;
+  readonly source_revision_config: SourceRevisionConfig;
+  readonly secrets: readonly StoredSecret[];
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly status: DeploymentStatus;
+  readonly latest_revision_id: string;
+  readonly active_revision_id: string | null;
+  readonly image_version: string | null;
+  /** Revisions ever created; the next one's `seq` (orders the revision list). */
+  readonly revision_count: number;
+}
+
+export interface StatusChange {
+  readonly status: RevisionStatus;
+  readonly at: string;
+  readonly message?: string;
+}
+
+export interface StoredRevision {
+  readonly id: string;
+  readonly deployment_id: string;
+  readonly tenant_id: string;
+  readonly region: Region;
+  /** 1 for the first revision of a deployment, then 2, 3, ... */
+  readonly seq: number;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly status: RevisionStatus;
+  /** Why the revision failed or stopped (`BUILD_FAILED: ...`); null otherwise. */
+  readonly status_message: string | null;
+  readonly source: Source;
+  readonly source_revision_config: SourceRevisionConfig & { readonly repo_commit_sha: string | null };
+  /** Every status the revision went through, with its time. */
+  readonly status_history: readonly StatusChange[];
+  /** The app config's graphs (`name → <file>:<export>`) once built from source. */
+  readonly graphs: Readonly<Record<string, string>> | null;
+  /** The app config's `auth.path`, when it names one. */
+  readonly auth_path: string | null;
+}

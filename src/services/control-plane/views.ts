@@ -1,0 +1,22 @@
+import type { StoredDeployment, StoredRevision } from './types.ts';
+
+/** A deployment as the API shows it: secrets by name only, bookkeeping left out. */
+export function deploymentView(d: StoredDeployment, url: string | null) {
+  const { revision_count: _count, secrets, ...shown } = d;
+  return { ...shown, secrets: secrets.map((s) => ({ name: s.name })), url };
+}
+
+/** A revision as the API shows it. */
+export function revisionView(r: StoredRevision) {
+  const { seq: _seq, tenant_id: _tenant, ...shown } = r;
+  return shown;
+}
+
+export type DeploymentView = ReturnType<typeof deploymentView>;
+export type RevisionView = ReturnType<typeof revisionView>;
+
+export interface ListView<T> {
+  readonly resources: readonly T[];
+  /** The offset to send for the next page (the public API's meaning). */
+  readonly offset: number;
+}
