@@ -1,5 +1,5 @@
 import { compileCondition, matchPath } from './path-condition.ts';
-import { compileScan, type Scan } from './scan-code.ts';
+import { compileTable, type Decide } from './scan-code.ts';
 import { METHODS, type IdentityKind, type Limit, type Method, type Rule } from './types.ts';
 
 /**
@@ -12,9 +12,10 @@ import { METHODS, type IdentityKind, type Limit, type Method, type Rule } from '
  * Compilation splits that walk by what a request brings before any path test:
  * its method (one table per method, holding only rules that admit it) and which
  * identity headers it carries (one table per combination, holding only rules
- * with a limit for it). In each table, every exact path the rules name is a
- * hash lookup to its precomputed decision; any other path scans the remaining
- * rules' non-exact conditions in order.
+ * with a limit for it). Each table is one generated function (scan-code.ts):
+ * every exact path the rules name is a hash lookup (on the path's length) to
+ * its precomputed decision; any other path scans the remaining rules'
+ * non-exact conditions in order.
  */
 
 export type Headers = Readonly<Record<string, string | readonly string[] | undefined>>;
@@ -119,22 +120,12 @@ function slotOf(method: string): number {
   }
 }
 
-interface Table {
-  /** exact path → its decision (null: no rule decides) */
-  readonly exact: ReadonlyMap<string, Match | null>;
-  /** The remaining (non-exact) conditions in rule order. */
-  readonly scan: Scan<Match>;
-}
-
 export function compile(rules: readonly Rule[]): Matcher {
   const tests = rules.map((r) => r.alternatives.map((a) => (a.path ? compileCondition(a.path) : null)));
   const exactPaths = new Set(rules.flatMap((r) => r.alternatives.flatMap((a) => (a.path?.kind === 'path' ? [a.path.value] : []))));
-  // Most paths are not exact rule paths: a length check spares them the hash.
-  const exactLengths = new Uint8Array(Math.max(0, ...[...exactPaths].map((p) => p.length)) + 1);
-  for (const p of exactPaths) exactLengths[p.length] = 1;
 
-  // tables[slot * 4 + presence]
-  const tables: Table[] = [];
+  // tables[slot * 4 + presence]: the decision function of each method and identity presence
+  const tables: Decide<Match>[] = [];
   for (const method of SLOTS) {
     for (const presence of PRESENCES) {
       const candidates = rules.flatMap((rule, i) => {
@@ -146,13 +137,11 @@ export function compile(rules: readonly Rule[]): Matcher {
       for (const p of exactPaths) {
         exact.set(p, candidates.find((c) => c.alts.some(({ test }) => test === null || test(p)))?.decision ?? null);
       }
-      // An exact path never reaches the scan: it was answered by the map.
-      const scan = compileScan(
-        candidates.flatMap(({ decision, alts }) =>
-          alts.filter(({ alt }) => alt.path?.kind !== 'path').map(({ alt }) => ({ condition: alt.path, decision })),
-        ),
+      // An exact path never reaches the scan: its decision is known.
+      const scan = candidates.flatMap(({ decision, alts }) =>
+        alts.filter(({ alt }) => alt.path?.kind !== 'path').map(({ alt }) => ({ condition: alt.path, decision })),
       );
-      tables.push({ exact, scan });
+      tables.push(compileTable(exact, scan));
     }
   }
 
@@ -163,13 +152,7 @@ export function compile(rules: readonly Rule[]): Matcher {
       const key = request.headers['x-api-key'];
       const user = request.headers['x-user-id'];
       const presence = ((typeof key === 'string' ? key.length > 0 : present(key)) ? 1 : 0) | ((typeof user === 'string' ? user.length > 0 : present(user)) ? 2 : 0);
-      const table = tables[slotOf(request.method) * 4 + presence]!;
-      const path = matchPath(request.path);
-      if (path.length < exactLengths.length && exactLengths[path.length] === 1) {
-        const decision = table.exact.get(path);
-        if (decision !== undefined) return decision;
-      }
-      return table.scan(path);
+      return tables[slotOf(request.method) * 4 + presence]!(matchPath(request.path));
     },
   };
 }

@@ -3,14 +3,20 @@ import { templateMatcher } from './template.ts';
 import type { PathCondition } from './types.ts';
 
 /**
- * Generates the scan of a matcher table: one JavaScript function that tests
- * the table's non-exact conditions in rule order and returns the decision of
- * the first that fits. Prefixes and suffixes become unrolled `charCodeAt`
- * comparisons against constants, which bail out at the first differing
- * character; `String.prototype.startsWith`/`endsWith` calls cost several
- * times more per test on V8. Only `contains` (`includes`) and templates or
- * non-suffix globs (their matcher, behind an unrolled test of their literal
- * head) call out.
+ * Generates the decision function of a matcher table: one JavaScript function
+ * from the match path to the table's decision.
+ *
+ * 1. Exact paths: a hash on the path's length (a `switch`), then one unrolled
+ *    comparison per exact path of that length; a length shared by more than
+ *    EXACT_CHAIN paths gets a Map instead. V8 compares a request's path (a
+ *    fresh, non-internalised string) with a Map's key through a slow runtime
+ *    call, which is what this avoids.
+ * 2. The scan: the table's other conditions in rule order, first fit wins.
+ *    Prefixes and suffixes become unrolled `charCodeAt` comparisons against
+ *    constants, which bail out at the first differing character;
+ *    `startsWith`/`endsWith` calls cost several times more per test. Only
+ *    `contains` (`includes`) and templates or non-suffix globs (their matcher,
+ *    behind an unrolled test of their literal head) call out.
  *
  * Safety: the generated source holds only integers, indices and the
  * identifiers below; no text of a rule file is ever part of it.
@@ -21,12 +27,15 @@ export interface ScanEntry<D> {
   readonly decision: D;
 }
 
-export type Scan<D> = (path: string) => D | null;
+export type Decide<D> = (path: string) => D | null;
 
-export function compileScan<D>(entries: readonly ScanEntry<D>[]): Scan<D> {
-  const decisions: D[] = [];
+const EXACT_CHAIN = 8;
+
+export function compileTable<D>(exact: ReadonlyMap<string, D | null>, entries: readonly ScanEntry<D>[]): Decide<D> {
+  const decisions: (D | null)[] = [];
   const texts: string[] = [];
   const matchers: PathTest[] = [];
+  const maps: Map<string, D | null>[] = [];
   const tests = entries.map(({ condition, decision }) => ({
     line: testLine(condition, decisions.push(decision) - 1, texts, matchers),
     // The character a matching path must have after its leading "/", when the condition fixes it.
@@ -37,8 +46,23 @@ export function compileScan<D>(entries: readonly ScanEntry<D>[]): Scan<D> {
   const chars = [...new Set(tests.flatMap((t) => (t.second === null ? [] : [t.second])))];
   const body = (c: number | null) => upToUnconditional(tests.filter((t) => t.second === null || t.second === c).map((t) => t.line));
   const cases = chars.map((c) => `    case ${c}:\n      ${body(c).join('\n      ')}\n      return null;`);
-  const source = `return function scan(p) {
+
+  const byLength = new Map<number, string[]>();
+  for (const path of exact.keys()) byLength.set(path.length, [...(byLength.get(path.length) ?? []), path]);
+  const lengths = [...byLength].map(([n, paths]) => {
+    if (paths.length > EXACT_CHAIN) {
+      const m = maps.push(new Map(paths.map((path) => [path, exact.get(path)!]))) - 1;
+      return `    case ${n}: { const d = X[${m}].get(p); if (d !== undefined) return d; break; }`;
+    }
+    const lines = paths.map((path) => `if (${startsWith(path)}) return D[${decisions.push(exact.get(path)!) - 1}];`);
+    return `    case ${n}:\n      ${lines.join('\n      ')}\n      break;`;
+  });
+
+  const source = `return function decide(p) {
   const n = p.length;
+  switch (n) {
+${lengths.join('\n')}
+  }
   switch (n > 1 ? p.charCodeAt(1) : -1) {
 ${cases.join('\n')}
     default:
@@ -46,7 +70,7 @@ ${cases.join('\n')}
       return null;
   }
 };`;
-  return new Function('D', 'T', 'M', source)(decisions, texts, matchers) as Scan<D>;
+  return new Function('D', 'T', 'M', 'X', source)(decisions, texts, matchers, maps) as Decide<D>;
 }
 
 /** Lines after an unconditional `return` are dead: drop them. */
