@@ -35,6 +35,8 @@ const IDENTITY_HEADERS = ['x-api-key', 'x-user-id'] as const;
 export function edgeHandler(options: EdgeOptions) {
   const { limit, route, trust, ipv6PrefixBits, log, metrics } = options;
   const draining = options.draining ?? (() => false);
+  // The request line holds only fields written here, none of them a credential: no redaction pass per request.
+  const requestLog = log.child({}, { redact: [] });
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -77,7 +79,7 @@ export function edgeHandler(options: EdgeOptions) {
     } finally {
       const decision = verdict?.decision ?? 'unlimited';
       metrics?.requests.inc({ rule: verdict?.match.rule.id ?? '', category: verdict?.category ?? '', decision, status });
-      log.info(
+      requestLog.info(
         {
           requestId,
           method,

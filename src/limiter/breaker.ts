@@ -20,6 +20,8 @@ export interface BreakerOptions {
  */
 export class BreakerLimiter implements Limiter {
   private failures = 0;
+  /** When the last counted failure happened: calls started before it failed in the same episode. */
+  private lastFailureAt = -Infinity;
   private openUntil = 0;
   private probing = false;
   private current: BreakerState = 'closed';
@@ -48,13 +50,20 @@ export class BreakerLimiter implements Limiter {
       this.probing = true;
       this.set('half-open');
     }
+    const startedAt = this.now();
     try {
       const outcome = await this.inner.consume(buckets);
       this.failures = 0;
       if (this.current !== 'closed') this.set('closed');
       return outcome;
     } catch (err) {
-      if (err instanceof StoreError && ++this.failures >= this.threshold) {
+      // Calls in flight together fail together (one stalled loop times them all out):
+      // only a call started after the previous failure counts as another one.
+      if (err instanceof StoreError && startedAt >= this.lastFailureAt) {
+        this.failures++;
+        this.lastFailureAt = this.now();
+      }
+      if (err instanceof StoreError && this.failures >= this.threshold) {
         this.openUntil = this.now() + this.cooldownMs;
         if (this.current !== 'open') this.set('open');
       }

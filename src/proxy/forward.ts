@@ -1,5 +1,6 @@
+import { EventEmitter } from 'node:events';
 import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Transform, type Readable } from 'node:stream';
+import { Transform, Writable, type Readable } from 'node:stream';
 import { Pool, errors as undiciErrors } from 'undici';
 import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
@@ -51,12 +52,16 @@ export async function forward(
   metrics?: Metrics,
 ): Promise<ForwardResult> {
   const body = requestBody(req, options.maxBodyBytes);
-  const abort = new AbortController();
+  // An EventEmitter, not an AbortController: undici takes either, and EventTarget costs more per request.
+  const abort = new EventEmitter();
+  let aborted = false;
   const started = performance.now();
   let status = 0;
   let stream = false;
   const onClose = () => {
-    if (!res.writableFinished) abort.abort();
+    if (res.writableFinished) return;
+    aborted = true;
+    abort.emit('abort');
   };
   res.once('close', onClose);
   const send = () =>
@@ -66,7 +71,7 @@ export async function forward(
         method: req.method as string,
         headers,
         body,
-        signal: abort.signal,
+        signal: abort,
         headersTimeout: options.headersTimeoutMs,
         bodyTimeout: 0, // streams may idle between events; the client's close ends them
       },
@@ -77,8 +82,11 @@ export async function forward(
         stream = String(responseHeaders['content-type'] ?? '').startsWith('text/event-stream');
         if (stream) metrics?.sseStreams.inc();
         res.writeHead(statusCode, { ...responseHeaders, ...extraHeaders });
-        res.flushHeaders(); // the client sees the status before the first body chunk
-        return res;
+        // A stream's client sees the status before the first event; a sized answer leaves with its body, in one write.
+        if (stream || responseHeaders['content-length'] === undefined) res.flushHeaders();
+        // undici destroys the writable it gets here when the upstream fails mid-body: an event
+        // stream gets a sink in between, so forward can end the client's stream cleanly instead.
+        return stream ? eventStreamSink(res) : res;
       },
     );
   try {
@@ -86,14 +94,14 @@ export async function forward(
       await send();
     } catch (err) {
       // Safe to send again only when nothing reached the upstream and nothing can change twice.
-      if (!isRefused(err) || body !== null || !IDEMPOTENT.has(req.method ?? '') || res.headersSent || abort.signal.aborted) throw err;
+      if (!isRefused(err) || body !== null || !IDEMPOTENT.has(req.method ?? '') || res.headersSent || aborted) throw err;
       await send();
     }
     return { status, aborted: false };
   } catch (err) {
-    if (abort.signal.aborted) return { status: status || 499, aborted: true };
+    if (aborted) return { status: status || 499, aborted: true };
     if (res.headersSent) {
-      endStarted(res);
+      endStarted(res, stream);
       return { status, aborted: false };
     }
     throw asGatewayError(err, upstream, options);
@@ -129,10 +137,23 @@ function requestBody(req: IncomingMessage, maxBytes: number): Readable | null {
 }
 
 /** A response already under way cannot turn into an error: an event stream ends cleanly, anything else is cut so the client sees it is incomplete. */
-function endStarted(res: ServerResponse): void {
-  const type = String(res.getHeader('content-type') ?? '');
-  if (type.startsWith('text/event-stream')) res.end();
+function endStarted(res: ServerResponse, eventStream: boolean): void {
+  if (eventStream) res.end();
   else res.destroy();
+}
+
+/** Writes through to `res` with its backpressure; destroying the sink leaves `res` alone. */
+function eventStreamSink(res: ServerResponse): Writable {
+  return new Writable({
+    write(chunk: Buffer, _enc, done) {
+      if (res.write(chunk)) done();
+      else res.once('drain', () => done());
+    },
+    final(done) {
+      res.end();
+      done();
+    },
+  });
 }
 
 function asGatewayError(err: unknown, upstream: Upstream, options: ForwardOptions): GatewayError {

@@ -68,4 +68,27 @@ describe('BreakerLimiter', () => {
     await expect(breaker.consume(bucket)).rejects.toBeInstanceOf(TypeError);
     expect(breaker.state).toBe('closed');
   });
+
+  it('counts calls that were in flight together as one failure (a stalled event loop times them all out at once)', async () => {
+    let now = 0;
+    const failLater: (() => void)[] = [];
+    const store: Limiter = {
+      consume: () => new Promise((_, reject) => failLater.push(() => reject(new StoreError('timeout')))),
+      close: async () => {},
+    };
+    const breaker = new BreakerLimiter(store, { failureThreshold: 3, now: () => now });
+    const inFlight = Array.from({ length: 50 }, () => breaker.consume(bucket).catch((e: unknown) => e));
+    now = 60;
+    failLater.forEach((f) => f());
+    await Promise.all(inFlight);
+    expect(breaker.state).toBe('closed');
+    // Calls started afterwards are new failures: the third opens the circuit.
+    for (let i = 0; i < 2; i++) {
+      const call = breaker.consume(bucket).catch((e: unknown) => e);
+      now += 10;
+      failLater.pop()!();
+      await call;
+    }
+    expect(breaker.state).toBe('open');
+  });
 });

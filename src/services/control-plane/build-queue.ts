@@ -38,6 +38,11 @@ export class BuildQueue {
     this.pump();
   }
 
+  /** Jobs of `group` running now. */
+  runningIn(group: string): number {
+    return [...this.running.values()].filter((e) => e.group === group).length;
+  }
+
   has(id: string): boolean {
     return this.running.has(id) || this.waiting.some((e) => e.id === id);
   }

@@ -59,9 +59,9 @@ export class Builds {
 
   /** After a delete: stop the deployment's runs and remove its work folders. */
   async forget(deploymentId: string): Promise<void> {
-    const running = this.o.queue.size.running;
+    const running = this.o.queue.runningIn(deploymentId);
     await this.o.queue.cancelGroup(deploymentId);
-    if (this.o.queue.size.running < running) this.o.log.info({ deploymentId }, 'build interrupted by delete');
+    if (running > 0) this.o.log.info({ deploymentId }, 'build interrupted by delete');
     await rm(this.folderOf(deploymentId), { recursive: true, force: true });
   }
 
@@ -135,9 +135,10 @@ export class Builds {
       const changes = { source_revision_config: { ...cfg, repo_commit_sha: result.commitSha }, graphs: result.graphs, auth_path: result.authPath };
       await move('BUILDING', 'AWAITING_DEPLOY', null, changes);
       await this.pause(signal);
-      await move('AWAITING_DEPLOY', 'DEPLOYING');
+      const deploying = await move('AWAITING_DEPLOY', 'DEPLOYING');
       await this.pause(signal);
-      await this.activate(await move('DEPLOYING', 'DEPLOYED'));
+      await this.deploy(deploying);
+      log.info({ status: 'DEPLOYED' }, 'revision status');
     } catch (err) {
       if (err instanceof Settled || signal.aborted) return;
       log.error({ err }, 'revision run failed');
@@ -145,18 +146,32 @@ export class Builds {
     }
   }
 
-  /** The deployment now serves `rev`; other revisions' work folders go. */
-  private async activate(rev: StoredRevision): Promise<void> {
+  /**
+   * DEPLOYING → DEPLOYED and the deployment serving it (READY, its active
+   * revision) in one store write, unless a newer revision was created
+   * meanwhile (the deployment's latest is no longer this one). Then the
+   * other revisions' work folders go.
+   */
+  private async deploy(rev: StoredRevision): Promise<void> {
     const cfg = rev.source_revision_config;
-    await this.o.store.updateDeployment(rev.tenant_id, rev.deployment_id, (d) => ({
-      deployment: {
-        ...d,
-        active_revision_id: rev.id,
-        status: 'READY',
-        image_version: cfg.image_uri ?? cfg.repo_commit_sha?.slice(0, 12) ?? null,
-        updated_at: this.o.now().toISOString(),
-      },
-    }));
+    let deployed = false;
+    const done = await this.o.store.updateDeployment(rev.tenant_id, rev.deployment_id, (d) => {
+      deployed = false;
+      if (d.latest_revision_id !== rev.id) return null;
+      const at = this.o.now();
+      deployed = true;
+      return {
+        deployment: {
+          ...d,
+          active_revision_id: rev.id,
+          status: 'READY',
+          image_version: cfg.image_uri ?? cfg.repo_commit_sha?.slice(0, 12) ?? null,
+          updated_at: at.toISOString(),
+        },
+        revision: moveRevision(rev, 'DEPLOYED', at),
+      };
+    });
+    if (done === null || !deployed) throw new Settled();
     const folders = await readdir(this.folderOf(rev.deployment_id)).catch(() => [] as string[]);
     await Promise.all(folders.filter((f) => f !== rev.id).map((f) => rm(this.folderOf(rev.deployment_id, f), { recursive: true, force: true })));
   }

@@ -1,4 +1,5 @@
 import { pathToFileURL } from 'node:url';
+import type { Logger } from 'pino';
 import { consoleOutput, type Output } from '../../cli/output.ts';
 import { describeDevelopmentKey } from '../../keys/bootstrap.ts';
 import { listen } from '../../listen.ts';
@@ -11,7 +12,12 @@ import { loadControlPlaneSettings } from './settings.ts';
  * The control plane alone: `npx tsx src/services/control-plane/main.ts`
  * (port CONTROL_PLANE_PORT, default 8081). Runs until SIGTERM/SIGINT.
  */
-export async function runControlPlane(env: NodeJS.ProcessEnv = process.env, out: Output = consoleOutput): Promise<number> {
+export async function runControlPlane(
+  env: NodeJS.ProcessEnv = process.env,
+  out: Output = consoleOutput,
+  /** `stop` resolves when the service should stop (default: SIGTERM or SIGINT); `listening` gets its URL; `log` replaces the stdout logger. */
+  { stop, listening, log: given }: { stop?: Promise<unknown>; listening?: (url: string) => void; log?: Logger } = {},
+): Promise<number> {
   let settings;
   try {
     settings = loadControlPlaneSettings(env);
@@ -20,20 +26,25 @@ export async function runControlPlane(env: NodeJS.ProcessEnv = process.env, out:
     out.err(`control plane: ${err.message}`);
     return 2;
   }
-  const log = createLogger(settings.logLevel);
+  const log = given ?? createLogger(settings.logLevel);
   const cp = await createControlPlane(settings, log);
   const server = await listen(cp.app, settings.port);
   if (cp.devKey) out.log(describeDevelopmentKey(cp.devKey));
   log.info({ url: server.url, region: settings.region }, 'control plane listening');
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-    process.once('SIGINT', () => resolve('SIGINT'));
-  });
-  log.info({ signal }, 'shutting down');
+  listening?.(server.url);
+  const reason = await (stop ?? untilSignal());
+  log.info({ reason: String(reason) }, 'shutting down');
   await server.close();
   await cp.close();
   log.flush();
   return 0;
+}
+
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

@@ -181,13 +181,13 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
     return [this.k(`rev:${r.deployment_id}:${r.id}`), this.k(`revs:${r.deployment_id}`), this.k('unfinished')];
   }
 
-  /** Ops storing a new revision whose three keys (revisionKeys) start at KEYS position `at`. */
+  /** Ops storing a revision (new or replaced) whose three keys (revisionKeys) start at KEYS position `at`. */
   private revisionOps(r: StoredRevision, at: number): Op[] {
     const ops: Op[] = [
       ['set', at, JSON.stringify(r)],
       ['zadd', at + 1, r.seq, r.id],
     ];
-    if (!isTerminal(r.status)) ops.push(['sadd', at + 2, `${r.deployment_id}/${r.id}`]);
+    ops.push([isTerminal(r.status) ? 'srem' : 'sadd', at + 2, `${r.deployment_id}/${r.id}`]);
     return ops;
   }
 

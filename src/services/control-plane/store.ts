@@ -24,7 +24,7 @@ export interface Page {
 
 export interface DeploymentChange {
   readonly deployment: StoredDeployment;
-  /** A revision created with this change, stored atomically with it. */
+  /** A revision created (or replaced, e.g. marked DEPLOYED) with this change, stored atomically with it. */
   readonly revision?: StoredRevision;
 }
 

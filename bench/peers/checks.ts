@@ -1,0 +1,75 @@
+/**
+ * Correctness before speed: each target must answer 200 with the upstream's
+ * exact body and the rate-limit headers of the rule meant for the path, and
+ * the Redis targets must really count in Redis. The edge benchmark times
+ * nothing unless every check passes.
+ */
+import { request } from 'node:http';
+import type { Redis } from 'ioredis';
+import { scriptCalls } from './redis-keys.ts';
+
+export interface Reply {
+  readonly status: number;
+  readonly headers: Record<string, string | string[] | undefined>;
+  readonly body: Buffer;
+}
+
+/** One GET on a fresh connection (nothing of a check lingers in a keep-alive pool). */
+export function get(url: string, headers: Record<string, string> = {}): Promise<Reply> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { headers, agent: false, timeout: 5000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error('no answer within 5 s')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A path the benchmark loads, with the limit that must apply to it. */
+export interface LimitedPath {
+  readonly path: string;
+  readonly rule: string;
+  readonly count: number;
+  readonly perSeconds: number;
+}
+
+export type Flavour = 'edge' | 'fastify';
+
+/** Problems with one target on one path; empty when it answers as it must. */
+export async function checkPath(url: string, flavour: Flavour, limited: LimitedPath, apiKey: string, upstreamBody: Buffer): Promise<string[]> {
+  let reply: Reply;
+  try {
+    reply = await get(url + limited.path, { 'x-api-key': apiKey });
+  } catch (err) {
+    return [`GET ${limited.path}: ${(err as Error).message}`];
+  }
+  const fault = (why: string) => [`GET ${limited.path}: ${why}\n  ${JSON.stringify(reply.headers)}\n  ${reply.body.toString().slice(0, 200)}`];
+  if (reply.status !== 200) return fault(`status ${reply.status}, want 200`);
+  if (!reply.body.equals(upstreamBody)) return fault(`the body is not the upstream's ${upstreamBody.length} bytes`);
+  if (flavour === 'edge') {
+    const policy = `"${limited.rule}.api-key";q=${limited.count};w=${limited.perSeconds}`;
+    if (!String(reply.headers['ratelimit-policy'] ?? '').includes(policy)) return fault(`RateLimit-Policy lacks ${policy}`);
+    if (!String(reply.headers.ratelimit ?? '').startsWith(`"${limited.rule}.api-key";r=`)) return fault('no RateLimit item for the rule');
+  } else if (reply.headers['x-ratelimit-limit'] !== String(limited.count)) {
+    return fault(`x-ratelimit-limit is ${reply.headers['x-ratelimit-limit']}, want ${limited.count}`);
+  }
+  return [];
+}
+
+/**
+ * Whether a target counts in Redis. Bucket keys cannot show it (a GCRA key
+ * lives only until its bucket is full again: milliseconds here), so count the
+ * scripts Redis runs while the target answers `n` requests. Other clients of
+ * a shared Redis can only add to the count; a target that never reached
+ * Redis adds nothing.
+ */
+export async function countsInRedis(redis: Redis, url: string, limited: LimitedPath, keyPrefix: string, n = 20): Promise<string[]> {
+  const before = await scriptCalls(redis);
+  for (let i = 0; i < n; i++) await get(url + limited.path, { 'x-api-key': `${keyPrefix}-${i}` });
+  const calls = (await scriptCalls(redis)) - before;
+  return calls < n ? [`Redis ran ${calls} scripts for ${n} requests; is it counting in Redis?`] : [];
+}

@@ -1,0 +1,189 @@
+/**
+ * The control plane's example client flow, for CI/CD jobs:
+ *
+ *   1. POST /v2/deployments, read `id` and `latest_revision_id`;
+ *   2. poll that revision until DEPLOYED or a status containing FAILED;
+ *   3. PATCH the deployment with a new `repo_ref` (a new revision);
+ *   4. read the latest revision from the revision list again and poll it;
+ *   5. DELETE the deployment.
+ *
+ *   npx tsx examples/deploy-client.ts --repo-url <git url or path> [options]
+ *
+ * Options (environment variable in brackets):
+ *   --url            control plane base URL, e.g. the gateway [CONTROL_PLANE_URL] (http://localhost:8080)
+ *   --api-key        X-Api-Key [API_KEY]                       (required)
+ *   --tenant-id      X-Tenant-Id, the workspace [TENANT_ID]     (required)
+ *   --repo-url       repository to deploy [REPO_URL]            (required)
+ *   --ref            first repo_ref [REPO_REF] (main)
+ *   --next-ref       repo_ref of the patch [NEXT_REPO_REF] (same as --ref)
+ *   --config-path    langgraph_config_path [LANGGRAPH_CONFIG_PATH] (langgraph.json)
+ *   --name           deployment name [DEPLOYMENT_NAME] (deploy-client-<time>)
+ *   --poll-interval  seconds between polls [POLL_INTERVAL_SECONDS] (60)
+ *   --timeout        seconds before giving up on a revision [POLL_TIMEOUT_SECONDS] (1800)
+ *   --keep           do not delete the deployment at the end (nor after a failure)
+ *
+ * Output: one line per event on stdout (`created`, `status`, `deployed`,
+ * `patched`, `deleted`, then `result ok`); problems on stderr.
+ * Exit status: 0 both revisions DEPLOYED (and the deployment deleted),
+ * 1 a revision failed (status containing FAILED, or SKIPPED/INTERRUPTED,
+ * which never change again), 2 usage, 3 timed out, 4 an API call failed.
+ */
+import { parseArgs } from 'node:util';
+import { pathToFileURL } from 'node:url';
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 3, api: 4 } as const;
+
+interface Out {
+  log(line: string): void;
+  err(line: string): void;
+}
+
+interface Revision {
+  id: string;
+  status: string;
+  status_message?: string | null;
+}
+
+class ApiCallFailed extends Error {}
+
+const stdio: Out = { log: (line) => console.log(line), err: (line) => console.error(line) };
+
+export async function deployClient(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, out: Out = stdio): Promise<number> {
+  let opts: ReturnType<typeof options>;
+  try {
+    opts = options(argv, env);
+  } catch (err) {
+    out.err(`deploy-client: ${(err as Error).message}`);
+    return EXIT.usage;
+  }
+  const { base, headers, pollMs, timeoutMs } = opts;
+  const call = async (method: string, path: string, body?: unknown, expected = 200): Promise<any> => {
+    const res = await fetch(base + path, {
+      method,
+      headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(30_000),
+    });
+    const text = await res.text();
+    if (res.status !== expected) throw new ApiCallFailed(`${method} ${path}: expected ${expected}, got ${res.status}: ${text.slice(0, 500)}`);
+    return text === '' ? null : JSON.parse(text);
+  };
+
+  /** Polls until DEPLOYED, a failure, or the timeout; transient errors (429, 5xx, network) are retried on the next tick. */
+  const poll = async (deploymentId: string, revisionId: string): Promise<'ok' | 'failed' | 'timeout'> => {
+    const deadline = Date.now() + timeoutMs;
+    let last = '';
+    for (;;) {
+      try {
+        const rev = (await call('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`)) as Revision;
+        if (rev.status !== last) out.log(`status revision=${revisionId} ${rev.status}`);
+        last = rev.status;
+        if (rev.status === 'DEPLOYED') return 'ok';
+        if (rev.status.includes('FAILED') || rev.status === 'SKIPPED' || rev.status === 'INTERRUPTED') {
+          out.err(`revision ${revisionId} ended ${rev.status}${rev.status_message ? `: ${rev.status_message}` : ''}`);
+          return 'failed';
+        }
+      } catch (err) {
+        const transient = !(err instanceof ApiCallFailed) || / got (429|5\d\d):/.test((err as Error).message);
+        if (!transient) throw err;
+        out.err(`poll failed, retrying: ${(err as Error).message}`);
+      }
+      if (Date.now() + pollMs > deadline) {
+        out.err(`revision ${revisionId} not DEPLOYED within ${timeoutMs / 1000} s (last status ${last || 'unknown'})`);
+        return 'timeout';
+      }
+      await new Promise((r) => setTimeout(r, pollMs));
+    }
+  };
+
+  let deploymentId: string | null = null;
+  let code: number = EXIT.ok;
+  try {
+    const created = await call(
+      'POST',
+      '/v2/deployments',
+      {
+        name: opts.name,
+        source: 'github',
+        source_config: { repo_url: opts.repoUrl, deployment_type: 'dev', build_on_push: false, custom_url: null, resource_spec: null },
+        source_revision_config: { repo_ref: opts.ref, langgraph_config_path: opts.configPath, image_uri: null },
+        secrets: [],
+      },
+      201,
+    );
+    deploymentId = created.id as string;
+    out.log(`created deployment=${deploymentId} revision=${created.latest_revision_id}`);
+    let outcome = await poll(deploymentId, created.latest_revision_id);
+    if (outcome === 'ok') {
+      out.log(`deployed revision=${created.latest_revision_id}`);
+      await call('PATCH', `/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: opts.nextRef, langgraph_config_path: opts.configPath } });
+      const revisions = await call('GET', `/v2/deployments/${deploymentId}/revisions`);
+      const latest = revisions.resources[0] as Revision;
+      out.log(`patched deployment=${deploymentId} revision=${latest.id}`);
+      outcome = await poll(deploymentId, latest.id);
+      if (outcome === 'ok') out.log(`deployed revision=${latest.id}`);
+    }
+    code = outcome === 'ok' ? EXIT.ok : outcome === 'failed' ? EXIT.failed : EXIT.timeout;
+  } catch (err) {
+    out.err(`deploy-client: ${(err as Error).message}`);
+    code = EXIT.api;
+  }
+  if (deploymentId !== null && !opts.keep) {
+    try {
+      await call('DELETE', `/v2/deployments/${deploymentId}`, undefined, 204);
+      out.log(`deleted deployment=${deploymentId}`);
+    } catch (err) {
+      out.err(`deploy-client: ${(err as Error).message}`);
+      if (code === EXIT.ok) code = EXIT.api;
+    }
+  }
+  out.log(`result ${code === EXIT.ok ? 'ok' : (Object.keys(EXIT) as (keyof typeof EXIT)[]).find((k) => EXIT[k] === code)} exit=${code}`);
+  return code;
+}
+
+function options(argv: readonly string[], env: NodeJS.ProcessEnv) {
+  const { values } = parseArgs({
+    args: [...argv],
+    options: {
+      url: { type: 'string' },
+      'api-key': { type: 'string' },
+      'tenant-id': { type: 'string' },
+      'repo-url': { type: 'string' },
+      ref: { type: 'string' },
+      'next-ref': { type: 'string' },
+      'config-path': { type: 'string' },
+      name: { type: 'string' },
+      'poll-interval': { type: 'string' },
+      timeout: { type: 'string' },
+      keep: { type: 'boolean', default: false },
+    },
+  });
+  const pick = (flag: string | undefined, variable: string, fallback?: string): string => {
+    const v = flag ?? env[variable] ?? fallback;
+    if (v === undefined || v === '') throw new Error(`--${variable.toLowerCase().replaceAll('_', '-')} (or ${variable}) is required`);
+    return v;
+  };
+  const seconds = (flag: string | undefined, variable: string, fallback: string): number => {
+    const v = pick(flag, variable, fallback);
+    const n = Number(v);
+    if (!/^\d+(\.\d+)?$/.test(v) || !(n > 0)) throw new Error(`${variable} must be a positive number of seconds, got "${v}"`);
+    return n * 1000;
+  };
+  const ref = pick(values.ref, 'REPO_REF', 'main');
+  return {
+    base: pick(values.url, 'CONTROL_PLANE_URL', 'http://localhost:8080').replace(/\/+$/, ''),
+    headers: { 'x-api-key': pick(values['api-key'], 'API_KEY'), 'x-tenant-id': pick(values['tenant-id'], 'TENANT_ID') },
+    repoUrl: pick(values['repo-url'], 'REPO_URL'),
+    ref,
+    nextRef: pick(values['next-ref'], 'NEXT_REPO_REF', ref),
+    configPath: pick(values['config-path'], 'LANGGRAPH_CONFIG_PATH', 'langgraph.json'),
+    name: pick(values.name, 'DEPLOYMENT_NAME', `deploy-client-${new Date().toISOString().replace(/[:.]/g, '-')}`),
+    pollMs: seconds(values['poll-interval'], 'POLL_INTERVAL_SECONDS', '60'),
+    timeoutMs: seconds(values.timeout, 'POLL_TIMEOUT_SECONDS', '1800'),
+    keep: values.keep,
+  };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await deployClient(process.argv.slice(2));
+}

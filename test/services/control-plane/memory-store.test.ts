@@ -1,0 +1,7 @@
+import { MemoryControlPlaneStore } from '../../../src/services/control-plane/memory-store.ts';
+import { storeContract } from './store-contract.ts';
+
+storeContract('memory', async () => {
+  const store = new MemoryControlPlaneStore('us');
+  return { store, close: () => store.close() };
+});
