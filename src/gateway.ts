@@ -12,8 +12,8 @@ import { listen, type Listening } from './listen.ts';
 import { createMetrics, type Metrics } from './metrics.ts';
 import { createUpstream, type Upstream } from './proxy/forward.ts';
 import { regionRuleFile } from './rules/load.ts';
-import { RuleSource } from './rules/rule-source.ts';
-import { echoUpstream } from './services/echo-upstream.ts';
+import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
+import { startBundledControlPlane, startEcho, type BundledService } from './services/bundled.ts';
 import type { Settings } from './settings.ts';
 
 export interface Gateway {
@@ -31,7 +31,7 @@ export interface Gateway {
 const STORE_BOOT_WAIT_MS = 3000;
 
 /** Boot: settings → rules → store → upstreams → edge and admin listeners. */
-export async function startGateway(settings: Settings, log: Logger): Promise<Gateway> {
+export async function startGateway(settings: Settings, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<Gateway> {
   const metrics = createMetrics();
   let storeFailing = false;
   let draining = false;
@@ -45,18 +45,17 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
       (state === 'closed' ? log.info.bind(log) : log.warn.bind(log))({ store: store.kind, breaker: state }, `rate limit store circuit ${state}`);
     },
   });
-  const owned: Listening[] = [];
-
-  const upstreamAt = async (name: string, url: string | null): Promise<Upstream> => {
+  // Upstreams: the configured URLs, else the bundled services in this process.
+  const owned: BundledService[] = [];
+  const upstreamAt = async (name: string, url: string | null, bundled: () => Promise<BundledService>): Promise<Upstream> => {
     if (url !== null) return createUpstream(name, url);
-    const echo = await listen(echoUpstream(name), 0, '127.0.0.1');
-    owned.push(echo);
-    log.warn({ upstream: name, url: echo.url }, 'no upstream URL set: serving the built-in echo upstream');
-    return createUpstream(name, echo.url);
+    const service = await bundled();
+    owned.push(service);
+    return createUpstream(name, service.url);
   };
   const upstreams = {
-    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl),
-    agentServer: await upstreamAt('agent-server', settings.agentServerUrl),
+    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () => startBundledControlPlane(env, log)),
+    agentServer: await upstreamAt('agent-server', settings.agentServerUrl, () => startEcho('agent-server', log)),
   };
 
   const limit = limitStep({
@@ -103,8 +102,7 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
     log.warn('IDENTITY_SECRET is unset: bucket keys use the public development secret; set it in production');
   }
 
-  const reload = () => {
-    const r = rules.reload();
+  const report = (r: ReloadResult) => {
     metrics.reloads.inc({ result: r.result });
     if (r.result === 'invalid') log.error({ file: rules.file, reason: r.error.message }, 'rule reload rejected: the old rules keep serving');
     else if (r.result === 'ok') {
@@ -112,7 +110,9 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
       log.info({ file: rules.file, version: r.version }, 'rules reloaded');
     }
   };
-  rules.watch(() => reload());
+  const reload = () => report(rules.reload());
+  // The watcher has already reloaded: report its result (reloading again would only ever say "unchanged").
+  rules.watch(report);
   log.info({ port: edge.port, adminPort: admin.port, region: settings.region, rules: rules.file, version: rules.version, store: store.kind }, 'gateway listening');
 
   return {
@@ -126,7 +126,7 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
       rules.close();
       await edge.close(settings.drainMs);
       await admin.close(0);
-      await Promise.all([limiter.close(), upstreams.controlPlane.pool.close(), upstreams.agentServer.pool.close(), ...owned.map((o) => o.close(0))]);
+      await Promise.all([limiter.close(), upstreams.controlPlane.pool.close(), upstreams.agentServer.pool.close(), ...owned.map((o) => o.close())]);
     },
   };
 }

@@ -7,6 +7,7 @@ import { loadSettings, SettingsError } from '../settings.ts';
 import { check } from './check.ts';
 import { explain } from './explain.ts';
 import { consoleOutput, type Output } from './output.ts';
+import { keysCommand } from './keys.ts';
 import { start } from './start.ts';
 
 const USAGE = `usage: gateway <command>
@@ -19,6 +20,8 @@ const USAGE = `usage: gateway <command>
       --region us|eu               rule region (default: REGION, else us)
       --rules-dir <dir>            rule folder (default: RULES_DIR, else rules)
       --json                       one JSON object
+  keys create --org <o> --workspace <w>
+                                   create an API key in the registry (REDIS_URL); prints it once
 `;
 
 /** Runs one command; returns the exit status. */
@@ -32,6 +35,8 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
         return check(rest, out);
       case 'explain':
         return runExplain(rest, out);
+      case 'keys':
+        return await keysCommand(rest, out);
       case undefined:
       case 'help':
       case '--help':
