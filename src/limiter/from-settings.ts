@@ -24,14 +24,23 @@ export function storeFromSettings(settings: Settings): Store {
   const options = { timeoutMs: settings.storeTimeoutMs };
   if (settings.redisClusterNodes.length > 0) {
     const cluster = new Cluster([...settings.redisClusterNodes], common);
+    cluster.on('error', ignoreConnectionError);
     return { kind: 'redis-cluster', limiter: new RedisLimiter(cluster, options), connected: () => connected(cluster) };
   }
   if (settings.redisUrl !== null) {
     const client = new Redis(settings.redisUrl, common);
+    client.on('error', ignoreConnectionError);
     return { kind: 'redis', limiter: new RedisLimiter(client, options), connected: () => connected(client) };
   }
   return { kind: 'memory', limiter: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }), connected: async () => true };
 }
+
+/**
+ * Connection errors reach the edge as StoreErrors of the calls they fail,
+ * and the breaker logs each transition once. Without a listener ioredis
+ * prints every failed reconnect attempt, stack and all, to stderr.
+ */
+function ignoreConnectionError(): void {}
 
 /** With the offline queue off, a command sent before 'ready' fails at once: boot waits for the first connection. */
 function connected(client: Redis | Cluster): Promise<boolean> {
