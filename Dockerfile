@@ -7,6 +7,7 @@ RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY bin ./bin
 COPY src ./src
 COPY rules ./rules
+COPY examples ./examples
 # Fail the build on invalid rule files rather than at the first start.
 RUN node bin/gateway.js check rules/us.yaml rules/eu.yaml
 USER node

@@ -13,7 +13,7 @@ import { createMetrics, type Metrics } from './metrics.ts';
 import { createUpstream, type Upstream } from './proxy/forward.ts';
 import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
-import { startBundledControlPlane, startEcho, type BundledService } from './services/bundled.ts';
+import { BundledServices, type BundledService } from './services/bundled.ts';
 import type { Settings } from './settings.ts';
 
 export interface Gateway {
@@ -46,6 +46,7 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
     },
   });
   // Upstreams: the configured URLs, else the bundled services in this process.
+  const bundled = new BundledServices(env, log);
   const owned: BundledService[] = [];
   const upstreamAt = async (name: string, url: string | null, bundled: () => Promise<BundledService>): Promise<Upstream> => {
     if (url !== null) return createUpstream(name, url);
@@ -54,8 +55,8 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
     return createUpstream(name, service.url);
   };
   const upstreams = {
-    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () => startBundledControlPlane(env, log)),
-    agentServer: await upstreamAt('agent-server', settings.agentServerUrl, () => startEcho('agent-server', log)),
+    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () => bundled.controlPlane()),
+    agentServer: await upstreamAt('agent-server', settings.agentServerUrl, () => bundled.agentServer()),
   };
 
   const limit = limitStep({
@@ -127,6 +128,7 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
       await edge.close(settings.drainMs);
       await admin.close(0);
       await Promise.all([limiter.close(), upstreams.controlPlane.pool.close(), upstreams.agentServer.pool.close(), ...owned.map((o) => o.close())]);
+      await bundled.close();
     },
   };
 }

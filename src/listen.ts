@@ -1,5 +1,5 @@
-import { createAdaptorServer } from '@hono/node-server';
-import type { Server } from 'node:http';
+import { getRequestListener, RequestError } from '@hono/node-server';
+import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Hono } from 'hono';
 
@@ -23,9 +23,32 @@ const PARSER_ERRORS: Record<string, [number, string, string]> = {
   HPE_INVALID_METHOD: [400, 'bad_request', 'Invalid request method'],
 };
 
+/** How often Node checks open connections against headersTimeout / requestTimeout, ms. */
+const CONNECTION_SWEEP_MS = 1000;
+
+/** While closing, how often connections that went idle (their last request done) are closed, ms. */
+const IDLE_SWEEP_MS = 50;
+
+/**
+ * Requests @hono/node-server cannot turn into a Web Request (a backslash in the path, a target
+ * that is neither a path nor an absolute URL, an invalid Host) get the gateway's JSON 400 rather
+ * than the adapter's empty one; anything else it catches, a JSON 500.
+ */
+function adapterError(err: unknown): Response {
+  const malformed = err instanceof RequestError;
+  const body = malformed ? { detail: `Malformed request: ${err.message}`, code: 'bad_request' } : { detail: 'Internal gateway error', code: 'internal_error' };
+  return new Response(JSON.stringify(body), { status: malformed ? 400 : 500, headers: { 'content-type': 'application/json' } });
+}
+
 /** Serves a Hono app with @hono/node-server and resolves once the port is bound. */
 export async function listen(app: Hono<any>, port: number, host = '0.0.0.0', options: ListenOptions = {}): Promise<Listening> {
-  const server = createAdaptorServer({ fetch: app.fetch, autoCleanupIncoming: false }) as Server;
+  // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
+  // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
+  const server = createServer(
+    // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter refuses it as JSON instead.
+    { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
+    getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError }),
+  );
   // Slow clients: headers must arrive within 10 s and a whole request within 5 min;
   // idle keep-alive sockets close after 65 s (above common load balancer idle timeouts).
   server.headersTimeout = 10_000;
@@ -54,8 +77,12 @@ export async function listen(app: Hono<any>, port: number, host = '0.0.0.0', opt
     close: (graceMs = 0) =>
       new Promise<void>((resolve) => {
         const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+        // server.close() closes the connections idle right now; a keep-alive connection whose request
+        // ends later goes idle and would hold the close until the cut: close those as they go idle.
+        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
         server.close(() => {
           clearTimeout(cut);
+          clearInterval(sweep);
           resolve();
         });
         server.closeIdleConnections();

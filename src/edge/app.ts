@@ -15,5 +15,14 @@ export function edgeApp(handle: (req: IncomingMessage, res: ServerResponse) => P
     await handle(c.env.incoming, c.env.outgoing);
     return RESPONSE_ALREADY_SENT;
   });
+  // Hono answers HEAD by running the GET route and copying its response into a new Response,
+  // which @hono/node-server then writes a second time: ERR_HTTP_HEADERS_SENT and a stack trace
+  // on stderr for every HEAD request. HEAD goes to the handler directly instead.
+  const dispatch = app.fetch;
+  app.fetch = (request, env, executionCtx) => {
+    if (request.method !== 'HEAD') return dispatch(request, env, executionCtx);
+    const { incoming, outgoing } = env as HttpBindings;
+    return handle(incoming, outgoing).then(() => RESPONSE_ALREADY_SENT);
+  };
   return app;
 }

@@ -1,9 +1,16 @@
+import { Redis } from 'ioredis';
+import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
-import { describeDevelopmentKey } from '../keys/bootstrap.ts';
-import { listen, type Listening } from '../listen.ts';
+import { DEFAULT_ORG, describeDevelopmentKey } from '../keys/bootstrap.ts';
+import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
+import { RedisKeyRegistry } from '../keys/redis-registry.ts';
+import type { KeyRegistry } from '../keys/types.ts';
+import { listen } from '../listen.ts';
+import { createAgentServer } from './agent-server/app.ts';
+import { registryKeyVerifier } from './agent-server/auth.ts';
+import { loadAgentServerSettings } from './agent-server/settings.ts';
 import { createControlPlane } from './control-plane/control-plane.ts';
 import { loadControlPlaneSettings } from './control-plane/settings.ts';
-import { echoUpstream } from './echo-upstream.ts';
 
 export interface BundledService {
   readonly url: string;
@@ -11,27 +18,58 @@ export interface BundledService {
 }
 
 /**
- * The bundled control plane, in this process on a loopback port, for a
- * gateway started without CONTROL_PLANE_URL. Its settings come from the same
- * environment (REGION, REDIS_URL, SECRETS_KEY, BUILD_*). A development API
- * key made at first start is printed once on stdout, never logged.
+ * The bundled services, in this process on loopback ports, for a gateway
+ * started without CONTROL_PLANE_URL / AGENT_SERVER_URL. Their settings come
+ * from the same environment. Both check API keys against one registry (in
+ * Redis with REDIS_URL, else in memory); a development key made at first
+ * start is printed once on stdout, never logged.
  */
-export async function startBundledControlPlane(env: NodeJS.ProcessEnv, log: Logger): Promise<BundledService> {
-  const cp = await createControlPlane(loadControlPlaneSettings(env), log);
-  const server = await listen(cp.app, 0, '127.0.0.1');
-  if (cp.devKey) process.stdout.write(describeDevelopmentKey(cp.devKey) + '\n');
-  return {
-    url: server.url,
-    async close() {
-      await server.close();
-      await cp.close();
-    },
-  };
+export class BundledServices {
+  private registry: KeyRegistry | null = null;
+  private redis: Redis | null = null;
+
+  constructor(
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly log: Logger,
+  ) {}
+
+  async controlPlane(): Promise<BundledService> {
+    const cp = await createControlPlane(loadControlPlaneSettings(this.env), this.log, { keys: this.keys() });
+    const server = await listen(cp.app, 0, '127.0.0.1');
+    if (cp.devKey) process.stdout.write(describeDevelopmentKey(cp.devKey) + '\n');
+    return { url: server.url, close: async () => (await server.close(), await cp.close()) };
+  }
+
+  /** The default deployment: the app of APP_CONFIG, else the example app with API-key auth. */
+  async agentServer(): Promise<BundledService> {
+    const configPath = this.env.APP_CONFIG?.trim() || EXAMPLE_API_KEY_APP;
+    const settings = loadAgentServerSettings({ ...this.env, APP_CONFIG: configPath });
+    const server = await createAgentServer({
+      configPath: settings.appConfig,
+      verifyApiKey: registryKeyVerifier(this.keys()),
+      org: DEFAULT_ORG,
+      heartbeatMs: settings.heartbeatMs,
+      log: this.log.child({ component: 'agent-server' }),
+    });
+    const listening = await listen(server.app, 0, '127.0.0.1');
+    this.log.info({ app: settings.appConfig, graphs: server.graphs, url: listening.url }, 'default deployment serving');
+    return { url: listening.url, close: async () => (await server.close(), await listening.close()) };
+  }
+
+  async close(): Promise<void> {
+    await this.registry?.close();
+    if (this.redis?.status === 'ready') await this.redis.quit().catch(() => this.redis!.disconnect());
+    else this.redis?.disconnect();
+  }
+
+  private keys(): KeyRegistry {
+    if (this.registry) return this.registry;
+    const { redisUrl, keysPrefix } = loadControlPlaneSettings(this.env);
+    if (redisUrl === null) return (this.registry = new MemoryKeyRegistry());
+    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
+    this.redis.on('error', (err: Error) => this.log.warn({ err: err.message }, 'key registry redis error'));
+    return (this.registry = new RedisKeyRegistry(this.redis, { prefix: keysPrefix }));
+  }
 }
 
-/** The echo upstream (a development stand-in) on a loopback port. */
-export async function startEcho(name: string, log: Logger): Promise<BundledService> {
-  const server: Listening = await listen(echoUpstream(name), 0, '127.0.0.1');
-  log.warn({ upstream: name, url: server.url }, 'no upstream URL set: serving the built-in echo upstream');
-  return { url: server.url, close: () => server.close() };
-}
+export const EXAMPLE_API_KEY_APP = fileURLToPath(new URL('../../examples/app/langgraph.api-key.json', import.meta.url));

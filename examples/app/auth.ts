@@ -1,0 +1,42 @@
+import { Auth, HTTPException, isStudioUser } from '@langchain/langgraph-sdk/auth';
+
+/**
+ * The example's custom authentication, written with the public JS `Auth`
+ * API so it works unchanged on the hosted platform.
+ *
+ * Authentication: `Authorization: Bearer <token>`, looked up in a small
+ * token table. A real app verifies a JWT or asks its identity provider here
+ * (and keeps secrets in the environment, never in this file or in graph
+ * state). Anything else is 401 with a reason.
+ *
+ * Authorization: every thread records its creator in `metadata.owner`, and
+ * every thread read, search and run is filtered to the caller's own
+ * threads, so two users never see each other's conversations. The design
+ * studio's user gets an empty filter: developer access to every thread.
+ * Assistants have no handler: every user may read them.
+ */
+const TOKENS: Readonly<Record<string, { identity: string; display_name: string; role: string }>> = {
+  'alice-token': { identity: 'alice', display_name: 'Alice', role: 'admin' },
+  'bob-token': { identity: 'bob', display_name: 'Bob', role: 'user' },
+};
+
+/** Only the caller's own threads; everything for the design studio's user. */
+const ownThreads = (user: Parameters<typeof isStudioUser>[0]): Record<string, string> => (isStudioUser(user) ? {} : { owner: user.identity });
+
+export const auth = new Auth()
+  .authenticate(async (request: Request) => {
+    const header = request.headers.get('authorization') ?? '';
+    const match = /^Bearer\s+(\S+)$/i.exec(header.trim());
+    if (match === null) throw new HTTPException(401, { message: 'Missing bearer token: send Authorization: Bearer <token>.' });
+    const user = TOKENS[match[1]!];
+    if (user === undefined) throw new HTTPException(401, { message: 'Invalid bearer token.' });
+    return { ...user, permissions: user.role === 'admin' ? ['threads:write', 'threads:read', 'admin'] : ['threads:write', 'threads:read'] };
+  })
+  .on('threads:create', ({ user, value }) => {
+    value.metadata = { ...value.metadata, owner: user.identity };
+  })
+  .on('threads:create_run', ({ user, value }) => {
+    value.metadata = { ...value.metadata, owner: user.identity };
+    return ownThreads(user);
+  })
+  .on('threads', ({ user }) => ownThreads(user));

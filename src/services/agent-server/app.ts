@@ -1,0 +1,114 @@
+import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import { HTTPException } from 'hono/http-exception';
+import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import type { Logger } from 'pino';
+import { importExport, readAppConfig } from './app-config.ts';
+import { assistantOperations, ensureDefaultAssistants } from './assistants.ts';
+import { authenticate, type AgentEnv, type ApiKeyVerifier } from './auth.ts';
+import type { ServerContext } from './context.ts';
+import { authHandlers, type AuthHandlers } from './custom-auth.ts';
+import { mountDocs } from './docs.ts';
+import { ApiError } from './errors.ts';
+import { loadGraphs } from './graphs.ts';
+import { MemoryAgentStore } from './memory-store.ts';
+import { openApiDocument } from './openapi.ts';
+import { mount } from './operations.ts';
+import { Runner } from './runner.ts';
+import { runOperations } from './runs.ts';
+import type { AgentStore } from './store.ts';
+import { SERVER_VERSION, systemOperations } from './system.ts';
+import { threadOperations } from './threads.ts';
+
+/**
+ * The Agent Server of one deployment: it serves the app named by an app
+ * config (graphs and optional custom auth) as a Hono app, alone (main.ts)
+ * or behind the edge. `createAgentServer` loads the app, creates the
+ * default assistants and returns the app with a `close` that cancels
+ * running graphs.
+ */
+export interface AgentServerOptions {
+  /** Path of the app config (`langgraph.json`). */
+  readonly configPath: string;
+  /** Checks `x-api-key` when the app has no custom auth handler (and for the design studio's requests when it has one). */
+  readonly verifyApiKey: ApiKeyVerifier;
+  /** When set, only keys of this organisation (the deployment's owner) are accepted. */
+  readonly org?: string;
+  readonly log: Logger;
+  /** Default: in memory. */
+  readonly store?: AgentStore;
+  /** Default: in memory (LangGraph's MemorySaver). */
+  readonly checkpointer?: BaseCheckpointSaver;
+  /** Idle time before a `: heartbeat` comment on a run stream; default 10 s. */
+  readonly heartbeatMs?: number;
+  /** Largest request body; default 10 MiB. */
+  readonly maxBodyBytes?: number;
+}
+
+export interface AgentServer {
+  readonly app: Hono<AgentEnv>;
+  /** Graph names of the app. */
+  readonly graphs: readonly string[];
+  /** True when the app brings its own auth handler. */
+  readonly customAuth: boolean;
+  /** Cancels every run, waits for them, closes the store. */
+  close(): Promise<void>;
+}
+
+export async function createAgentServer(options: AgentServerOptions): Promise<AgentServer> {
+  const { log, heartbeatMs = 10_000, maxBodyBytes = 10 * 1024 * 1024 } = options;
+  const config = await readAppConfig(options.configPath);
+  const checkpointer = options.checkpointer ?? new MemorySaver();
+  const graphs = await loadGraphs(config, checkpointer);
+  let handlers: AuthHandlers | null = null;
+  if (config.auth !== null) {
+    const where = `${config.configFile}: auth.path`;
+    handlers = authHandlers(await importExport(config.auth, where), where);
+  }
+  const store = options.store ?? new MemoryAgentStore();
+  await ensureDefaultAssistants(store, graphs);
+  const runner = new Runner({ store, graphs, checkpointer, log });
+  const ctx: ServerContext = { store, graphs, runner, log, heartbeatMs };
+  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...runOperations(ctx)];
+
+  const app = new Hono<AgentEnv>();
+  app.use('*', bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413) }));
+  mountDocs(app, {
+    title: 'Agent Server API',
+    document: () =>
+      openApiDocument(ops, {
+        title: 'Agent Server API',
+        version: SERVER_VERSION,
+        description: `Assistants, threads and streamed runs of this deployment. Graphs: ${graphs.names.join(', ')}.`,
+        customAuth: handlers?.authenticate != null,
+      }),
+  });
+  mount(app, ops, authenticate({ handlers, verifyApiKey: options.verifyApiKey, org: options.org, log }));
+  app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+  app.onError(errorHandler(log));
+  log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');
+
+  return {
+    app,
+    graphs: graphs.names,
+    customAuth: handlers?.authenticate != null,
+    async close() {
+      await runner.close();
+      await store.close();
+    },
+  };
+}
+
+/** Every error leaves as JSON `{"detail": ...}`; a stack trace only ever reaches the log. */
+function errorHandler(log: Logger) {
+  return function onError(err: Error, c: Context<AgentEnv>): Response {
+    if (err instanceof ApiError) {
+      for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
+      return c.json(err.toJSON(), err.status as ContentfulStatusCode);
+    }
+    if (err instanceof HTTPException) return c.json({ detail: err.message || 'Bad request' }, err.status);
+    log.error({ err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method }, 'agent server failure');
+    return c.json({ detail: 'Internal server error.' }, 500);
+  };
+}

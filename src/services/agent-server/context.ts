@@ -1,0 +1,14 @@
+import type { Logger } from 'pino';
+import type { GraphRegistry } from './graphs.ts';
+import type { Runner } from './runner.ts';
+import type { AgentStore } from './store.ts';
+
+/** What the route modules share. */
+export interface ServerContext {
+  readonly store: AgentStore;
+  readonly graphs: GraphRegistry;
+  readonly runner: Runner;
+  readonly log: Logger;
+  /** Idle time before a `: heartbeat` comment on a run stream. */
+  readonly heartbeatMs: number;
+}

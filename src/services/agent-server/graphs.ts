@@ -1,0 +1,74 @@
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import { AppConfigError, importExport, type AppConfig } from './app-config.ts';
+
+/**
+ * The graphs of the app, ready to run. An export may be a compiled graph
+ * (`StateGraph(...).compile()`), an uncompiled StateGraph (compiled here),
+ * or a factory `(config) => graph` called for each run (so a graph can
+ * depend on the run's config). Every graph runs on the server's
+ * checkpointer, which is what gives threads their state.
+ */
+export interface StateSnapshotLike {
+  readonly values: unknown;
+  readonly next: readonly string[];
+  readonly tasks: readonly { id: string; name: string; error?: unknown; interrupts?: readonly unknown[]; result?: unknown }[];
+  readonly metadata?: unknown;
+  readonly config?: { configurable?: Record<string, unknown> };
+  readonly parentConfig?: { configurable?: Record<string, unknown> };
+  readonly createdAt?: string;
+}
+
+/** The part of a compiled LangGraph graph the server uses. */
+export interface RunnableGraph {
+  stream(input: unknown, options: Record<string, unknown>): Promise<AsyncIterable<unknown>>;
+  getState(config: { configurable: Record<string, unknown> }): Promise<StateSnapshotLike>;
+  checkpointer?: unknown;
+}
+
+export interface GraphRegistry {
+  readonly names: readonly string[];
+  has(name: string): boolean;
+  /** The graph to run `name` with `config` (a factory is called with it). */
+  get(name: string, config?: Record<string, unknown>): Promise<RunnableGraph>;
+}
+
+type GraphSource = RunnableGraph | ((config: Record<string, unknown>) => unknown);
+
+export async function loadGraphs(config: AppConfig, checkpointer: BaseCheckpointSaver): Promise<GraphRegistry> {
+  const sources = new Map<string, GraphSource>();
+  for (const [name, ref] of config.graphs) {
+    const where = `${config.configFile}: graphs.${name}`;
+    const value = await importExport(ref, where);
+    if (typeof value === 'function' && !isGraph(value)) sources.set(name, value as (config: Record<string, unknown>) => unknown);
+    else sources.set(name, prepare(value, checkpointer, where));
+  }
+  return {
+    names: [...sources.keys()],
+    has: (name) => sources.has(name),
+    async get(name, runConfig = {}) {
+      const source = sources.get(name);
+      if (source === undefined) throw new Error(`unknown graph ${name}`);
+      if (typeof source !== 'function') return source;
+      return prepare(await source(runConfig), checkpointer, `${config.configFile}: graphs.${name} (factory)`);
+    },
+  };
+}
+
+function prepare(value: unknown, checkpointer: BaseCheckpointSaver, where: string): RunnableGraph {
+  let graph = value;
+  if (!isGraph(graph) && hasFunction(graph, 'compile')) graph = (graph as { compile(): unknown }).compile();
+  if (!isGraph(graph)) {
+    throw new AppConfigError(`${where}: not a LangGraph graph (expected a compiled StateGraph, a StateGraph or a function returning one)`);
+  }
+  // The server owns persistence, as on the hosted platform: a graph compiled with its own checkpointer still runs on this one.
+  graph.checkpointer = checkpointer;
+  return graph;
+}
+
+function isGraph(v: unknown): v is RunnableGraph {
+  return hasFunction(v, 'stream') && hasFunction(v, 'getState');
+}
+
+function hasFunction(v: unknown, name: string): boolean {
+  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as Record<string, unknown>)[name] === 'function';
+}

@@ -1,0 +1,58 @@
+import { randomBytes } from 'node:crypto';
+import { pathToFileURL } from 'node:url';
+import { consoleOutput, type Output } from '../../cli/output.ts';
+import { listen } from '../../listen.ts';
+import { createLogger } from '../../log.ts';
+import { SettingsError } from '../../settings.ts';
+import { AppConfigError } from './app-config.ts';
+import { createAgentServer } from './app.ts';
+import { fixedKeyVerifier } from './auth.ts';
+import { loadAgentServerSettings } from './settings.ts';
+
+/**
+ * The Agent Server alone: `npx tsx src/services/agent-server/main.ts`
+ * (port AGENT_SERVER_PORT, default 8123; app APP_CONFIG, default the
+ * example app). API keys from AGENT_SERVER_API_KEYS; in development
+ * without any, one random key is made and printed. Runs until SIGTERM/SIGINT.
+ */
+export async function runAgentServer(env: NodeJS.ProcessEnv = process.env, out: Output = consoleOutput): Promise<number> {
+  let settings;
+  try {
+    settings = loadAgentServerSettings(env);
+  } catch (err) {
+    if (!(err instanceof SettingsError)) throw err;
+    out.err(`agent server: ${err.message}`);
+    return 2;
+  }
+  const log = createLogger(settings.logLevel);
+  let keys = settings.apiKeys;
+  if (keys.length === 0 && settings.development) {
+    keys = [`dev-${randomBytes(24).toString('base64url')}`];
+    out.log(`Development API key for this run (set AGENT_SERVER_API_KEYS to choose your own):\n  X-Api-Key: ${keys[0]}`);
+  } else if (keys.length === 0) {
+    log.warn('AGENT_SERVER_API_KEYS is empty: no API key is accepted');
+  }
+  let server;
+  try {
+    server = await createAgentServer({ configPath: settings.appConfig, verifyApiKey: fixedKeyVerifier(keys, settings.org), org: settings.org, log, heartbeatMs: settings.heartbeatMs });
+  } catch (err) {
+    if (!(err instanceof AppConfigError)) throw err;
+    out.err(`agent server: ${err.message}`);
+    return 2;
+  }
+  const listening = await listen(server.app, settings.port);
+  log.info({ url: listening.url, graphs: server.graphs, docs: `${listening.url}/docs` }, 'agent server listening');
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  log.info({ signal }, 'shutting down');
+  await server.close();
+  await listening.close(5000);
+  log.flush();
+  return 0;
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.exitCode = await runAgentServer();
+}

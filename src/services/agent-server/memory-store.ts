@@ -1,0 +1,60 @@
+import type { AgentStore } from './store.ts';
+import type { Assistant, Run, Thread } from './types.ts';
+
+/** The embedded store: three maps in this process, copies in and out. */
+export class MemoryAgentStore implements AgentStore {
+  readonly kind = 'memory';
+  private readonly assistants = new Map<string, Assistant>();
+  private readonly threads = new Map<string, Thread>();
+  private readonly runs = new Map<string, Run>();
+
+  async getAssistant(id: string): Promise<Assistant | null> {
+    return copy(this.assistants.get(id) ?? null);
+  }
+
+  async putAssistant(assistant: Assistant): Promise<void> {
+    this.assistants.set(assistant.assistant_id, copy(assistant));
+  }
+
+  async listAssistants(): Promise<Assistant[]> {
+    return [...this.assistants.values()].map(copy);
+  }
+
+  async getThread(id: string): Promise<Thread | null> {
+    return copy(this.threads.get(id) ?? null);
+  }
+
+  async putThread(thread: Thread): Promise<void> {
+    this.threads.set(thread.thread_id, copy(thread));
+  }
+
+  async deleteThread(id: string): Promise<void> {
+    this.threads.delete(id);
+    for (const [runId, run] of this.runs) if (run.thread_id === id) this.runs.delete(runId);
+  }
+
+  async listThreads(): Promise<Thread[]> {
+    return [...this.threads.values()].map(copy);
+  }
+
+  async getRun(id: string): Promise<Run | null> {
+    return copy(this.runs.get(id) ?? null);
+  }
+
+  async putRun(run: Run): Promise<void> {
+    this.runs.set(run.run_id, copy(run));
+  }
+
+  async listRuns(threadId: string): Promise<Run[]> {
+    return [...this.runs.values()]
+      .filter((r) => r.thread_id === threadId)
+      .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
+      .map(copy);
+  }
+
+  async close(): Promise<void> {}
+}
+
+function copy<T>(value: T): T {
+  return value === null ? value : structuredClone(value);
+}

@@ -1,0 +1,214 @@
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { Logger } from 'pino';
+import { Channel } from './channel.ts';
+import { conflict } from './errors.ts';
+import { FrameMapper, frame, graphStreamModes, type Frame } from './frames.ts';
+import type { GraphRegistry, StateSnapshotLike } from './graphs.ts';
+import type { StreamMode } from './schemas.ts';
+import { toPlain } from './serialize.ts';
+import type { AgentStore } from './store.ts';
+import type { Json, MultitaskStrategy, Run, RunStatus, Thread, ThreadStatus } from './types.ts';
+
+/**
+ * Runs graphs. Each run streams its events into a channel (metadata
+ * first) that a response reads; the run itself goes on in the background
+ * and records its outcome on the run and its thread. One run at a time per
+ * thread: a second one answers 409 unless its multitask strategy cancels
+ * the active run (`interrupt`, `rollback`) or waits for it (`enqueue`).
+ */
+export interface RunSpec {
+  /** The run record (stored by the runner, first as pending). */
+  readonly run: Run;
+  readonly graphId: string;
+  /** Graph input, or a LangGraph Command. */
+  readonly input: unknown;
+  /** The LangGraph config: configurable (with thread_id and the user), metadata, tags, ... */
+  readonly config: Record<string, unknown>;
+  readonly modes: readonly StreamMode[];
+  readonly subgraphs: boolean;
+  /** Threadless: the thread is temporary; deleted at the end unless kept. */
+  readonly threadless: boolean;
+  readonly keepThread: boolean;
+  readonly strategy: MultitaskStrategy;
+}
+
+export interface RunOutcome {
+  readonly status: RunStatus;
+  /** Final state values (plain JSON), when the graph produced any. */
+  readonly values: unknown;
+  readonly error: { error: string; message: string } | null;
+}
+
+export type CancelReason = 'disconnect' | 'interrupt' | 'shutdown';
+
+export interface RunHandle {
+  readonly runId: string;
+  readonly frames: AsyncIterable<Frame>;
+  readonly done: Promise<RunOutcome>;
+  cancel(reason: CancelReason): void;
+  /** The reader is gone but the run goes on (`on_disconnect: continue`). */
+  detach(): void;
+}
+
+export interface RunnerDeps {
+  readonly store: AgentStore;
+  readonly graphs: GraphRegistry;
+  readonly checkpointer: BaseCheckpointSaver;
+  readonly log: Logger;
+}
+
+export class Runner {
+  /** Per thread: the active run, then the queued ones. */
+  private readonly queues = new Map<string, RunHandle[]>();
+  private readonly all = new Set<RunHandle>();
+
+  constructor(private readonly deps: RunnerDeps) {}
+
+  /** True while a run is active or queued on the thread. */
+  busy(threadId: string): boolean {
+    return (this.queues.get(threadId)?.length ?? 0) > 0;
+  }
+
+  /** Starts `spec` (synchronously claims its thread: call it with no await after the busy check). */
+  start(spec: RunSpec): RunHandle {
+    const threadId = spec.run.thread_id;
+    const ahead = spec.threadless ? [] : [...(this.queues.get(threadId) ?? [])];
+    if (ahead.length > 0 && spec.strategy === 'reject') {
+      throw conflict('Thread is already running a task. Wait for it to finish or choose a different multitask strategy.');
+    }
+    if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
+    const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
+
+    const channel = new Channel<Frame>();
+    const controller = new AbortController();
+    let cancelReason: CancelReason | null = null;
+    channel.push(frame('metadata', { run_id: spec.run.run_id, attempt: 1 }));
+    const done = this.execute(spec, channel, controller.signal, () => cancelReason, before);
+    const handle: RunHandle = {
+      runId: spec.run.run_id,
+      frames: channel,
+      done,
+      cancel(reason) {
+        if (cancelReason !== null) return;
+        cancelReason = reason;
+        controller.abort(new Error(`run cancelled (${reason})`));
+      },
+      detach: () => channel.detach(),
+    };
+    this.all.add(handle);
+    if (!spec.threadless) this.queues.set(threadId, [...(this.queues.get(threadId) ?? []), handle]);
+    void done.finally(() => {
+      this.all.delete(handle);
+      const left = (this.queues.get(threadId) ?? []).filter((h) => h !== handle);
+      if (left.length > 0) this.queues.set(threadId, left);
+      else this.queues.delete(threadId);
+    });
+    return handle;
+  }
+
+  /** Cancels every run and waits for them to wind down. */
+  async close(): Promise<void> {
+    const handles = [...this.all];
+    for (const h of handles) h.cancel('shutdown');
+    await Promise.all(handles.map((h) => h.done.catch(() => undefined)));
+  }
+
+  private async execute(
+    spec: RunSpec,
+    channel: Channel<Frame>,
+    signal: AbortSignal,
+    cancelled: () => CancelReason | null,
+    before: Promise<unknown>,
+  ): Promise<RunOutcome> {
+    const { store, graphs, checkpointer, log } = this.deps;
+    const { run } = spec;
+    const threadId = run.thread_id;
+    const runLog = log.child({ run_id: run.run_id, thread_id: spec.threadless ? undefined : threadId, graph_id: spec.graphId });
+    await this.setRun(run, 'pending');
+    await before;
+    let status: RunStatus = 'success';
+    let error: RunOutcome['error'] = null;
+    let state: StateSnapshotLike | null = null;
+    const mapper = new FrameMapper(new Set(spec.modes));
+    try {
+      if (signal.aborted) throw signal.reason;
+      await this.setRun(run, 'running');
+      if (!spec.threadless) {
+        await this.setThread(threadId, (t) => ({ status: 'busy', metadata: { ...t.metadata, graph_id: spec.graphId, assistant_id: run.assistant_id } }));
+      }
+      runLog.debug('run started');
+      const graph = await graphs.get(spec.graphId, spec.config);
+      const stream = await graph.stream(spec.input, {
+        ...spec.config,
+        streamMode: graphStreamModes(spec.modes),
+        subgraphs: spec.subgraphs,
+        signal,
+      });
+      for await (const chunk of stream) for (const f of mapper.map(chunk)) channel.push(f);
+      for (const f of mapper.finish()) channel.push(f);
+      state = await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null);
+    } catch (err) {
+      const reason = cancelled();
+      if (reason !== null) {
+        status = 'interrupted';
+        if (reason === 'interrupt') channel.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: a newer run on this thread interrupted it.' }));
+        if (reason === 'shutdown') channel.push(frame('error', { error: 'ServiceUnavailable', message: 'Run cancelled: the server is shutting down.' }));
+        runLog.info({ reason }, 'run cancelled');
+      } else {
+        status = 'error';
+        error = { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
+        channel.push(frame('error', error));
+        runLog.warn({ err: error }, 'run failed');
+      }
+      const graph = await graphs.get(spec.graphId, spec.config).catch(() => null);
+      state = graph ? await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null) : null;
+    }
+    const values = state ? toPlain(state.values) : mapper.lastValues === undefined ? undefined : toPlain(mapper.lastValues);
+    try {
+      await this.setRun(run, status);
+      if (spec.threadless && !spec.keepThread) await checkpointer.deleteThread(threadId);
+      else await this.finishThread(spec, status, values, state);
+    } catch (err) {
+      runLog.error({ err: (err as Error).message }, 'could not record the run outcome');
+    } finally {
+      channel.close();
+    }
+    runLog.debug({ status }, 'run finished');
+    return { status, values, error };
+  }
+
+  private async setRun(run: Run, status: RunStatus): Promise<void> {
+    await this.deps.store.putRun({ ...run, status, updated_at: new Date().toISOString() });
+  }
+
+  private async setThread(threadId: string, patch: Partial<Thread> | ((thread: Thread) => Partial<Thread>)): Promise<void> {
+    const thread = await this.deps.store.getThread(threadId);
+    if (thread === null) return;
+    const changes = typeof patch === 'function' ? patch(thread) : patch;
+    await this.deps.store.putThread({ ...thread, ...changes, updated_at: new Date().toISOString() });
+  }
+
+  private async finishThread(spec: RunSpec, status: RunStatus, values: unknown, state: StateSnapshotLike | null): Promise<void> {
+    const interrupts: Record<string, unknown[]> = {};
+    for (const task of state?.tasks ?? []) if (task.interrupts && task.interrupts.length > 0) interrupts[task.id] = toPlain(task.interrupts);
+    const threadStatus: ThreadStatus = status === 'error' ? 'error' : Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle';
+    const patch = { status: threadStatus, values: (values ?? null) as Json | null, interrupts };
+    if (spec.threadless) {
+      const now = new Date().toISOString();
+      await this.deps.store.putThread({
+        thread_id: spec.run.thread_id,
+        created_at: spec.run.created_at,
+        updated_at: now,
+        metadata: { graph_id: spec.graphId, assistant_id: spec.run.assistant_id },
+        config: {},
+        ...patch,
+      });
+    } else if (!this.busyAfter(spec.run.thread_id, spec.run.run_id)) await this.setThread(spec.run.thread_id, patch);
+    else await this.setThread(spec.run.thread_id, { values: patch.values, interrupts });
+  }
+
+  /** Another run is queued behind this one: the thread stays busy. */
+  private busyAfter(threadId: string, runId: string): boolean {
+    return (this.queues.get(threadId) ?? []).some((h) => h.runId !== runId);
+  }
+}

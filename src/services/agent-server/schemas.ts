@@ -1,0 +1,158 @@
+import { z } from 'zod';
+import { MULTITASK_STRATEGIES, RUN_STATUSES, THREAD_STATUSES } from './types.ts';
+
+/**
+ * The request and response schemas of the Agent Server. Routes validate
+ * with these, and the OpenAPI document behind /docs is generated from the
+ * same objects, so the reference cannot drift from what the server checks.
+ * Optional fields accept null as "absent" (the Python client sends nulls).
+ * Unknown fields are ignored, as the public server does.
+ */
+const object = () => z.record(z.string(), z.unknown());
+const page = {
+  limit: z.number().int().min(1).max(1000).default(10).describe('Most items to return.'),
+  offset: z.number().int().min(0).default(0).describe('Items to skip.'),
+};
+const sortOrder = z.enum(['asc', 'desc']).nullish().describe('Default: desc.');
+
+export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'custom'] as const;
+export type StreamMode = (typeof STREAM_MODES)[number];
+const streamMode = z.enum(STREAM_MODES);
+
+export const ASSISTANT_FIELDS = ['assistant_id', 'graph_id', 'config', 'context', 'metadata', 'name', 'description', 'version', 'created_at', 'updated_at'] as const;
+export const THREAD_FIELDS = ['thread_id', 'created_at', 'updated_at', 'metadata', 'status', 'values', 'config', 'interrupts'] as const;
+
+// ---- requests
+
+export const assistantCreate = z.object({
+  graph_id: z.string().min(1).describe('A graph of the app config.'),
+  assistant_id: z.uuid().nullish().describe('Default: a new UUID.'),
+  config: object().nullish(),
+  context: object().nullish(),
+  metadata: object().nullish(),
+  if_exists: z.enum(['raise', 'do_nothing']).nullish().describe('When the id exists: 409 (raise, default) or return it (do_nothing).'),
+  name: z.string().nullish(),
+  description: z.string().nullish(),
+});
+
+export const assistantSearch = z.object({
+  metadata: object().nullish().describe('Exact match on each key.'),
+  graph_id: z.string().nullish(),
+  name: z.string().nullish().describe('Case-insensitive substring of the name.'),
+  ...page,
+  sort_by: z.enum(['assistant_id', 'graph_id', 'name', 'created_at', 'updated_at']).nullish().describe('Default: created_at.'),
+  sort_order: sortOrder,
+  select: z.array(z.enum(ASSISTANT_FIELDS)).nullish().describe('Fields to return; default all.'),
+});
+
+export const threadCreate = z.object({
+  thread_id: z.uuid().nullish().describe('Default: a new UUID.'),
+  metadata: object().nullish(),
+  if_exists: z.enum(['raise', 'do_nothing']).nullish(),
+  ttl: z.unknown().optional().describe('Accepted; threads are not expired by this server.'),
+  supersteps: z.array(z.unknown()).max(0, 'supersteps are not supported by this server').nullish(),
+});
+
+export const threadSearch = z.object({
+  metadata: object().nullish().describe('Exact match on each key.'),
+  ids: z.array(z.string()).nullish(),
+  status: z.enum(THREAD_STATUSES).nullish(),
+  values: object().nullish().describe('Exact match on each top-level key of the thread values.'),
+  ...page,
+  sort_by: z.enum(['thread_id', 'status', 'created_at', 'updated_at']).nullish().describe('Default: created_at.'),
+  sort_order: sortOrder,
+  select: z.array(z.enum(THREAD_FIELDS)).nullish(),
+});
+
+export const threadList = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(10),
+  offset: z.coerce.number().int().min(0).default(0),
+});
+
+export const runList = threadList.extend({ status: z.enum(RUN_STATUSES).optional() });
+
+const interruptAt = z.union([z.literal('*'), z.array(z.string())]).nullish();
+
+export const runCreate = z.object({
+  assistant_id: z.string().min(1).describe('An assistant UUID, or a graph name (its default assistant).'),
+  input: object().nullish().describe('Graph input, e.g. {"messages": [{"role": "user", "content": "hi"}]}.'),
+  command: z
+    .object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() })
+    .nullish()
+    .describe('Resume an interrupted thread instead of giving input.'),
+  metadata: object().nullish(),
+  config: z
+    .looseObject({ tags: z.array(z.string()).optional(), recursion_limit: z.number().int().min(1).optional(), configurable: object().optional() })
+    .nullish(),
+  context: object().nullish(),
+  stream_mode: z.union([streamMode, z.array(streamMode).min(1)]).nullish().describe('Default: values.'),
+  stream_subgraphs: z.boolean().nullish(),
+  stream_resumable: z.boolean().nullish().describe('Accepted; streams are not resumable here.'),
+  on_disconnect: z.enum(['cancel', 'continue']).nullish().describe('When the client goes away: cancel the run (default) or let it finish.'),
+  on_completion: z.enum(['delete', 'keep']).nullish().describe('Threadless runs: delete (default) or keep the temporary thread.'),
+  if_not_exists: z.enum(['create', 'reject']).nullish().describe('A thread run on an unknown thread: 404 (reject, default) or create it.'),
+  multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish().describe('A run on a busy thread: 409 (reject, default), cancel the active run (interrupt, rollback), or wait for it (enqueue).'),
+  interrupt_before: interruptAt,
+  interrupt_after: interruptAt,
+  checkpoint_id: z.string().nullish(),
+});
+export type RunCreate = z.output<typeof runCreate>;
+
+// ---- responses
+
+const timestamp = z.iso.datetime();
+
+export const assistantSchema = z.object({
+  assistant_id: z.uuid(),
+  graph_id: z.string(),
+  config: object(),
+  context: object(),
+  metadata: object(),
+  name: z.string(),
+  description: z.string().nullable(),
+  version: z.number().int(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const threadSchema = z.object({
+  thread_id: z.uuid(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  metadata: object(),
+  status: z.enum(THREAD_STATUSES),
+  values: object().nullable(),
+  config: object(),
+  interrupts: z.record(z.string(), z.array(z.unknown())),
+});
+
+export const runSchema = z.object({
+  run_id: z.uuid(),
+  thread_id: z.uuid(),
+  assistant_id: z.uuid(),
+  created_at: timestamp,
+  updated_at: timestamp,
+  status: z.enum(RUN_STATUSES),
+  metadata: object(),
+  kwargs: object(),
+  multitask_strategy: z.enum(MULTITASK_STRATEGIES),
+});
+
+const checkpointSchema = z.object({ thread_id: z.string(), checkpoint_ns: z.string(), checkpoint_id: z.string() });
+
+export const threadStateSchema = z.object({
+  values: z.unknown(),
+  next: z.array(z.string()),
+  tasks: z.array(z.object({ id: z.string(), name: z.string(), error: z.string().nullable(), interrupts: z.array(z.unknown()) })),
+  checkpoint: checkpointSchema.nullable(),
+  parent_checkpoint: checkpointSchema.nullable(),
+  metadata: object().nullable(),
+  created_at: timestamp.nullable(),
+});
+
+export const errorSchema = z.object({
+  detail: z.union([z.string(), z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }))]),
+});
+
+export const okSchema = z.object({ ok: z.literal(true) });
+export const infoSchema = z.object({ version: z.string(), langgraph_js_version: z.string().nullable(), flags: z.record(z.string(), z.boolean()) });

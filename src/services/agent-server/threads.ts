@@ -1,0 +1,179 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { AgentEnv } from './auth.ts';
+import { matchesFilter } from './authorize.ts';
+import type { ServerContext } from './context.ts';
+import { conflict, notFound } from './errors.ts';
+import type { StateSnapshotLike } from './graphs.ts';
+import { newId } from './ids.ts';
+import { matchesExactly, pageAnswer } from './listing.ts';
+import { operation, param, type Operation } from './operations.ts';
+import { errorSchema, runList, runSchema, threadCreate, threadList, threadSchema, threadSearch, threadStateSchema } from './schemas.ts';
+import { toPlain } from './serialize.ts';
+import type { Json, Thread } from './types.ts';
+
+/**
+ * Threads: a conversation whose state the checkpointer keeps between runs.
+ * Reads go through the `threads` authorization handlers: a thread their
+ * filter excludes answers 404 and is left out of searches, so with an
+ * owner filter `GET /threads` lists only the caller's threads.
+ */
+const errors = { 401: { description: 'Not authenticated.', schema: errorSchema }, 422: { description: 'Invalid request.', schema: errorSchema } };
+const notFoundAnswer = { 404: { description: 'Unknown thread (or not visible to the caller).', schema: errorSchema } };
+
+/** Creates a thread after the `threads:create` handler saw (and maybe changed) it. */
+export async function createThread(
+  c: Context<AgentEnv>,
+  { store }: ServerContext,
+  request: { thread_id?: string | null | undefined; metadata?: Json | null | undefined; if_exists?: 'raise' | 'do_nothing' | null | undefined },
+): Promise<Thread> {
+  const value: Json = { thread_id: request.thread_id ?? newId(), metadata: { ...request.metadata }, if_exists: request.if_exists ?? 'raise' };
+  const filter = await c.get('auth').authorize('threads', 'create', value);
+  const id = String(value.thread_id);
+  const existing = await store.getThread(id);
+  if (existing !== null) {
+    if (request.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) return existing;
+    throw conflict(`Thread ${id} already exists`);
+  }
+  const now = new Date().toISOString();
+  const thread: Thread = { thread_id: id, created_at: now, updated_at: now, metadata: (value.metadata as Json) ?? {}, status: 'idle', values: null, config: {}, interrupts: {} };
+  await store.putThread(thread);
+  return thread;
+}
+
+/** The thread, if it exists and the caller may `action` it; 404 otherwise. */
+export async function visibleThread(c: Context<AgentEnv>, { store }: ServerContext, id: string, action: 'read' | 'create_run' = 'read', value: Json = {}): Promise<Thread> {
+  const filter = await c.get('auth').authorize('threads', action, { thread_id: id, ...value });
+  const thread = await store.getThread(id);
+  if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', id);
+  return thread;
+}
+
+export function threadOperations(ctx: ServerContext): Operation[] {
+  const { store, graphs } = ctx;
+  const search = async (c: Context<AgentEnv>, body: z.output<typeof threadSearch>) => {
+    const value: Json = { metadata: body.metadata ?? {}, values: body.values ?? {}, status: body.status ?? null, limit: body.limit, offset: body.offset };
+    const filter = await c.get('auth').authorize('threads', 'search', value);
+    const ids = body.ids ? new Set(body.ids) : null;
+    const found = (await store.listThreads()).filter(
+      (t) =>
+        (ids === null || ids.has(t.thread_id)) &&
+        (body.status == null || t.status === body.status) &&
+        matchesExactly(t.metadata, body.metadata) &&
+        matchesExactly(t.values, body.values) &&
+        matchesFilter(t.metadata, filter),
+    );
+    return pageAnswer(c, found, body, { sortBy: 'created_at', tieBreak: 'thread_id' });
+  };
+  const list = { 200: { description: 'Matching threads.', schema: z.array(threadSchema), headers: { 'X-Pagination-Total': 'Number of matches.' } }, ...errors };
+
+  return [
+    operation({
+      method: 'post',
+      path: '/threads',
+      operationId: 'create_thread',
+      summary: 'Create a thread',
+      tag: 'Threads',
+      body: threadCreate,
+      responses: { 200: { description: 'The thread.', schema: threadSchema }, ...errors, 409: { description: 'The thread id exists.', schema: errorSchema } },
+      handler: async (c, { body }) => c.json(await createThread(c, ctx, body)),
+    }),
+    operation({
+      method: 'get',
+      path: '/threads',
+      operationId: 'list_threads',
+      summary: "List the caller's threads",
+      description: 'Newest first. With a custom auth handler that filters by owner, only threads of the authenticated user.',
+      tag: 'Threads',
+      query: threadList,
+      responses: list,
+      handler: (c, { query }) => search(c, threadSearch.parse({ limit: query.limit, offset: query.offset })),
+    }),
+    operation({
+      method: 'post',
+      path: '/threads/search',
+      operationId: 'search_threads',
+      summary: 'Search threads',
+      tag: 'Threads',
+      body: threadSearch,
+      responses: list,
+      handler: (c, { body }) => search(c, body),
+    }),
+    operation({
+      method: 'get',
+      path: '/threads/{thread_id}',
+      operationId: 'get_thread',
+      summary: 'Get a thread',
+      tag: 'Threads',
+      responses: { 200: { description: 'The thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      handler: async (c) => c.json(await visibleThread(c, ctx, param(c, 'thread_id'))),
+    }),
+    operation({
+      method: 'get',
+      path: '/threads/{thread_id}/state',
+      operationId: 'get_thread_state',
+      summary: 'Get the state of a thread',
+      tag: 'Threads',
+      responses: { 200: { description: 'The latest state.', schema: threadStateSchema }, ...errors, ...notFoundAnswer },
+      async handler(c) {
+        const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
+        const graphId = thread.metadata.graph_id;
+        if (typeof graphId !== 'string' || !graphs.has(graphId)) return c.json(emptyState());
+        const graph = await graphs.get(graphId, { configurable: { thread_id: thread.thread_id } });
+        return c.json(stateAnswer(await graph.getState({ configurable: { thread_id: thread.thread_id } })));
+      },
+    }),
+    operation({
+      method: 'get',
+      path: '/threads/{thread_id}/runs',
+      operationId: 'list_runs',
+      summary: 'List the runs of a thread',
+      tag: 'Runs',
+      query: runList,
+      responses: { 200: { description: 'Runs, newest first.', schema: z.array(runSchema) }, ...errors, ...notFoundAnswer },
+      async handler(c, { query }) {
+        const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
+        const runs = (await store.listRuns(thread.thread_id)).filter((r) => query.status === undefined || r.status === query.status);
+        return pageAnswer(c, runs, { limit: query.limit, offset: query.offset }, { sortBy: 'created_at', tieBreak: 'run_id' });
+      },
+    }),
+    operation({
+      method: 'get',
+      path: '/threads/{thread_id}/runs/{run_id}',
+      operationId: 'get_run',
+      summary: 'Get a run',
+      tag: 'Runs',
+      responses: { 200: { description: 'The run.', schema: runSchema }, ...errors, 404: { description: 'Unknown thread or run.', schema: errorSchema } },
+      async handler(c) {
+        const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
+        const run = await store.getRun(param(c, 'run_id'));
+        if (run === null || run.thread_id !== thread.thread_id) throw notFound('Run', param(c, 'run_id'));
+        return c.json(run);
+      },
+    }),
+  ];
+}
+
+type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string } | null;
+
+function checkpointOf(config: StateSnapshotLike['config']): Checkpoint {
+  const c = config?.configurable;
+  if (typeof c?.thread_id !== 'string' || typeof c.checkpoint_id !== 'string') return null;
+  return { thread_id: c.thread_id, checkpoint_ns: typeof c.checkpoint_ns === 'string' ? c.checkpoint_ns : '', checkpoint_id: c.checkpoint_id };
+}
+
+function stateAnswer(s: StateSnapshotLike) {
+  return {
+    values: toPlain(s.values ?? {}),
+    next: [...s.next],
+    tasks: s.tasks.map((t) => ({ id: t.id, name: t.name, error: t.error == null ? null : String(t.error), interrupts: toPlain(t.interrupts ?? []) })),
+    checkpoint: checkpointOf(s.config),
+    parent_checkpoint: checkpointOf(s.parentConfig),
+    metadata: s.metadata === undefined ? null : toPlain(s.metadata),
+    created_at: s.createdAt ?? null,
+  };
+}
+
+function emptyState() {
+  return { values: {}, next: [], tasks: [], checkpoint: null, parent_checkpoint: null, metadata: null, created_at: null };
+}

@@ -1,0 +1,66 @@
+/**
+ * Records of the Agent Server, in the public wire shape (snake_case, ISO
+ * timestamps, plain JSON values) so a store keeps exactly what the API answers.
+ */
+export type Json = Record<string, unknown>;
+
+export interface Assistant {
+  readonly assistant_id: string;
+  readonly graph_id: string;
+  readonly config: Json;
+  readonly context: Json;
+  readonly metadata: Json;
+  readonly name: string;
+  readonly description: string | null;
+  readonly version: number;
+  readonly created_at: string;
+  readonly updated_at: string;
+}
+
+export const THREAD_STATUSES = ['idle', 'busy', 'interrupted', 'error'] as const;
+export type ThreadStatus = (typeof THREAD_STATUSES)[number];
+
+export interface Thread {
+  readonly thread_id: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly metadata: Json;
+  readonly status: ThreadStatus;
+  /** The graph state after the last run; null before the first. */
+  readonly values: Json | null;
+  readonly config: Json;
+  readonly interrupts: Record<string, unknown[]>;
+}
+
+export const RUN_STATUSES = ['pending', 'running', 'success', 'error', 'timeout', 'interrupted'] as const;
+export type RunStatus = (typeof RUN_STATUSES)[number];
+
+export const MULTITASK_STRATEGIES = ['reject', 'interrupt', 'rollback', 'enqueue'] as const;
+export type MultitaskStrategy = (typeof MULTITASK_STRATEGIES)[number];
+
+export interface Run {
+  readonly run_id: string;
+  /** For a threadless run, the temporary thread it ran on (deleted afterwards). */
+  readonly thread_id: string;
+  readonly assistant_id: string;
+  readonly created_at: string;
+  readonly updated_at: string;
+  readonly status: RunStatus;
+  readonly metadata: Json;
+  /** The run request as given (without the user object, which never reaches storage). */
+  readonly kwargs: Json;
+  readonly multitask_strategy: MultitaskStrategy;
+}
+
+/**
+ * The authenticated user: `identity` plus whatever the custom handler
+ * returned (or the API key's owner). Graphs read it at
+ * `config.configurable.service_auth_user`.
+ */
+export interface AuthUser {
+  readonly identity: string;
+  readonly display_name: string;
+  readonly is_authenticated: boolean;
+  readonly permissions: readonly string[];
+  readonly [field: string]: unknown;
+}
