@@ -1,5 +1,4 @@
 import { Redis } from 'ioredis';
-import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { DEFAULT_ORG, describeDevelopmentKey } from '../keys/bootstrap.ts';
 import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
@@ -40,10 +39,9 @@ export class BundledServices {
     return { url: server.url, close: async () => (await server.close(), await cp.close()) };
   }
 
-  /** The default deployment: the app of APP_CONFIG, else the example app with API-key auth. */
+  /** The default deployment: the app of APP_CONFIG, else the example app (bearer-token auth, per-user threads). */
   async agentServer(): Promise<BundledService> {
-    const configPath = this.env.APP_CONFIG?.trim() || EXAMPLE_API_KEY_APP;
-    const settings = loadAgentServerSettings({ ...this.env, APP_CONFIG: configPath });
+    const settings = loadAgentServerSettings(this.env);
     const server = await createAgentServer({
       configPath: settings.appConfig,
       verifyApiKey: registryKeyVerifier(this.keys()),
@@ -71,5 +69,3 @@ export class BundledServices {
     return (this.registry = new RedisKeyRegistry(this.redis, { prefix: keysPrefix }));
   }
 }
-
-export const EXAMPLE_API_KEY_APP = fileURLToPath(new URL('../../examples/app/langgraph.api-key.json', import.meta.url));
