@@ -1,16 +1,12 @@
-import type { z } from 'zod';
-
 /**
  * Errors of the Agent Server, rendered as the public server does:
  * `{"detail": "..."}`, or for a request that fails validation (422)
  * `{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`. The JS client
  * shows the body text in its `HTTP <status>: <text>` error. Never a stack.
  */
-export interface ValidationIssue {
-  readonly loc: readonly (string | number)[];
-  readonly msg: string;
-  readonly type: string;
-}
+import type { ValidationIssue } from '../shared/validation-issues.ts';
+
+export { validationIssues, type ValidationIssue } from '../shared/validation-issues.ts';
 
 /** An HTTP error status (4xx or 5xx). */
 export type ApiStatus = number;
@@ -36,23 +32,3 @@ export const forbidden = (detail = 'Forbidden') => new ApiError(403, detail);
 export const unauthorized = (detail: string) => new ApiError(401, detail);
 export const invalid = (...issues: ValidationIssue[]) => new ApiError(422, issues);
 
-/** Zod issues in the public 422 shape; a field that is absent reads "Field required". */
-export function validationIssues(error: z.ZodError, where: 'body' | 'query', input: unknown): ValidationIssue[] {
-  return error.issues.map((issue) => {
-    const missing = issue.path.length > 0 && valueAt(input, issue.path) === undefined;
-    return {
-      loc: [where, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))],
-      msg: missing ? 'Field required' : issue.message,
-      type: missing ? 'missing' : issue.code,
-    };
-  });
-}
-
-function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
-  let v = input;
-  for (const key of path) {
-    if (typeof v !== 'object' || v === null) return undefined;
-    v = (v as Record<PropertyKey, unknown>)[key];
-  }
-  return v;
-}

@@ -3,11 +3,9 @@
  * `{"detail": "..."}`, or for a request that fails validation (422)
  * `{"detail": [{"loc": [...], "msg": "...", "type": "..."}]}`. Never a stack.
  */
-export interface ValidationIssue {
-  readonly loc: readonly (string | number)[];
-  readonly msg: string;
-  readonly type: string;
-}
+import type { ValidationIssue } from '../shared/validation-issues.ts';
+
+export type { ValidationIssue } from '../shared/validation-issues.ts';
 
 export class ApiError extends Error {
   constructor(

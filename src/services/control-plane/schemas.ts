@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import type { ValidationIssue } from './errors.ts';
 import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, isGitSource, REVISION_STATUSES, SOURCES } from './types.ts';
 
 /**
@@ -115,25 +114,4 @@ export const listRevisionsQuery = z.object({
 export type ListDeploymentsQuery = z.infer<typeof listDeploymentsQuery>;
 export type ListRevisionsQuery = z.infer<typeof listRevisionsQuery>;
 
-/** Zod issues as the public API's 422 items: `loc` from where the value was (body or query), `Field required` for a missing one. */
-export function validationIssues(error: z.ZodError, where: 'body' | 'query', input: unknown): ValidationIssue[] {
-  return error.issues.map((issue) => {
-    const missing =
-      (issue.code === 'custom' && (issue as { params?: { type?: string } }).params?.type === 'missing') ||
-      (issue.code !== 'custom' && issue.path.length > 0 && valueAt(input, issue.path) === undefined);
-    return {
-      loc: [where, ...issue.path.map((p) => (typeof p === 'number' ? p : String(p)))],
-      msg: missing && issue.code !== 'custom' ? 'Field required' : issue.message,
-      type: missing ? 'missing' : issue.code,
-    };
-  });
-}
-
-function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
-  let v = input;
-  for (const key of path) {
-    if (typeof v !== 'object' || v === null) return undefined;
-    v = (v as Record<PropertyKey, unknown>)[key];
-  }
-  return v;
-}
+export { validationIssues } from '../shared/validation-issues.ts';
