@@ -7,6 +7,8 @@ import type { KeyRegistry } from '../keys/types.ts';
 import { listen } from '../listen.ts';
 import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth.ts';
+import { RedisCheckpointer } from './agent-server/redis-checkpointer.ts';
+import { RedisAgentStore } from './agent-server/redis-store.ts';
 import { loadAgentServerSettings } from './agent-server/settings.ts';
 import { createControlPlane } from './control-plane/control-plane.ts';
 import { loadControlPlaneSettings } from './control-plane/settings.ts';
@@ -42,11 +44,18 @@ export class BundledServices {
   /** The default deployment: the app of APP_CONFIG, else the example app (bearer-token auth, per-user threads). */
   async agentServer(): Promise<BundledService> {
     const settings = loadAgentServerSettings(this.env);
+    const verifyApiKey = registryKeyVerifier(this.keys());
+    // With REDIS_URL, threads and their state survive a restart: store and checkpointer share the key registry's connection.
+    const redis = this.redisClient();
     const server = await createAgentServer({
       configPath: settings.appConfig,
-      verifyApiKey: registryKeyVerifier(this.keys()),
+      verifyApiKey,
       org: DEFAULT_ORG,
       heartbeatMs: settings.heartbeatMs,
+      ...(redis && {
+        store: new RedisAgentStore(redis, { prefix: settings.storePrefix }),
+        checkpointer: new RedisCheckpointer(redis, { prefix: settings.storePrefix }),
+      }),
       log: this.log.child({ component: 'agent-server' }),
     });
     const listening = await listen(server.app, 0, '127.0.0.1');
@@ -62,10 +71,19 @@ export class BundledServices {
 
   private keys(): KeyRegistry {
     if (this.registry) return this.registry;
-    const { redisUrl, keysPrefix } = loadControlPlaneSettings(this.env);
-    if (redisUrl === null) return (this.registry = new MemoryKeyRegistry());
+    const { keysPrefix } = loadControlPlaneSettings(this.env);
+    const redis = this.redisClient();
+    if (redis === null) return (this.registry = new MemoryKeyRegistry());
+    return (this.registry = new RedisKeyRegistry(redis, { prefix: keysPrefix }));
+  }
+
+  /** The one Redis connection of the bundled services (REDIS_URL), made on first use; null without REDIS_URL. */
+  private redisClient(): Redis | null {
+    if (this.redis) return this.redis;
+    const { redisUrl } = loadControlPlaneSettings(this.env);
+    if (redisUrl === null) return null;
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-    this.redis.on('error', (err: Error) => this.log.warn({ err: err.message }, 'key registry redis error'));
-    return (this.registry = new RedisKeyRegistry(this.redis, { prefix: keysPrefix }));
+    this.redis.on('error', (err: Error) => this.log.warn({ err: err.message }, 'bundled services redis error'));
+    return this.redis;
   }
 }

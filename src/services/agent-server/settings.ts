@@ -15,6 +15,8 @@ export interface AgentServerSettings {
   /** Organisation owning those keys (AGENT_SERVER_ORG). */
   readonly org: string;
   readonly heartbeatMs: number;
+  /** Prefix of the Agent Server's Redis keys (store and checkpointer) when REDIS_URL is set (AGENT_STORE_PREFIX; default `agent`). */
+  readonly storePrefix: string;
   readonly logLevel: string;
   /** NODE_ENV is not `production`: without AGENT_SERVER_API_KEYS a random key is made and printed. */
   readonly development: boolean;
@@ -36,6 +38,8 @@ export function loadAgentServerSettings(env: Env = process.env): AgentServerSett
   if (!(seconds >= 0.05 && seconds <= 300)) throw new SettingsError('SSE_HEARTBEAT_SECONDS', `must be a number of seconds 0.05-300, got "${heartbeat}"`);
   const port = text(env, 'AGENT_SERVER_PORT', '8123');
   if (!/^\d{1,5}$/.test(port) || Number(port) > 65535) throw new SettingsError('AGENT_SERVER_PORT', `must be a port number 0-65535, got "${port}"`);
+  const storePrefix = text(env, 'AGENT_STORE_PREFIX', 'agent');
+  if (!/^[A-Za-z0-9:_.-]{1,100}$/.test(storePrefix)) throw new SettingsError('AGENT_STORE_PREFIX', `must be 1-100 characters of letters, digits, ":", "_", "." or "-", got "${storePrefix}"`);
   const logLevel = text(env, 'LOG_LEVEL', 'info').toLowerCase();
   if (!LOG_LEVELS.includes(logLevel)) throw new SettingsError('LOG_LEVEL', `must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   return Object.freeze({
@@ -44,6 +48,7 @@ export function loadAgentServerSettings(env: Env = process.env): AgentServerSett
     apiKeys: keys,
     org: text(env, 'AGENT_SERVER_ORG', 'dev'),
     heartbeatMs: Math.round(seconds * 1000),
+    storePrefix,
     logLevel,
     development: text(env, 'NODE_ENV', 'development').toLowerCase() !== 'production',
   });

@@ -7,7 +7,7 @@ import type { Assistant, Run, Thread } from './types.ts';
  * Graph state itself lives in the LangGraph checkpointer, not here.
  */
 export interface AgentStore {
-  readonly kind: 'memory';
+  readonly kind: 'memory' | 'redis';
   getAssistant(id: string): Promise<Assistant | null>;
   putAssistant(assistant: Assistant): Promise<void>;
   listAssistants(): Promise<Assistant[]>;

@@ -5,7 +5,7 @@ import type { Assistant, Run, Thread } from '../../../src/services/agent-server/
 
 /**
  * What every Agent Server store must do, run against each implementation
- * (memory now; a Redis store joins by calling this with its factory).
+ * (memory and Redis; a Redis store joins by calling this with its factory).
  */
 export function storeContract(name: string, make: () => Promise<AgentStore>): void {
   describe(`${name} store contract`, () => {
