@@ -12,7 +12,7 @@ const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1,
 
 export function createMetrics() {
   const registry = new Registry();
-  collectDefaultMetrics({ register: registry, prefix: 'gateway_process_' });
+  collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const metrics = {
     registry,
     requests: new Counter({
