@@ -2,11 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 /**
- * `node bin/gateway.js start` as a child process, for lifecycle tests that
- * need what `spawn-gateway.ts` does not give: the admin port, signals of the
- * test's choosing, and how the process exited (code and signal).
- * PORT and ADMIN_PORT are 0 unless given; both are read from the
- * `gateway listening` log line.
+ * `node bin/gateway.js start` as a child process, for tests that need the
+ * real program: its ports, signals of the test's choosing, and how it exited
+ * (code and signal). PORT and ADMIN_PORT are 0 unless given; both are read
+ * from the `gateway listening` log line. spawn-gateway.ts adds a graceful stop.
  */
 export interface GatewayProcess {
   readonly pid: number;
