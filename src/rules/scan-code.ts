@@ -24,20 +24,22 @@ import type { PathCondition } from './types.ts';
 export interface ScanEntry<D> {
   /** null = any path */
   readonly condition: PathCondition | null;
-  readonly decision: D;
+  /** The rule's decision for each identity presence; null where it counts by none of them. */
+  readonly byPresence: readonly (D | null)[];
 }
 
-export type Decide<D> = (path: string) => D | null;
+/** The decision for a match path and an identity presence (see `Presence`). */
+export type Decide<D> = (path: string, presence: number) => D | null;
 
 const EXACT_CHAIN = 8;
 
-export function compileTable<D>(exact: ReadonlyMap<string, D | null>, entries: readonly ScanEntry<D>[]): Decide<D> {
-  const decisions: (D | null)[] = [];
+export function compileTable<D>(exact: ReadonlyMap<string, readonly (D | null)[]>, entries: readonly ScanEntry<D>[]): Decide<D> {
+  const decisions: (readonly (D | null)[])[] = [];
   const texts: string[] = [];
   const matchers: PathTest[] = [];
-  const maps: Map<string, D | null>[] = [];
-  const tests = entries.map(({ condition, decision }) => ({
-    line: testLine(condition, decisions.push(decision) - 1, texts, matchers),
+  const maps: Map<string, readonly (D | null)[]>[] = [];
+  const tests = entries.map(({ condition, byPresence }) => ({
+    line: testLine(condition, decisions.push(byPresence) - 1, byPresence.every((d) => d !== null), texts, matchers),
     // The character a matching path must have after its leading "/", when the condition fixes it.
     second: secondChar(condition),
   }));
@@ -52,13 +54,13 @@ export function compileTable<D>(exact: ReadonlyMap<string, D | null>, entries: r
   const lengths = [...byLength].map(([n, paths]) => {
     if (paths.length > EXACT_CHAIN) {
       const m = maps.push(new Map(paths.map((path) => [path, exact.get(path)!]))) - 1;
-      return `    case ${n}: { const d = X[${m}].get(p); if (d !== undefined) return d; break; }`;
+      return `    case ${n}: { const d = X[${m}].get(p); if (d !== undefined) return d[q]; break; }`;
     }
-    const lines = paths.map((path) => `if (${startsWith(path)}) return D[${decisions.push(exact.get(path)!) - 1}];`);
+    const lines = paths.map((path) => `if (${startsWith(path)}) return D[${decisions.push(exact.get(path)!) - 1}][q];`);
     return `    case ${n}:\n      ${lines.join('\n      ')}\n      break;`;
   });
 
-  const source = `return function decide(p) {
+  const source = `return function decide(p, q) {
   const n = p.length;
   switch (n) {
 ${lengths.join('\n')}
@@ -79,9 +81,11 @@ function upToUnconditional(lines: string[]): string[] {
   return i === -1 ? lines : lines.slice(0, i + 1);
 }
 
-function testLine(c: PathCondition | null, d: number, texts: string[], matchers: PathTest[]): string {
+/** A fitting rule decides when it counts by an identity of the request; `always`: it does for every presence. */
+function testLine(c: PathCondition | null, d: number, always: boolean, texts: string[], matchers: PathTest[]): string {
   const test = testSource(c, texts, matchers);
-  return test === 'true' ? `return D[${d}];` : `if (${test}) return D[${d}];`;
+  const decide = always ? `return D[${d}][q];` : `{ const d = D[${d}][q]; if (d !== null) return d; }`;
+  return test === 'true' ? decide : `if (${test}) ${decide}`;
 }
 
 /** The code of the character after "/" that every path fitting `c` has, or null when `c` does not fix it. */
