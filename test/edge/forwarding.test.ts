@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { collect, connectRaw, head, rawRequest } from '../helpers/raw-http.ts';
 import { closedPort, echoJson, startUpstream, type TestUpstream, type UpstreamHandler } from '../helpers/upstream.ts';
+import { deferred, within } from '../helpers/async.ts';
 
 /**
  * Streamed forwarding through the real edge to real upstreams. Limits are
@@ -42,20 +43,7 @@ afterAll(async () => {
 
 const seenById = (up: TestUpstream, id: string) => up.seen.filter((r) => r.headers['x-request-id'] === id);
 
-/** Resolves `p`, or fails after `ms` with `what` (a broken edge fails the test instead of hanging it). */
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))),
-  ]);
-}
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 /** Reads `body` until the text received so far satisfies `done`. */
 async function readUntil(body: AsyncIterator<Buffer>, received: { text: string }, done: (text: string) => boolean): Promise<void> {

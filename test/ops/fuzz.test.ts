@@ -5,7 +5,8 @@ import { normalizePath } from '../../src/rules/normalize-path.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { scrapeMetrics } from '../helpers/scrape-metrics.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
-import { fuzzCase, MAX_BODY, prng, type FuzzCase } from './fuzz-cases.ts';
+import { prng } from '../helpers/prng.ts';
+import { fuzzCase, MAX_BODY, type FuzzCase } from './fuzz-cases.ts';
 
 /**
  * 10,000+ malformed requests over raw sockets into the real edge (in-process,

@@ -9,6 +9,7 @@ import { sleep, startLoad, statusCounts, type Sample } from '../helpers/load.ts'
 import { metricValue, scrapeMetrics } from '../helpers/scrape-metrics.ts';
 import { spawnUpstream, type UpstreamProcess } from '../helpers/upstream-process.ts';
 import { closedPort, echoJson, startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { deferred, within } from '../helpers/async.ts';
 
 /**
  * Upstream faults through the real edge: an upstream process killed under
@@ -49,19 +50,7 @@ async function inProcessUpstream(handler: (req: IncomingMessage, res: ServerResp
   return up;
 }
 
-function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))),
-  ]);
-}
 
-function deferred(): { promise: Promise<void>; resolve: () => void } {
-  let resolve!: () => void;
-  const promise = new Promise<void>((r) => (resolve = r));
-  return { promise, resolve };
-}
 
 function expectJsonError(s: Pick<Sample, 'status' | 'body' | 'id'>, status: number, code: string): void {
   expect(s.status, s.id).toBe(status);

@@ -5,6 +5,7 @@ import { normalizePath } from '../../src/rules/normalize-path.ts';
 import { parseRuleFile } from '../../src/rules/parse.ts';
 import type { Rule } from '../../src/rules/types.ts';
 import { referenceMatch, type ReferenceRequest } from './reference-matcher.ts';
+import { prng } from '../helpers/prng.ts';
 
 /**
  * The compiled matcher against the naive reference on random requests built
@@ -15,16 +16,6 @@ import { referenceMatch, type ReferenceRequest } from './reference-matcher.ts';
 
 const SEED = Number(process.env.DIFF_SEED ?? 0x5eed_2024);
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 // GET and POST weigh more, as in real traffic; 'get' and 'constructor' are not methods any rule names.
 const METHODS = ['GET', 'GET', 'GET', 'POST', 'POST', 'POST', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT', 'PURGE', 'get', 'constructor'];
@@ -151,7 +142,7 @@ function compiledOutcome(m: Matcher, req: ReferenceRequest): Outcome {
 /** Runs `n` requests through both matchers; returns differences and which rule ids decided (null = none). */
 function differential(rules: readonly Rule[], seed: number, n: number) {
   console.log(`differential: ${n} requests, seed ${seed} (base seed ${SEED}; replay with DIFF_SEED=${SEED})`);
-  const r = mulberry32(seed);
+  const r = prng(seed);
   const matcher = compile(rules);
   const fragments = fragmentsOf(rules);
   const diffs: string[] = [];
