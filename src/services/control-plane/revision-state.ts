@@ -1,4 +1,5 @@
-import type { RevisionStatus, StoredRevision } from './types.ts';
+import { randomUUID } from 'node:crypto';
+import type { RevisionStatus, StoredDeployment, StoredRevision } from './types.ts';
 
 /**
  * The revision state machine. The happy path is
@@ -62,5 +63,25 @@ export function moveRevision(
     status_message: message,
     updated_at: when,
     status_history: [...revision.status_history, message === null ? { status: to, at: when } : { status: to, at: when, message }],
+  };
+}
+
+/** A new revision of `d`, number `seq`, at its first status (QUEUED). */
+export function queuedRevision(d: StoredDeployment, seq: number, now: string): StoredRevision {
+  return {
+    id: randomUUID(),
+    deployment_id: d.id,
+    tenant_id: d.tenant_id,
+    region: d.region,
+    seq,
+    created_at: now,
+    updated_at: now,
+    status: 'QUEUED',
+    status_message: null,
+    source: d.source,
+    source_revision_config: { ...d.source_revision_config, repo_commit_sha: null },
+    status_history: [{ status: 'QUEUED', at: now }],
+    graphs: null,
+    auth_path: null,
   };
 }

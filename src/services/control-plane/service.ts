@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Builds } from './builds.ts';
 import { badRequest, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
+import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
 import { secretOwner, type SecretBox } from './secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
@@ -63,7 +64,7 @@ export class DeploymentService {
       image_version: null,
       revision_count: 1,
     };
-    const first = this.newRevision(deployment, 1, now);
+    const first = queuedRevision(deployment, 1, now);
     const stored = { ...deployment, latest_revision_id: first.id };
     await this.o.store.createDeployment(stored, first);
     this.o.log.info({ deploymentId: id, revisionId: first.id, tenantId, source: body.source, secrets: body.secrets.length }, 'deployment created');
@@ -105,7 +106,7 @@ export class DeploymentService {
       };
       checkBuildable(next);
       if (!src || (src.repo_ref == null && src.image_uri == null)) return { deployment: next };
-      const revision = this.newRevision(next, d.revision_count + 1, now);
+      const revision = queuedRevision(next, d.revision_count + 1, now);
       return { deployment: { ...next, latest_revision_id: revision.id, revision_count: d.revision_count + 1 }, revision };
     });
     if (changed === null) throw deploymentNotFound(id);
@@ -151,25 +152,6 @@ export class DeploymentService {
 
   private seal(deploymentId: string, secrets: readonly { name: string; value: string }[]): StoredSecret[] {
     return secrets.map((s) => ({ name: s.name, ciphertext: this.o.box.seal(s.value, secretOwner(deploymentId, s.name)) }));
-  }
-
-  private newRevision(d: StoredDeployment, seq: number, now: string): StoredRevision {
-    return {
-      id: randomUUID(),
-      deployment_id: d.id,
-      tenant_id: d.tenant_id,
-      region: d.region,
-      seq,
-      created_at: now,
-      updated_at: now,
-      status: 'QUEUED',
-      status_message: null,
-      source: d.source,
-      source_revision_config: { ...d.source_revision_config, repo_commit_sha: null },
-      status_history: [{ status: 'QUEUED', at: now }],
-      graphs: null,
-      auth_path: null,
-    };
   }
 
   private view(d: StoredDeployment): DeploymentView {

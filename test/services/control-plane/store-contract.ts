@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Region } from '../../../src/rules/load.ts';
-import { moveRevision } from '../../../src/services/control-plane/revision-state.ts';
+import { moveRevision, queuedRevision } from '../../../src/services/control-plane/revision-state.ts';
 import type { ControlPlaneStore } from '../../../src/services/control-plane/store.ts';
 import type { StoredDeployment, StoredRevision } from '../../../src/services/control-plane/types.ts';
 
@@ -44,24 +44,7 @@ export function deploymentRecord(overrides: Partial<StoredDeployment> = {}, regi
 }
 
 export function revisionRecord(d: StoredDeployment, seq: number, overrides: Partial<StoredRevision> = {}): StoredRevision {
-  const now = at().toISOString();
-  return {
-    id: randomUUID(),
-    deployment_id: d.id,
-    tenant_id: d.tenant_id,
-    region: d.region,
-    seq,
-    created_at: now,
-    updated_at: now,
-    status: 'QUEUED',
-    status_message: null,
-    source: d.source,
-    source_revision_config: { ...d.source_revision_config, repo_commit_sha: null },
-    status_history: [{ status: 'QUEUED', at: now }],
-    graphs: null,
-    auth_path: null,
-    ...overrides,
-  };
+  return { ...queuedRevision(d, seq, at().toISOString()), ...overrides };
 }
 
 const ALL = { limit: 100, offset: 0 };
