@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.ts';
 import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
+import { accessLog } from './access-log.ts';
 import { clientIp, ipIdentity, type TrustedProxies } from './client-ip.ts';
 import type { Verdict } from './limit.ts';
 import type { MatchRequest } from '../rules/compile.ts';
@@ -35,8 +36,7 @@ const IDENTITY_HEADERS = ['x-api-key', 'x-user-id'] as const;
 export function edgeHandler(options: EdgeOptions) {
   const { limit, route, trust, ipv6PrefixBits, log, metrics } = options;
   const draining = options.draining ?? (() => false);
-  // The request line holds only fields written here, none of them a credential: no redaction pass per request.
-  const requestLog = log.child({}, { redact: [] });
+  const logRequest = accessLog(log);
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -78,21 +78,18 @@ export function edgeHandler(options: EdgeOptions) {
       sendError(res, error, requestId);
     } finally {
       const decision = verdict?.decision ?? 'unlimited';
-      metrics?.requests.inc({ rule: verdict?.match.rule.id ?? '', category: verdict?.category ?? '', decision, status });
-      requestLog.info(
-        {
-          requestId,
-          method,
-          path,
-          rule: verdict?.match.rule.id,
-          decision,
-          fellBack: verdict?.fellBack || undefined,
-          status,
-          upstream: upstream?.name,
-          ms: Math.round((performance.now() - started) * 10) / 10,
-        },
-        'request',
-      );
+      metrics?.countRequest(verdict?.match.rule.id ?? '', verdict?.category ?? '', decision, status).inc();
+      logRequest({
+        requestId,
+        method,
+        path,
+        rule: verdict?.match.rule.id,
+        decision,
+        fellBack: verdict?.fellBack ?? false,
+        status,
+        upstream: upstream?.name,
+        ms: Math.round((performance.now() - started) * 10) / 10,
+      });
     }
   };
 }

@@ -60,11 +60,11 @@ export function limitStep(options: LimitStepOptions) {
     const started = performance.now();
     try {
       const outcome = await limiter.consume(buckets);
-      metrics?.storeSeconds.observe({ store: storeName, result: 'ok' }, (performance.now() - started) / 1000);
+      metrics?.storeTimer(storeName, 'ok').observe((performance.now() - started) / 1000);
       return { outcome, fellBack: false };
     } catch (err) {
       if (!(err instanceof StoreError)) throw err;
-      metrics?.storeSeconds.observe({ store: storeName, result: 'error' }, (performance.now() - started) / 1000);
+      metrics?.storeTimer(storeName, 'error').observe((performance.now() - started) / 1000);
       metrics?.storeErrors.inc({ store: storeName });
       onStoreError?.(err);
       if ((match.rule.fail ?? failMode) === 'closed') return { outcome: null, fellBack: false };

@@ -33,6 +33,7 @@ const LUA = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8')
 const COMMAND = 'gatewayTokenBucket';
 /** Buckets per script; a longer call is split like a cross-slot one. */
 const MAX_KEYS_PER_SCRIPT = 16;
+const SCRIPT_NAMES = Array.from({ length: MAX_KEYS_PER_SCRIPT + 1 }, (_, n) => `${COMMAND}${n}`);
 
 type Mode = 'take' | 'refund';
 type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
@@ -70,25 +71,28 @@ export class RedisLimiter implements Limiter {
     this.timeoutMs = timeoutMs;
     this.ownsClient = ownsClient;
     // Defined up front: an ioredis pipeline copies the defined scripts when it is created.
-    for (let n = 1; n <= MAX_KEYS_PER_SCRIPT; n++) client.defineCommand(`${COMMAND}${n}`, { numberOfKeys: n, lua: LUA });
+    for (let n = 1; n <= MAX_KEYS_PER_SCRIPT; n++) client.defineCommand(SCRIPT_NAMES[n]!, { numberOfKeys: n, lua: LUA });
   }
 
-  async consume(buckets: readonly Bucket[]): Promise<LimitOutcome> {
-    if (buckets.length === 0) return { allowed: true, buckets: [], retryAfterMs: 0 };
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
+  consume(buckets: readonly Bucket[]): Promise<LimitOutcome> {
+    if (buckets.length === 0) return Promise.resolve({ allowed: true, buckets: [], retryAfterMs: 0 });
+    return new Promise((resolve, reject) => {
       // Judged after the I/O already waiting has been read (setImmediate runs after this loop turn's poll
       // phase): when the edge's own event loop was blocked past the budget, a reply that arrived in time
       // is taken instead of being counted as a store failure.
-      timer = setTimeout(() => setImmediate(() => reject(new StoreError(`redis: no answer within ${this.timeoutMs} ms`))), this.timeoutMs);
+      const timer = setTimeout(() => setImmediate(() => reject(new StoreError(`redis: no answer within ${this.timeoutMs} ms`))), this.timeoutMs);
+      const decided = this.cluster || buckets.length > MAX_KEYS_PER_SCRIPT ? this.decide(buckets) : this.take(buckets);
+      decided.then(
+        (outcome) => {
+          clearTimeout(timer);
+          resolve(outcome);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err }));
+        },
+      );
     });
-    try {
-      return await Promise.race([this.decide(buckets), timeout]);
-    } catch (err) {
-      throw err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err });
-    } finally {
-      clearTimeout(timer);
-    }
   }
 
   async close(): Promise<void> {
@@ -98,6 +102,14 @@ export class RedisLimiter implements Limiter {
     } catch {
       this.client.disconnect(); // already closed or unreachable: nothing left to flush
     }
+  }
+
+  /** One script for all the buckets (a single Redis, at most MAX_KEYS_PER_SCRIPT buckets): the common case. */
+  private async take(buckets: readonly Bucket[]): Promise<LimitOutcome> {
+    const { allowed, buckets: outcomes } = await this.run('take', buckets, null);
+    let retryAfterMs = 0;
+    if (!allowed) for (const b of outcomes) retryAfterMs = Math.max(retryAfterMs, b.msToToken);
+    return { allowed, buckets: outcomes, retryAfterMs };
   }
 
   private async decide(buckets: readonly Bucket[]): Promise<LimitOutcome> {
@@ -133,15 +145,19 @@ export class RedisLimiter implements Limiter {
     return [...bySlot.values()].flatMap(chunk);
   }
 
-  private async run(mode: Mode, buckets: readonly Bucket[], group: number[]): Promise<GroupResult> {
-    const args: (string | number)[] = group.map((i) => buckets[i]!.key);
+  /** Runs the script on the buckets at `group`'s indices, or on all of them when `group` is null. */
+  private async run(mode: Mode, buckets: readonly Bucket[], group: number[] | null): Promise<GroupResult> {
+    const n = group === null ? buckets.length : group.length;
+    const at = (j: number) => buckets[group === null ? j : group[j]!]!;
+    const args: (string | number)[] = [];
+    for (let j = 0; j < n; j++) args.push(at(j).key);
     args.push(mode);
-    for (const i of group) args.push(buckets[i]!.capacity, Math.round(buckets[i]!.perSeconds * 1e6));
-    const script = (this.client as unknown as Record<string, ScriptCall>)[`${COMMAND}${group.length}`]!;
+    for (let j = 0; j < n; j++) args.push(at(j).capacity, Math.round(at(j).perSeconds * 1e6));
+    const script = (this.client as unknown as Record<string, ScriptCall>)[SCRIPT_NAMES[n]!]!;
     const reply = await script.apply(this.client, args);
-    if (!Array.isArray(reply) || reply.length !== 1 + 3 * group.length) throw new StoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
+    if (!Array.isArray(reply) || reply.length !== 1 + 3 * n) throw new StoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
     const out: BucketOutcome[] = [];
-    for (let j = 0; j < group.length; j++) {
+    for (let j = 0; j < n; j++) {
       out.push({ remaining: Number(reply[1 + 3 * j]), msToNextToken: Number(reply[2 + 3 * j]), msToToken: Number(reply[3 + 3 * j]) });
     }
     return { allowed: reply[0] === 1, buckets: out };

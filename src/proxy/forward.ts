@@ -1,7 +1,6 @@
-import { EventEmitter } from 'node:events';
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
-import { Transform, Writable, type Readable } from 'node:stream';
-import { Pool, errors as undiciErrors } from 'undici';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import { Transform, type Readable } from 'node:stream';
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { clientResponseHeaders } from './headers.ts';
@@ -38,10 +37,10 @@ export interface ForwardResult {
 /**
  * Forwards `req` to `upstream` at `path` (the normalised path plus query)
  * and writes the answer to `res`, with `extraHeaders` (rate-limit headers,
- * request id) added. Throws a GatewayError (413, 502, 504) when nothing was
- * written yet; once the response has started, a failure ends it instead.
+ * request id) added. Rejects with a GatewayError (413, 502, 504) when nothing
+ * was written yet; once the response has started, a failure ends it instead.
  */
-export async function forward(
+export function forward(
   upstream: Upstream,
   req: IncomingMessage,
   res: ServerResponse,
@@ -52,66 +51,111 @@ export async function forward(
   metrics?: Metrics,
 ): Promise<ForwardResult> {
   const body = requestBody(req, options.maxBodyBytes);
-  // An EventEmitter, not an AbortController: undici takes either, and EventTarget costs more per request.
-  const abort = new EventEmitter();
-  let aborted = false;
-  const started = performance.now();
-  let status = 0;
-  let stream = false;
-  const onClose = () => {
-    if (res.writableFinished) return;
-    aborted = true;
-    abort.emit('abort');
+  const request: Dispatcher.DispatchOptions = {
+    path: upstream.url.pathname === '/' ? path : upstream.url.pathname.replace(/\/$/, '') + path,
+    method: req.method as Dispatcher.HttpMethod,
+    headers,
+    body,
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: 0, // streams may idle between events; the client's close ends them
   };
-  res.once('close', onClose);
-  const send = () =>
-    upstream.pool.stream(
-      {
-        path: upstream.url.pathname === '/' ? path : upstream.url.pathname.replace(/\/$/, '') + path,
-        method: req.method as string,
-        headers,
-        body,
-        signal: abort,
-        headersTimeout: options.headersTimeoutMs,
-        bodyTimeout: 0, // streams may idle between events; the client's close ends them
-      },
-      ({ statusCode, headers: upstreamHeaders }) => {
-        status = statusCode;
-        metrics?.upstreamSeconds.observe({ upstream: upstream.name, status: statusCode }, (performance.now() - started) / 1000);
-        const responseHeaders = clientResponseHeaders(upstreamHeaders);
-        stream = String(responseHeaders['content-type'] ?? '').startsWith('text/event-stream');
-        if (stream) metrics?.sseStreams.inc();
-        res.writeHead(statusCode, { ...responseHeaders, ...extraHeaders });
-        // A stream's client sees the status before the first event; a sized answer leaves with its body, in one write.
-        if (stream || responseHeaders['content-length'] === undefined) res.flushHeaders();
-        // undici destroys the writable it gets here when the upstream fails mid-body: an event
-        // stream gets a sink in between, so forward can end the client's stream cleanly instead.
-        return stream ? eventStreamSink(res) : res;
-      },
-    );
-  try {
-    try {
-      await send();
-    } catch (err) {
-      // Safe to send again only when nothing reached the upstream and nothing can change twice.
-      if (!isRefused(err) || body !== null || !IDEMPOTENT.has(req.method ?? '') || res.headersSent || aborted) throw err;
-      await send();
+  return new Promise((resolve, reject) => {
+    const exchange = new Exchange(upstream, request, res, extraHeaders, metrics, (err) => {
+      if (err === null) return resolve({ status: exchange.status, aborted: false });
+      if (exchange.clientGone) return resolve({ status: exchange.status || 499, aborted: true });
+      if (!res.headersSent) return reject(asGatewayError(err, upstream, options));
+      endStarted(res, exchange.eventStream);
+      resolve({ status: exchange.status, aborted: false });
+    });
+    res.on('close', () => exchange.clientClosed());
+    exchange.start();
+  });
+}
+
+/**
+ * One request's exchange with the upstream, as an undici dispatch handler:
+ * the response head becomes the client's (hop-by-hop headers dropped, the
+ * edge's added), each body chunk is written through with the client's
+ * backpressure, and a client that goes away aborts the upstream request.
+ */
+class Exchange implements Dispatcher.DispatchHandler {
+  status = 0;
+  eventStream = false;
+  clientGone = false;
+  private controller: Dispatcher.DispatchController | null = null;
+  private settled = false;
+  /** Sent again once if refused: only when nothing reached the upstream and nothing can change twice. */
+  private retryable: boolean;
+  private readonly started = performance.now();
+
+  constructor(
+    private readonly upstream: Upstream,
+    private readonly request: Dispatcher.DispatchOptions,
+    private readonly res: ServerResponse,
+    private readonly extraHeaders: OutgoingHttpHeaders,
+    private readonly metrics: Metrics | undefined,
+    private readonly done: (err: Error | null) => void,
+  ) {
+    this.retryable = request.body === null && IDEMPOTENT.has(request.method);
+  }
+
+  start(): void {
+    this.upstream.pool.dispatch(this.request, this);
+  }
+
+  clientClosed(): void {
+    if (this.settled || this.res.writableFinished) return;
+    this.clientGone = true;
+    this.controller?.abort(new Error('client closed the connection'));
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.clientGone) controller.abort(new Error('client closed the connection'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    const { res, metrics } = this;
+    this.status = statusCode;
+    this.retryable = false;
+    metrics?.upstreamTimer(this.upstream.name, statusCode).observe((performance.now() - this.started) / 1000);
+    const out = Object.assign(clientResponseHeaders(headers), this.extraHeaders);
+    this.eventStream = String(out['content-type'] ?? '').startsWith('text/event-stream');
+    if (this.eventStream) metrics?.sseStreams.inc();
+    res.writeHead(statusCode, out);
+    // A stream's client sees the status before the first event; a sized answer leaves with its body, in one write.
+    if (this.eventStream || out['content-length'] === undefined) res.flushHeaders();
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.res.write(chunk)) return;
+    controller.pause();
+    this.res.once('drain', () => controller.resume());
+  }
+
+  onResponseEnd(): void {
+    this.res.end();
+    this.settle(null);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    if (this.retryable && !this.clientGone && isRefused(err)) {
+      this.retryable = false;
+      this.start();
+      return;
     }
-    return { status, aborted: false };
-  } catch (err) {
-    if (aborted) return { status: status || 499, aborted: true };
-    if (res.headersSent) {
-      endStarted(res, stream);
-      return { status, aborted: false };
-    }
-    throw asGatewayError(err, upstream, options);
-  } finally {
-    res.off('close', onClose);
-    if (stream) metrics?.sseStreams.dec();
+    this.settle(err);
+  }
+
+  private settle(err: Error | null): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.eventStream) this.metrics?.sseStreams.dec();
+    this.done(err);
   }
 }
 
-const IDEMPOTENT = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+const IDEMPOTENT = new Set<string>(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
 
 function isRefused(err: unknown): boolean {
   return (err as { code?: string }).code === 'ECONNREFUSED';
@@ -140,20 +184,6 @@ function requestBody(req: IncomingMessage, maxBytes: number): Readable | null {
 function endStarted(res: ServerResponse, eventStream: boolean): void {
   if (eventStream) res.end();
   else res.destroy();
-}
-
-/** Writes through to `res` with its backpressure; destroying the sink leaves `res` alone. */
-function eventStreamSink(res: ServerResponse): Writable {
-  return new Writable({
-    write(chunk: Buffer, _enc, done) {
-      if (res.write(chunk)) done();
-      else res.once('drain', () => done());
-    },
-    final(done) {
-      res.end();
-      done();
-    },
-  });
 }
 
 function asGatewayError(err: unknown, upstream: Upstream, options: ForwardOptions): GatewayError {
