@@ -56,22 +56,18 @@ export function limitStep(options: LimitStepOptions) {
     return p;
   };
 
-  async function consume(match: Match, buckets: Bucket[]): Promise<{ outcome: LimitOutcome | null; fellBack: boolean }> {
-    const started = performance.now();
-    try {
-      const outcome = await limiter.consume(buckets);
-      metrics?.storeTimer(storeName, 'ok').observe((performance.now() - started) / 1000);
-      return { outcome, fellBack: false };
-    } catch (err) {
-      if (!(err instanceof StoreError)) throw err;
-      metrics?.storeTimer(storeName, 'error').observe((performance.now() - started) / 1000);
-      metrics?.storeErrors.inc({ store: storeName });
-      onStoreError?.(err);
-      if ((match.rule.fail ?? failMode) === 'closed') return { outcome: null, fellBack: false };
-      metrics?.fallbackDecisions.inc();
-      const shares = instances === 1 ? buckets : buckets.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / instances)) }));
-      return { outcome: await fallback.consume(shares), fellBack: true };
-    }
+  const storeOk = metrics?.storeTimer(storeName, 'ok');
+
+  /** The store failed: the rule's fail mode says closed (null: answer 503) or open (per-process buckets decide). */
+  async function onStoreFailure(err: unknown, match: Match, buckets: Bucket[], started: number): Promise<LimitOutcome | null> {
+    if (!(err instanceof StoreError)) throw err;
+    metrics?.storeTimer(storeName, 'error').observe((performance.now() - started) / 1000);
+    metrics?.storeErrors.inc({ store: storeName });
+    onStoreError?.(err);
+    if ((match.rule.fail ?? failMode) === 'closed') return null;
+    metrics?.fallbackDecisions.inc();
+    const shares = instances === 1 ? buckets : buckets.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / instances)) }));
+    return fallback.consume(shares);
   }
 
   return async function limit(request: MatchRequest): Promise<Verdict | null> {
@@ -79,7 +75,16 @@ export function limitStep(options: LimitStepOptions) {
     if (match === null) return null;
     const { rule, limits } = match;
     const buckets = limits.map((l) => ({ key: keyOf(rule.id, l.by, identityOf(request, l.by)), capacity: l.count, perSeconds: l.perSeconds }));
-    const { outcome, fellBack } = await consume(match, buckets);
+    const started = performance.now();
+    let outcome: LimitOutcome | null;
+    let fellBack = false;
+    try {
+      outcome = await limiter.consume(buckets);
+      storeOk?.observe((performance.now() - started) / 1000);
+    } catch (err) {
+      outcome = await onStoreFailure(err, match, buckets, started);
+      fellBack = outcome !== null;
+    }
     if (outcome === null) return { match, decision: 'store-down', fellBack, category: limits[0]!.category, headers: {} };
 
     const headers: Record<string, string> = { 'ratelimit-policy': policyOf(match), ratelimit: rateLimitHeader(limits, outcome.buckets) };

@@ -19,7 +19,7 @@ const HOP_BY_HOP = new Set([
 ]);
 
 function connectionTokens(value: string | string[] | undefined): Set<string> | null {
-  if (value === undefined) return null;
+  if (value === undefined || value === 'keep-alive' || value === 'close') return null; // nearly always
   const tokens = (Array.isArray(value) ? value.join(',') : value).split(',').map((t) => t.trim().toLowerCase());
   return new Set(tokens.filter((t) => t !== '' && t !== 'close' && t !== 'keep-alive'));
 }
