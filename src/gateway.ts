@@ -3,6 +3,7 @@ import { adminApp } from './admin/app.ts';
 import { edgeApp } from './edge/app.ts';
 import { clientIpSettings } from './edge/client-ip-settings.ts';
 import { edgeHandler } from './edge/handler.ts';
+import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
 import { router } from './edge/route.ts';
 import { BreakerLimiter } from './limiter/breaker.ts';
@@ -14,7 +15,7 @@ import { createUpstream, type Upstream } from './proxy/forward.ts';
 import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
 import { BundledServices, type BundledService } from './services/bundled.ts';
-import type { Settings } from './settings.ts';
+import { SettingsError, type Settings } from './settings.ts';
 
 export interface Gateway {
   readonly edge: Listening;
@@ -30,8 +31,23 @@ export interface Gateway {
 /** How long boot waits for a Redis store's first connection before serving anyway (FAIL_MODE then applies). */
 const STORE_BOOT_WAIT_MS = 3000;
 
+/**
+ * KEY_CHECK's default is on when both upstreams are the bundled services (the
+ * registry is this process's own). Asked for with an external control plane,
+ * the registry must be the platform's, in Redis.
+ */
+function keyCheckOn(settings: Settings): boolean {
+  const bundled = settings.controlPlaneUrl === null && settings.agentServerUrl === null;
+  const on = settings.keyCheck === 'on' || (settings.keyCheck === null && bundled);
+  if (on && settings.controlPlaneUrl !== null && settings.redisUrl === null) {
+    throw new SettingsError('KEY_CHECK', 'on with CONTROL_PLANE_URL needs REDIS_URL, where the platform keeps its key registry');
+  }
+  return on;
+}
+
 /** Boot: settings → rules → store → upstreams → edge and admin listeners. */
 export async function startGateway(settings: Settings, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<Gateway> {
+  const checkKeys = keyCheckOn(settings);
   const metrics = createMetrics();
   let storeFailing = false;
   let draining = false;
@@ -76,6 +92,7 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
   });
   const handle = edgeHandler({
     limit,
+    ...(checkKeys && { keyCheck: keyCheck(bundled.keys()) }),
     route: router(upstreams),
     ...clientIpSettings(settings),
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },

@@ -36,6 +36,8 @@ export interface Settings {
   readonly expectedInstances: number;
   /** `all`: every rule counts and reports but never denies. */
   readonly shadowAll: boolean;
+  /** KEY_CHECK: on, off, or null = on exactly when both upstreams are the bundled services. */
+  readonly keyCheck: 'on' | 'off' | null;
   /** Grace for in-flight requests and open streams on SIGTERM. */
   readonly drainMs: number;
   /** Most open client connections; more are refused at accept. */
@@ -85,6 +87,7 @@ export function loadSettings(env: Env = process.env): Settings {
     memoryMaxKeys: integer(env, 'MEMORY_MAX_KEYS', 500_000, 1_000, 50_000_000),
     expectedInstances: integer(env, 'EXPECTED_INSTANCES', 1, 1, 10_000),
     shadowAll: oneOf(env, 'SHADOW', ['off', 'all'] as const, 'off') === 'all',
+    keyCheck: env.KEY_CHECK === undefined || env.KEY_CHECK === '' ? null : oneOf(env, 'KEY_CHECK', ['on', 'off'] as const, 'on'),
     drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
   });

@@ -1,19 +1,22 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { badRequest, GatewayError, storeUnavailable } from '../errors.ts';
+import { badRequest, GatewayError, storeUnavailable, unknownApiKey } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
+import type { KeyCheck } from './key-check.ts';
 import { clientIp, ipIdentity, type TrustedProxies } from './client-ip.ts';
 import type { Verdict } from './limit.ts';
 import type { MatchRequest } from '../rules/compile.ts';
 
 export interface EdgeOptions {
   readonly limit: (request: MatchRequest) => Promise<Verdict | null>;
+  /** KEY_CHECK: an `x-api-key` the registry does not know answers 401, counted as a request without identity. */
+  readonly keyCheck?: KeyCheck;
   readonly metrics?: Metrics;
   /** True once the gateway is draining: responses then close their connection. */
   readonly draining?: () => boolean;
@@ -34,7 +37,7 @@ const IDENTITY_HEADERS = ['x-api-key', 'x-user-id'] as const;
  * Every failure becomes a JSON error with its status; nothing throws out.
  */
 export function edgeHandler(options: EdgeOptions) {
-  const { limit, route, trust, ipv6PrefixBits, log, metrics } = options;
+  const { limit, keyCheck, route, trust, ipv6PrefixBits, log, metrics } = options;
   const draining = options.draining ?? (() => false);
   const logRequest = accessLog(log);
 
@@ -53,7 +56,11 @@ export function edgeHandler(options: EdgeOptions) {
       rejectRepeatedIdentity(req);
       const peer = unmappedPeer(req);
       const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
-      verdict = await limit({ method, path, headers: req.headers, ip: ipIdentity(ip, ipv6PrefixBits) });
+      const known = keyCheck === undefined || knownOrNoKey(keyCheck, req.headers['x-api-key']);
+      const unknownKey = known === false || (known !== true && !(await known)); // awaited only on a registry lookup
+      // An unknown key buys no bucket of its own: the request is counted as one without identity headers.
+      const headers = unknownKey ? withoutIdentity(req.headers) : req.headers;
+      verdict = await limit({ method, path, headers, ip: ipIdentity(ip, ipv6PrefixBits) });
       const extra: OutgoingHttpHeaders = verdict ? { ...verdict.headers, 'x-request-id': requestId } : { 'x-request-id': requestId };
       if (draining()) extra.connection = 'close';
       if (verdict?.decision === 'store-down') throw storeUnavailable();
@@ -62,15 +69,20 @@ export function edgeHandler(options: EdgeOptions) {
         sendDenied(res, verdict, extra);
         return;
       }
+      if (unknownKey) {
+        status = 401;
+        sendJson(res, 401, JSON.stringify(unknownApiKey()), extra);
+        return;
+      }
       upstream = route(path);
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
-      const headers = upstreamRequestHeaders(req.headers, {
+      const forwarded = upstreamRequestHeaders(req.headers, {
         forwardedFor: trust.isTrusted(peer) && req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${peer}` : ip,
         proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
         requestId,
       });
-      status = (await forward(upstream, req, res, path + query, headers, extra, options.forward, metrics)).status;
+      status = (await forward(upstream, req, res, path + query, forwarded, extra, options.forward, metrics)).status;
     } catch (err) {
       const error = asGatewayError(err);
       status = error.status;
@@ -102,6 +114,16 @@ function requestTarget(url: string): string {
     if (parsed) return parsed.pathname + parsed.search;
   }
   throw badRequest(`Unsupported request target "${url.slice(0, 64)}"`, 'invalid_path');
+}
+
+function knownOrNoKey(check: KeyCheck, key: string | string[] | undefined): boolean | Promise<boolean> {
+  return typeof key !== 'string' || key === '' || check(key);
+}
+
+function withoutIdentity(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const rest = { ...headers };
+  for (const name of IDENTITY_HEADERS) delete rest[name];
+  return rest;
 }
 
 /** Two `x-api-key` (or `x-user-id`) headers are ambiguous: which one counts? Refuse rather than guess. */

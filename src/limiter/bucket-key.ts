@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { RecentlyUsed } from '../recently-used.ts';
 import type { IdentityKind } from '../rules/types.ts';
 
 /**
@@ -25,23 +26,13 @@ export function bucketKey(scheme: KeyScheme, rule: string, by: IdentityKind, ide
 
 /**
  * `bucketKey` with the digests remembered: an HMAC costs microseconds, and
- * the same identities come back request after request. Two generations of at
- * most `size` entries each: when the young one fills, it becomes the old one
- * and the previous old one is dropped, so memory stays bounded and recently
- * used identities survive (they are copied forward when seen).
+ * the same identities come back request after request.
  */
 export function cachedBucketKeys(scheme: KeyScheme, size = 50_000) {
-  let young = new Map<string, string>();
-  let old = new Map<string, string>();
+  const digests = new RecentlyUsed<string, string>(size);
   const digest = (identity: string): string => {
-    let d = young.get(identity);
-    if (d !== undefined) return d;
-    d = old.get(identity) ?? identityDigest(scheme.secret, identity);
-    if (young.size >= size) {
-      old = young;
-      young = new Map();
-    }
-    young.set(identity, d);
+    let d = digests.get(identity);
+    if (d === undefined) digests.set(identity, (d = identityDigest(scheme.secret, identity)));
     return d;
   };
   const head = `${scheme.prefix}:${scheme.region}:`;

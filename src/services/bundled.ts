@@ -69,7 +69,8 @@ export class BundledServices {
     else this.redis?.disconnect();
   }
 
-  private keys(): KeyRegistry {
+  /** The key registry the bundled services check keys against (in Redis with REDIS_URL, else in memory); the edge's KEY_CHECK asks it too. */
+  keys(): KeyRegistry {
     if (this.registry) return this.registry;
     const { keysPrefix } = loadControlPlaneSettings(this.env);
     const redis = this.redisClient();

@@ -24,7 +24,7 @@ export interface TestGateway {
 export async function startTestGateway(env: Record<string, string> = {}): Promise<TestGateway> {
   const settings = loadSettings({ PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env });
   const logs = new LogCapture();
-  const gateway = await startGateway(settings, createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]));
+  const gateway = await startGateway(settings, createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]), { ...process.env, ...env });
   const close = async () => {
     // A test that failed mid-stream can leave a connection open, and server.close() waits for it: cut it after a grace period.
     const cut = setTimeout(() => [gateway.edge, gateway.admin].forEach((l) => l.server.closeAllConnections()), 1000);

@@ -1,0 +1,143 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { keyCheck } from '../../src/edge/key-check.ts';
+import { MemoryKeyRegistry } from '../../src/keys/memory-registry.ts';
+import { RedisKeyRegistry } from '../../src/keys/redis-registry.ts';
+import { startGateway } from '../../src/gateway.ts';
+import { createLogger } from '../../src/log.ts';
+import { loadSettings } from '../../src/settings.ts';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+
+describe('keyCheck', () => {
+  it('asks the registry once per known key, then answers from memory', async () => {
+    const registry = new MemoryKeyRegistry();
+    const { key } = await registry.createKey('acme');
+    let asked = 0;
+    const check = keyCheck({ findKey: (k) => (asked++, registry.findKey(k)) });
+    expect(await check(key)).toBe(true);
+    expect(check(key)).toBe(true); // a plain boolean: no promise, no lookup
+    expect(asked).toBe(1);
+  });
+
+  it('keeps an unknown key unknown for unknownForMs, then asks again (a key created meanwhile then works)', async () => {
+    const registry = new MemoryKeyRegistry();
+    let now = 0;
+    let asked = 0;
+    const created = await registry.createKey('acme');
+    const known = new Set<string>();
+    const check = keyCheck(
+      { findKey: async (k) => (asked++, known.has(k) ? registry.findKey(k) : null) },
+      { unknownForMs: 1000, now: () => now },
+    );
+    expect(await check(created.key)).toBe(false);
+    known.add(created.key);
+    now = 999;
+    expect(check(created.key)).toBe(false);
+    expect(asked).toBe(1);
+    now = 1001;
+    expect(await check(created.key)).toBe(true);
+    expect(asked).toBe(2);
+  });
+
+  it('lets a key through, unremembered, when the registry cannot answer', async () => {
+    let asked = 0;
+    const check = keyCheck({ findKey: () => (asked++, Promise.reject(new Error('redis down'))) });
+    expect(await check('lgk_whatever')).toBe(true);
+    expect(await check('lgk_whatever')).toBe(true);
+    expect(asked).toBe(2);
+  });
+});
+
+/**
+ * KEY_CHECK=on at the edge, with the platform's key registry in Redis: a
+ * key the registry holds is counted as itself; any other key answers 401
+ * and is counted as a request without identity (the `public` rule, by IP),
+ * so rotating fake keys buys no fresh buckets.
+ */
+describe('KEY_CHECK=on at the edge', () => {
+  const keysPrefix = `test-keys-${randomUUID()}`;
+  let redis: Redis;
+  let upstream: TestUpstream;
+  let gw: TestGateway;
+  let key: string;
+
+  beforeAll(async () => {
+    redis = new Redis('redis://127.0.0.1:6379');
+    key = (await new RedisKeyRegistry(redis, { prefix: keysPrefix }).createKey('acme')).key;
+    upstream = await startUpstream();
+    gw = await startTestGateway({
+      KEY_CHECK: 'on',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      KEY_PREFIX: `kc${randomUUID().slice(0, 8)}`,
+      KEYS_PREFIX: keysPrefix,
+      AGENT_SERVER_URL: upstream.url,
+      CONTROL_PLANE_URL: upstream.url,
+    });
+  });
+
+  afterAll(async () => {
+    await gw?.close();
+    await upstream?.close();
+    const stale = await redis.keys(`${keysPrefix}:*`);
+    if (stale.length > 0) await redis.del(...stale);
+    await redis.quit();
+  });
+
+  const send = async (path: string, headers: Record<string, string>) => {
+    const res = await request(`${gw.url}${path}`, { method: 'POST', headers });
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+  };
+
+  it('forwards a known key, counted under its own api-key bucket', async () => {
+    const res = await send('/runs/query', { 'x-api-key': key });
+    expect(res.status).toBe(200);
+    expect(res.headers['ratelimit-policy']).toContain('"runs-query.api-key"');
+    expect(upstream.seen.some((r) => r.headers['x-api-key'] === key)).toBe(true);
+  });
+
+  it('answers an unknown key 401 JSON, counted under the public rule, and never forwards it', async () => {
+    const fake = `lgk_${randomUUID()}`;
+    const res = await send('/runs/query', { 'x-api-key': fake, 'x-user-id': 'u1' });
+    expect(res.status).toBe(401);
+    expect(JSON.parse(res.body)).toEqual({ detail: 'Unknown API key', code: 'unknown_api_key' });
+    expect(res.headers['ratelimit-policy']).toBe('"public.ip";q=100;w=60');
+    expect(upstream.seen.some((r) => r.headers['x-api-key'] === fake)).toBe(false);
+    const line = await gw.logs.waitFor((l) => l.msg === 'request' && l.status === 401);
+    expect(line).toMatchObject({ rule: 'public', status: 401 });
+    expect(gw.logs.raw()).not.toContain(fake);
+  });
+
+  it('rotating fake keys from one client share its public bucket: 429 once it is empty', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 101; i++) statuses.push((await send('/some/path', { 'x-api-key': `lgk_${randomUUID()}` })).status);
+    expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
+    expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
+  });
+});
+
+describe('KEY_CHECK setting', () => {
+  it('is off by default when the upstreams are configured: any key is counted as itself', async () => {
+    const upstream = await startUpstream();
+    const gw = await startTestGateway({ AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url });
+    try {
+      const res = await request(`${gw.url}/runs/query`, { method: 'POST', headers: { 'x-api-key': `made-up-${randomUUID()}` } });
+      await res.body.dump();
+      expect(res.statusCode).toBe(200);
+    } finally {
+      await gw.close();
+      await upstream.close();
+    }
+  });
+
+  it('on with an external control plane and no REDIS_URL fails at boot, naming KEY_CHECK', async () => {
+    const settings = loadSettings({ KEY_CHECK: 'on', CONTROL_PLANE_URL: 'http://127.0.0.1:1', AGENT_SERVER_URL: 'http://127.0.0.1:1', PORT: '0', ADMIN_PORT: '0' });
+    await expect(startGateway(settings, createLogger('silent'))).rejects.toThrow(/^KEY_CHECK: /);
+  });
+
+  it('rejects a value other than on or off', () => {
+    expect(() => loadSettings({ KEY_CHECK: 'maybe' })).toThrow(/^KEY_CHECK: must be one of on, off/);
+  });
+});
