@@ -32,8 +32,14 @@ export interface Builder {
 
 const SHA = /^[0-9a-f]{7,40}$/i;
 
+export interface GitBuilderOptions {
+  readonly gitTimeoutMs: number;
+  /** Whether `repo_url` may be a path on this host (or a `file://` URL). Default: true. */
+  readonly localRepos?: boolean;
+}
+
 export class GitBuilder implements Builder {
-  constructor(private readonly options: { readonly gitTimeoutMs: number }) {}
+  constructor(private readonly options: GitBuilderOptions) {}
 
   async build(req: BuildRequest, signal: AbortSignal): Promise<BuildResult> {
     if (!isGitSource(req.source)) {
@@ -43,6 +49,9 @@ export class GitBuilder implements Builder {
     if (!req.repoUrl) throw new BuildFailure('source_config.repo_url: required for a git source');
     if (!req.repoRef) throw new BuildFailure('source_revision_config.repo_ref: required for a git source');
     if (req.repoRef.startsWith('-') || req.repoUrl.startsWith('-')) throw new BuildFailure('repo_url and repo_ref must not start with "-"');
+    if (this.options.localRepos === false && isLocal(req.repoUrl)) {
+      throw new BuildFailure('repo_url: repositories on this host are not allowed here (LOCAL_REPOS=deny, the default with NODE_ENV=production)');
+    }
     try {
       const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal);
       const config = await readAppConfig(req.workFolder, req.configPath, req.repoRef);
@@ -61,7 +70,7 @@ export class GitBuilder implements Builder {
    */
   private async checkout(url: string, ref: string, folder: string, signal: AbortSignal): Promise<string> {
     const shown = redactCredentials(url);
-    const opts = { timeoutMs: this.options.gitTimeoutMs, signal };
+    const opts = { timeoutMs: this.options.gitTimeoutMs, signal, localRepos: this.options.localRepos ?? true };
     await rm(folder, { recursive: true, force: true });
     await mkdir(dirname(folder), { recursive: true });
     // No template: a build needs no sample hooks, and copying them is most of a local clone's time.
@@ -92,6 +101,11 @@ export class GitBuilder implements Builder {
   private failure(err: unknown, reason: (message: string) => string): unknown {
     return err instanceof GitError && err.kind !== 'aborted' ? new BuildFailure(reason(err.message)) : err;
   }
+}
+
+/** A path on this host or a `file://` URL (the other forms schemas.ts accepts are network transports). */
+function isLocal(url: string): boolean {
+  return url.startsWith('/') || /^file:/i.test(url);
 }
 
 export { BuildFailure };

@@ -72,7 +72,7 @@ export async function createControlPlane(settings: ControlPlaneSettings, log: Lo
   const queue = new BuildQueue(settings.buildConcurrency, (err, id) => cpLog.error({ err, revisionId: id }, 'build job failed'));
   const builds = new Builds({
     store,
-    builder: options.builder ?? new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs }),
+    builder: options.builder ?? new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos }),
     queue,
     stepDelayMs: settings.buildDelayMs,
     workDir: settings.workDir,

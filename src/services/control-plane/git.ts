@@ -3,13 +3,13 @@ import { execFile } from 'node:child_process';
 /**
  * The `git` CLI, run without a shell, non-interactively, with a time budget
  * and an abort signal. Only the transports a repository URL may use here are
- * allowed (no `ext::`, no remote helpers that run commands), nothing ever
+ * allowed (no `ext::`, no remote helpers that run commands; local paths and
+ * `file://` only when `localRepos` says so), nothing ever
  * prompts for credentials, and hooks never run: a bad or unreachable source
  * fails fast with git's own reason.
  */
 const CONFIG = [
   'protocol.allow=never',
-  'protocol.file.allow=always',
   'protocol.https.allow=always',
   'protocol.http.allow=always',
   'protocol.ssh.allow=always',
@@ -42,16 +42,18 @@ export class GitError extends Error {
 
 export interface GitOptions {
   readonly cwd?: string;
+  /** Whether a local path or `file://` URL may be cloned (git's `protocol.file.allow`). Default: true. */
+  readonly localRepos?: boolean;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
 }
 
 /** Runs `git <args>`; resolves with stdout, rejects with a GitError whose message is git's first error line (credentials in URLs removed). */
-export function git(args: readonly string[], { cwd, timeoutMs, signal }: GitOptions): Promise<string> {
+export function git(args: readonly string[], { cwd, timeoutMs, signal, localRepos = true }: GitOptions): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
-      [...CONFIG, ...args],
+      [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`, ...args],
       { cwd, env: ENV, timeout: timeoutMs, killSignal: 'SIGKILL', signal, maxBuffer: 16 * 1024 * 1024, windowsHide: true },
       (err, stdout, stderr) => {
         if (!err) return resolve(stdout);

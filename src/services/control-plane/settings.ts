@@ -29,6 +29,8 @@ export interface ControlPlaneSettings {
   readonly logLevel: string;
   /** NODE_ENV is not `production`: an empty key registry gets a development key on first start. */
   readonly development: boolean;
+  /** LOCAL_REPOS: whether `repo_url` may name a path on this host (default: allowed in development only). */
+  readonly localRepos: boolean;
   /** A deployment's `url` (`{id}` is replaced by its id); null = not shown. */
   readonly deploymentUrl: string | null;
 }
@@ -51,9 +53,14 @@ export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSe
     gitTimeoutMs: Math.round(seconds(env, 'GIT_TIMEOUT_SECONDS', 60) * 1000) || 1,
     port: integer(env, 'CONTROL_PLANE_PORT', 8081, 0, 65535),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    development: text(env, 'NODE_ENV', 'development').toLowerCase() !== 'production',
+    development: isDevelopment(env),
+    localRepos: oneOf(env, 'LOCAL_REPOS', ['allow', 'deny'], isDevelopment(env) ? 'allow' : 'deny') === 'allow',
     deploymentUrl: url(env, 'DEPLOYMENT_URL', ['http:', 'https:']),
   });
+}
+
+function isDevelopment(env: Env): boolean {
+  return text(env, 'NODE_ENV', 'development').toLowerCase() !== 'production';
 }
 
 function secretsKey(env: Env): Buffer | null {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BuildFailure, GitBuilder, type BuildRequest } from '../../../src/services/control-plane/builder.ts';
-import { GitError } from '../../../src/services/control-plane/git.ts';
+import { git, GitError } from '../../../src/services/control-plane/git.ts';
 import { closedPort } from '../../helpers/upstream.ts';
 import { GOOD_APP, makeRepo, type TestRepo } from './helpers.ts';
 
@@ -139,6 +139,25 @@ describe.concurrent('GitBuilder: each failure has a reason a user can act on', (
     const why = await reason(request({ repoUrl: `ext::sh -c touch% ${marker}` }));
     expect(why).toMatch(/^repo_url: cannot read repository/);
     expect(existsSync(marker)).toBe(false);
+  });
+
+  it('with localRepos: false (LOCAL_REPOS=deny), a path on this host or a file:// URL is refused before git runs', async () => {
+    const denying = new GitBuilder({ gitTimeoutMs: 10_000, localRepos: false });
+    for (const repoUrl of [repo.dir, repo.url, repo.url.replace(/^file:/, 'FILE:')]) {
+      const req = request({ repoUrl });
+      const err = await denying.build(req, never).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(BuildFailure);
+      expect((err as Error).message).toMatch(/^repo_url: repositories on this host are not allowed here \(LOCAL_REPOS=deny/);
+      expect(existsSync(req.workFolder)).toBe(false);
+    }
+  });
+
+  it('with localRepos: false, git itself refuses the file transport too', async () => {
+    const dest = join(work, `git-level-${++n}`);
+    const err = await git(['clone', '--quiet', '--', repo.url, dest], { timeoutMs: 10_000, localRepos: false }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(GitError);
+    expect((err as Error).message).toMatch(/transport 'file' not allowed/);
+    expect(existsSync(join(dest, 'langgraph.json'))).toBe(false);
   });
 
   it('a ref that is no branch, tag or commit', async () => {

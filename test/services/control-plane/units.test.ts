@@ -15,18 +15,22 @@ import { deploymentRecord, revisionRecord } from './store-contract.ts';
 describe('control plane settings', () => {
   it('has documented defaults', () => {
     const s = loadControlPlaneSettings({});
-    expect(s).toMatchObject({ region: 'us', redisUrl: null, storePrefix: 'cp', keysPrefix: 'keys', secretsKey: null, buildDelayMs: 0, buildConcurrency: 2, gitTimeoutMs: 60_000, development: true });
+    expect(s).toMatchObject({ region: 'us', redisUrl: null, storePrefix: 'cp', keysPrefix: 'keys', secretsKey: null, buildDelayMs: 0, buildConcurrency: 2, gitTimeoutMs: 60_000, development: true, localRepos: true });
     expect(loadControlPlaneSettings({ BUILD_DELAY_SECONDS: '180', SECRETS_KEY: Buffer.alloc(32, 1).toString('base64'), NODE_ENV: 'production' })).toMatchObject({
       buildDelayMs: 180_000,
       secretsKey: Buffer.alloc(32, 1),
       development: false,
+      localRepos: false,
     });
+    expect(loadControlPlaneSettings({ NODE_ENV: 'production', LOCAL_REPOS: 'allow' }).localRepos).toBe(true);
+    expect(loadControlPlaneSettings({ LOCAL_REPOS: 'deny' }).localRepos).toBe(false);
   });
 
   it.each([
     ['SECRETS_KEY', 'c2hvcnQ='],
     ['SECRETS_KEY', 'not base64!'],
     ['BUILD_DELAY_SECONDS', '-1'],
+    ['LOCAL_REPOS', 'sometimes'],
     ['BUILD_DELAY_SECONDS', 'soon'],
     ['BUILD_CONCURRENCY', '0'],
     ['REGION', 'mars'],
