@@ -5,4 +5,6 @@ import { register } from 'tsx/esm/api';
 
 register();
 const { main } = await import('../src/cli/main.ts');
-process.exitCode = await main(process.argv.slice(2));
+const code = await main(process.argv.slice(2));
+// A start that failed may leave connections retrying and listeners open: a failed command exits now.
+if (code !== 0) process.exit(code);

@@ -5,6 +5,7 @@ import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import type { KeyRegistry } from '../keys/types.ts';
 import { listen } from '../listen.ts';
+import { SettingsError } from '../settings.ts';
 import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth.ts';
 import { RedisCheckpointer } from './agent-server/redis-checkpointer.ts';
@@ -28,6 +29,8 @@ export interface BundledService {
 export class BundledServices {
   private registry: KeyRegistry | null = null;
   private redis: Redis | null = null;
+  private reachable: Promise<void> | undefined;
+  private lastRedisError: string | undefined;
 
   constructor(
     private readonly env: NodeJS.ProcessEnv,
@@ -35,6 +38,7 @@ export class BundledServices {
   ) {}
 
   async controlPlane(): Promise<BundledService> {
+    await this.redisReachable();
     const cp = await createControlPlane(loadControlPlaneSettings(this.env), this.log, { keys: this.keys() });
     const server = await listen(cp.app, 0, '127.0.0.1');
     if (cp.devKey) process.stdout.write(describeDevelopmentKey(cp.devKey) + '\n');
@@ -43,6 +47,7 @@ export class BundledServices {
 
   /** The default deployment: the app of APP_CONFIG, else the example app (bearer-token auth, per-user threads). */
   async agentServer(): Promise<BundledService> {
+    await this.redisReachable();
     const settings = loadAgentServerSettings(this.env);
     const verifyApiKey = registryKeyVerifier(this.keys());
     // With REDIS_URL, threads and their state survive a restart: store and checkpointer share the key registry's connection.
@@ -78,13 +83,37 @@ export class BundledServices {
     return (this.registry = new RedisKeyRegistry(redis, { prefix: keysPrefix }));
   }
 
+  /**
+   * With REDIS_URL, the bundled services keep their state in Redis and cannot
+   * start without it: a clear error naming the variable, rather than a store
+   * failure deep inside their start-up.
+   */
+  private redisReachable(): Promise<void> {
+    const redis = this.redisClient();
+    this.reachable ??=
+      redis === null
+        ? Promise.resolve()
+        : redis.ping().then(
+            () => undefined,
+            (err: Error) => {
+              const url = new URL(loadControlPlaneSettings(this.env).redisUrl!);
+              url.password = url.password && '***';
+              throw new SettingsError('REDIS_URL', `the bundled services keep their state in Redis and could not reach ${url.href} at start (${this.lastRedisError ?? err.message})`);
+            },
+          );
+    return this.reachable;
+  }
+
   /** The one Redis connection of the bundled services (REDIS_URL), made on first use; null without REDIS_URL. */
   private redisClient(): Redis | null {
     if (this.redis) return this.redis;
     const { redisUrl } = loadControlPlaneSettings(this.env);
     if (redisUrl === null) return null;
     this.redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-    this.redis.on('error', (err: Error) => this.log.warn({ err: err.message }, 'bundled services redis error'));
+    this.redis.on('error', (err: Error) => {
+      this.lastRedisError = err.message;
+      this.log.warn({ err: err.message }, 'bundled services redis error');
+    });
     return this.redis;
   }
 }

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { closedPort } from '../helpers/upstream.ts';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
@@ -120,5 +121,21 @@ describe('the gateway program', () => {
     const ok = await run(process.execPath, ['bin/gateway.js', 'check', 'rules/us.yaml']);
     expect(ok.stdout).toContain('no findings');
     await expect(run(process.execPath, ['bin/gateway.js', 'check', 'test/fixtures/seed-order.yaml'])).rejects.toMatchObject({ code: 1 });
+  });
+
+  it('start with the bundled services and a Redis that refuses connections exits 2 at once, naming REDIS_URL, password hidden', async () => {
+    const run = promisify(execFile);
+    const port = await closedPort();
+    const env = { ...process.env, REDIS_URL: `redis://user:hunter2@127.0.0.1:${port}`, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'silent' };
+    for (const name of ['AGENT_SERVER_URL', 'CONTROL_PLANE_URL', 'REDIS_CLUSTER_NODES']) delete env[name];
+    const failed = await run(process.execPath, ['bin/gateway.js', 'start'], { env, timeout: 20_000 }).then(
+      () => null,
+      (err: { code?: number; stderr?: string }) => err,
+    );
+    expect(failed?.code).toBe(2);
+    expect(failed?.stderr).toContain(`gateway start: REDIS_URL: the bundled services keep their state in Redis and could not reach redis://user:***@127.0.0.1:${port}`);
+    expect(failed?.stderr).toContain('ECONNREFUSED');
+    expect(failed?.stderr).not.toContain('hunter2');
+    expect(failed?.stderr).not.toMatch(/\n\s+at /); // no stack trace
   });
 });
