@@ -19,11 +19,6 @@ export const REDACT = [
   'value',
 ];
 
-/**
- * Lines are gathered up to 4 KiB before one write (a write per line costs a
- * system call per request under load), and written at the latest after
- * 100 ms; pino writes what is left synchronously when the process exits.
- */
-export function createLogger(level: string, destination = pino.destination({ sync: false, minLength: 4096, periodicFlush: 100 })): Logger {
+export function createLogger(level: string, destination = pino.destination({ sync: false })): Logger {
   return pino({ level, base: undefined, redact: { paths: REDACT, censor: '[redacted]' } }, destination);
 }

@@ -126,7 +126,7 @@ describe('the gateway program', () => {
   it('start with the bundled services and a Redis that refuses connections exits 2 at once, naming REDIS_URL, password hidden', async () => {
     const run = promisify(execFile);
     const port = await closedPort();
-    const env = { ...process.env, REDIS_URL: `redis://user:hunter2@127.0.0.1:${port}`, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'silent' };
+    const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: `redis://user:hunter2@127.0.0.1:${port}`, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'silent' };
     for (const name of ['AGENT_SERVER_URL', 'CONTROL_PLANE_URL', 'REDIS_CLUSTER_NODES']) delete env[name];
     const failed = await run(process.execPath, ['bin/gateway.js', 'start'], { env, timeout: 20_000 }).then(
       () => null,

@@ -1,12 +1,20 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { accessLog, type AccessEntry } from '../../src/edge/access-log.ts';
 
+/** Every write the destination receives, and the lines in them. */
 function capture(level = 'info') {
-  const lines: string[] = [];
-  const root = pino({ level, base: undefined }, { write: (s: string) => void lines.push(s) });
-  return { root, lines };
+  const writes: string[] = [];
+  const root = pino({ level, base: undefined }, { write: (s: string) => void writes.push(s) });
+  return { root, writes, lines: () => writes.join('').split('\n').filter(Boolean) };
 }
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 const ENTRY: AccessEntry = {
   requestId: 'req-1',
@@ -21,14 +29,14 @@ const ENTRY: AccessEntry = {
 };
 
 describe('accessLog', () => {
-  it('writes one JSON line in the format pino writes, with the logger bindings, whatever the path holds', () => {
+  it('writes one JSON line in the format pino writes, with the logger bindings, whatever the path holds', async () => {
     const { root, lines } = capture();
     accessLog(root.child({ component: 'edge' }))(ENTRY);
+    await turn();
     root.child({ component: 'edge' }).info({ requestId: 'req-1' }, 'request');
-    expect(lines).toHaveLength(2);
-    expect(lines[0]!.endsWith('\n')).toBe(true);
-    const ours = JSON.parse(lines[0]!) as Record<string, unknown>;
-    const pinos = JSON.parse(lines[1]!) as Record<string, unknown>;
+    expect(lines()).toHaveLength(2);
+    const ours = JSON.parse(lines()[0]!) as Record<string, unknown>;
+    const pinos = JSON.parse(lines()[1]!) as Record<string, unknown>;
     expect(Object.keys(ours).slice(0, 3)).toEqual(Object.keys(pinos).slice(0, 3)); // level, time, bindings first
     const { fellBack: _, ...logged } = ENTRY;
     expect(ours).toMatchObject({ level: pinos.level, component: 'edge', msg: 'request', ...logged });
@@ -36,18 +44,53 @@ describe('accessLog', () => {
     expect(typeof ours.time).toBe('number');
   });
 
-  it('leaves out what a request did not have, and says when fallback buckets decided', () => {
+  it('leaves out what a request did not have, and says when fallback buckets decided', async () => {
     const { root, lines } = capture();
     accessLog(root)({ ...ENTRY, rule: undefined, upstream: undefined, fellBack: true, decision: 'unlimited', status: 400 });
-    const line = JSON.parse(lines[0]!) as Record<string, unknown>;
+    await turn();
+    const line = JSON.parse(lines()[0]!) as Record<string, unknown>;
     expect(line).not.toHaveProperty('rule');
     expect(line).not.toHaveProperty('upstream');
     expect(line).toMatchObject({ fellBack: true, decision: 'unlimited', status: 400 });
   });
 
-  it('writes nothing when the level is above info', () => {
-    const { root, lines } = capture('warn');
+  it('writes nothing when the level is above info', async () => {
+    const { root, writes } = capture('warn');
     accessLog(root)(ENTRY);
-    expect(lines).toEqual([]);
+    await turn();
+    expect(writes).toEqual([]);
+  });
+
+  it('hands the lines of one event-loop turn over in one write, and a full batch at once', async () => {
+    const { root, writes, lines } = capture();
+    const log = accessLog(root);
+    for (let i = 0; i < 3; i++) log({ ...ENTRY, requestId: `turn-${i}` });
+    expect(writes).toEqual([]);
+    await turn();
+    expect(writes).toHaveLength(1);
+    expect(lines().map((l) => (JSON.parse(l) as { requestId: string }).requestId)).toEqual(['turn-0', 'turn-1', 'turn-2']);
+    for (let i = 0; i < 200; i++) log({ ...ENTRY, requestId: `big-${i}` }); // past 16 KiB within one turn
+    expect(writes.length).toBeGreaterThan(1);
+    await turn();
+    expect(lines()).toHaveLength(203);
+  });
+
+  it('loses no line when the process exits before the turn ends (destination on a file descriptor, as stdout is)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'access-log-'));
+    const file = join(dir, 'out.log');
+    const script = [
+      `import { openSync } from 'node:fs';`,
+      `import pino from 'pino';`,
+      `import { accessLog } from ${JSON.stringify(join(import.meta.dirname, '../../src/edge/access-log.ts'))};`,
+      `const log = accessLog(pino({ base: undefined }, pino.destination({ fd: openSync(${JSON.stringify(file)}, 'a'), sync: false })));`,
+      `log(${JSON.stringify({ ...ENTRY, requestId: 'at-exit' })});`,
+      `process.exit(0);`,
+    ].join('\n');
+    try {
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '../..') });
+      expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ requestId: 'at-exit', msg: 'request' });
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
