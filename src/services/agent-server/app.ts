@@ -16,6 +16,7 @@ import { MemoryAgentStore } from './memory-store.ts';
 import { openApiDocument } from './openapi.ts';
 import { mount } from './operations.ts';
 import { Runner } from './runner.ts';
+import { runControlOperations } from './run-control.ts';
 import { runOperations } from './runs.ts';
 import type { AgentStore } from './store.ts';
 import { SERVER_VERSION, systemOperations } from './system.ts';
@@ -69,8 +70,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   const store = options.store ?? new MemoryAgentStore();
   await ensureDefaultAssistants(store, graphs);
   const runner = new Runner({ store, graphs, checkpointer, log });
-  const ctx: ServerContext = { store, graphs, runner, log, heartbeatMs };
-  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...runOperations(ctx)];
+  const ctx: ServerContext = { store, graphs, runner, checkpointer, log, heartbeatMs };
+  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...runOperations(ctx), ...runControlOperations(ctx)];
 
   const app = new Hono<AgentEnv>();
   app.use('*', bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413) }));

@@ -1,13 +1,16 @@
+import type { Context } from 'hono';
 import { z } from 'zod';
-import { matchesFilter } from './authorize.ts';
+import type { AgentEnv } from './auth.ts';
+import { matchesFilter, type Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
 import { ApiError, conflict, notFound } from './errors.ts';
 import type { GraphRegistry } from './graphs.ts';
 import { newId, uuid5 } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { assistantCreate, assistantSchema, assistantSearch, errorSchema } from './schemas.ts';
+import { assistantCreate, assistantDelete, assistantPatch, assistantSchema, assistantSearch, errorSchema } from './schemas.ts';
 import type { AgentStore } from './store.ts';
+import { removeThread } from './thread-removal.ts';
 import type { Assistant, Json } from './types.ts';
 
 /**
@@ -45,7 +48,16 @@ export async function findAssistant(store: AgentStore, graphs: GraphRegistry, id
 
 const errors = { 401: { description: 'Not authenticated.', schema: errorSchema }, 422: { description: 'Invalid request.', schema: errorSchema } };
 
-export function assistantOperations({ store, graphs }: ServerContext): Operation[] {
+/** The assistant, if it exists and the caller may `action` it; 404 otherwise. `value` is what the handler sees (and may change). */
+async function visibleAssistant(c: Context<AgentEnv>, { store, graphs }: ServerContext, id: string, action: Action, value: Json = { assistant_id: id }): Promise<Assistant> {
+  const filter = await c.get('auth').authorize('assistants', action, value);
+  const assistant = await findAssistant(store, graphs, id);
+  if (assistant === null || !matchesFilter(assistant.metadata, filter)) throw notFound('Assistant', id);
+  return assistant;
+}
+
+export function assistantOperations(ctx: ServerContext): Operation[] {
+  const { store, graphs } = ctx;
   return [
     operation({
       method: 'post',
@@ -95,12 +107,56 @@ export function assistantOperations({ store, graphs }: ServerContext): Operation
       description: 'By UUID, or by graph name for the default assistant of that graph.',
       tag: 'Assistants',
       responses: { 200: { description: 'The assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant.', schema: errorSchema } },
-      async handler(c) {
+      handler: async (c) => c.json(await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read')),
+    }),
+    operation({
+      method: 'patch',
+      path: '/assistants/{assistant_id}',
+      operationId: 'patch_assistant',
+      summary: 'Update an assistant',
+      description: 'Replaces config and context, merges metadata, sets graph, name and description when given; the version goes up by one.',
+      tag: 'Assistants',
+      body: assistantPatch,
+      responses: { 200: { description: 'The updated assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant or graph.', schema: errorSchema } },
+      async handler(c, { body }) {
         const id = param(c, 'assistant_id');
-        const filter = await c.get('auth').authorize('assistants', 'read', { assistant_id: id });
-        const assistant = await findAssistant(store, graphs, id);
-        if (assistant === null || !matchesFilter(assistant.metadata, filter)) throw notFound('Assistant', id);
-        return c.json(assistant);
+        const value: Json = { assistant_id: id, ...body, metadata: body.metadata == null ? body.metadata : { ...body.metadata } };
+        const assistant = await visibleAssistant(c, ctx, id, 'update', value);
+        if (body.graph_id != null && !graphs.has(body.graph_id)) throw new ApiError(404, `Graph "${body.graph_id}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
+        const metadata = value.metadata as Json | null | undefined;
+        const updated: Assistant = {
+          ...assistant,
+          graph_id: body.graph_id ?? assistant.graph_id,
+          config: body.config ?? assistant.config,
+          context: body.context ?? assistant.context,
+          metadata: metadata == null ? assistant.metadata : { ...assistant.metadata, ...metadata },
+          name: body.name ?? assistant.name,
+          description: body.description === undefined ? assistant.description : body.description,
+          version: assistant.version + 1,
+          updated_at: new Date().toISOString(),
+        };
+        await store.putAssistant(updated);
+        return c.json(updated);
+      },
+    }),
+    operation({
+      method: 'delete',
+      path: '/assistants/{assistant_id}',
+      operationId: 'delete_assistant',
+      summary: 'Delete an assistant',
+      description: 'With delete_threads=true, also the threads (with their runs and state) whose metadata.assistant_id is this assistant and that the caller may delete.',
+      tag: 'Assistants',
+      query: assistantDelete,
+      responses: { 204: { description: 'Deleted.' }, ...errors, 404: { description: 'Unknown assistant.', schema: errorSchema } },
+      async handler(c, { query }) {
+        const assistant = await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'delete');
+        await store.deleteAssistant(assistant.assistant_id);
+        if (query.delete_threads) {
+          const filter = await c.get('auth').authorize('threads', 'delete', { assistant_id: assistant.assistant_id });
+          const threads = (await store.listThreads()).filter((t) => t.metadata.assistant_id === assistant.assistant_id && matchesFilter(t.metadata, filter));
+          for (const t of threads) await removeThread(ctx, t.thread_id);
+        }
+        return c.body(null, 204);
       },
     }),
     operation({

@@ -1,3 +1,4 @@
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import type { GraphRegistry } from './graphs.ts';
 import type { Runner } from './runner.ts';
@@ -8,6 +9,8 @@ export interface ServerContext {
   readonly store: AgentStore;
   readonly graphs: GraphRegistry;
   readonly runner: Runner;
+  /** Where thread state lives (the graphs run on it). */
+  readonly checkpointer: BaseCheckpointSaver;
   readonly log: Logger;
   /** Idle time before a `: heartbeat` comment on a run stream. */
   readonly heartbeatMs: number;

@@ -31,6 +31,23 @@ export function graphStreamModes(modes: readonly StreamMode[]): string[] {
   return [...out];
 }
 
+/** The stream mode an event belongs to; null for `metadata` and `error`, which every reader gets. */
+export function modeOfEvent(event: string): StreamMode | null {
+  const base = event.split('|')[0]!;
+  if (base === 'metadata' || base === 'error') return null;
+  if (base.startsWith('messages/')) return 'messages';
+  return base === 'messages' ? 'messages-tuple' : (base as StreamMode);
+}
+
+/** The frames of `modes` only (plus `metadata` and `error`). */
+export async function* onlyModes(frames: AsyncIterable<Frame>, modes: readonly StreamMode[]): AsyncGenerator<Frame> {
+  const wanted = new Set(modes);
+  for await (const f of frames) {
+    const mode = modeOfEvent(f.event);
+    if (mode === null || wanted.has(mode)) yield f;
+  }
+}
+
 interface Partial {
   message: BaseMessageChunk;
   readonly node: unknown;

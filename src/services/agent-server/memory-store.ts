@@ -20,6 +20,10 @@ export class MemoryAgentStore implements AgentStore {
     return [...this.assistants.values()].map(copy);
   }
 
+  async deleteAssistant(id: string): Promise<void> {
+    this.assistants.delete(id);
+  }
+
   async getThread(id: string): Promise<Thread | null> {
     return copy(this.threads.get(id) ?? null);
   }
@@ -43,6 +47,10 @@ export class MemoryAgentStore implements AgentStore {
 
   async putRun(run: Run): Promise<void> {
     this.runs.set(run.run_id, copy(run));
+  }
+
+  async deleteRun(id: string): Promise<void> {
+    this.runs.delete(id);
   }
 
   async listRuns(threadId: string): Promise<Run[]> {

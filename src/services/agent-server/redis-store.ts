@@ -51,6 +51,10 @@ export class RedisAgentStore implements AgentStore {
     return this.listByIndex<Assistant>(this.k('assistants'), 'assistant:');
   }
 
+  async deleteAssistant(id: string): Promise<void> {
+    await this.client.multi().unlink(this.k(`assistant:${id}`)).srem(this.k('assistants'), id).exec().then(check);
+  }
+
   async getThread(id: string): Promise<Thread | null> {
     return parse<Thread>(await this.client.get(this.k(`thread:${id}`)));
   }
@@ -81,6 +85,13 @@ export class RedisAgentStore implements AgentStore {
     const previous = parse<Run>(await this.client.get(key));
     const tx = this.client.multi().set(key, JSON.stringify(run)).sadd(this.k(`thread-runs:${run.thread_id}`), run.run_id);
     if (previous !== null && previous.thread_id !== run.thread_id) tx.srem(this.k(`thread-runs:${previous.thread_id}`), run.run_id);
+    await tx.exec().then(check);
+  }
+
+  async deleteRun(id: string): Promise<void> {
+    const run = await this.getRun(id);
+    const tx = this.client.multi().unlink(this.k(`run:${id}`));
+    if (run !== null) tx.srem(this.k(`thread-runs:${run.thread_id}`), id);
     await tx.exec().then(check);
   }
 

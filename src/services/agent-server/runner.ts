@@ -1,6 +1,6 @@
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { Logger } from 'pino';
-import { Channel } from './channel.ts';
+import { Broadcast } from './broadcast.ts';
 import { conflict } from './errors.ts';
 import { FrameMapper, frame, graphStreamModes, type Frame } from './frames.ts';
 import type { GraphRegistry, StateSnapshotLike } from './graphs.ts';
@@ -10,11 +10,12 @@ import type { AgentStore } from './store.ts';
 import type { Json, MultitaskStrategy, Run, RunStatus, Thread, ThreadStatus } from './types.ts';
 
 /**
- * Runs graphs. Each run streams its events into a channel (metadata
- * first) that a response reads; the run itself goes on in the background
+ * Runs graphs. Each run streams its events (metadata first) to the
+ * response that started it; the run itself goes on in the background
  * and records its outcome on the run and its thread. One run at a time per
  * thread: a second one answers 409 unless its multitask strategy cancels
  * the active run (`interrupt`, `rollback`) or waits for it (`enqueue`).
+ * Other clients can join a run's events while it goes on (`join`).
  */
 export interface RunSpec {
   /** The run record (stored by the runner, first as pending). */
@@ -39,15 +40,26 @@ export interface RunOutcome {
   readonly error: { error: string; message: string } | null;
 }
 
-export type CancelReason = 'disconnect' | 'interrupt' | 'shutdown';
+/** Why a run stops early: its client left, a newer run interrupted it, the server stops, or a cancel request (or thread deletion) asked. */
+export type CancelReason = 'disconnect' | 'interrupt' | 'shutdown' | 'cancel';
+
+/** A client following a run's events from the moment it joined. */
+export interface RunReader {
+  readonly frames: AsyncIterable<Frame>;
+  /** The client is gone: stop queueing events for it. */
+  leave(): void;
+}
 
 export interface RunHandle {
   readonly runId: string;
+  /** The events for the response that started the run (`metadata` first). */
   readonly frames: AsyncIterable<Frame>;
   readonly done: Promise<RunOutcome>;
   cancel(reason: CancelReason): void;
   /** The reader is gone but the run goes on (`on_disconnect: continue`). */
   detach(): void;
+  /** Another reader of the run's events, from now on. */
+  join(): RunReader;
 }
 
 export interface RunnerDeps {
@@ -60,13 +72,24 @@ export interface RunnerDeps {
 export class Runner {
   /** Per thread: the active run, then the queued ones. */
   private readonly queues = new Map<string, RunHandle[]>();
-  private readonly all = new Set<RunHandle>();
+  /** Every run not yet finished, by run id. */
+  private readonly all = new Map<string, RunHandle>();
 
   constructor(private readonly deps: RunnerDeps) {}
 
   /** True while a run is active or queued on the thread. */
   busy(threadId: string): boolean {
     return (this.queues.get(threadId)?.length ?? 0) > 0;
+  }
+
+  /** The run while it is queued or running; undefined once it has finished (or on another server). */
+  find(runId: string): RunHandle | undefined {
+    return this.all.get(runId);
+  }
+
+  /** The thread's active run and the runs queued behind it. */
+  onThread(threadId: string): RunHandle[] {
+    return [...(this.queues.get(threadId) ?? [])];
   }
 
   /** Starts `spec` (synchronously claims its thread: call it with no await after the busy check). */
@@ -79,26 +102,31 @@ export class Runner {
     if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
     const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
 
-    const channel = new Channel<Frame>();
+    const events = new Broadcast<Frame>();
+    const first = events.subscribe();
     const controller = new AbortController();
     let cancelReason: CancelReason | null = null;
-    channel.push(frame('metadata', { run_id: spec.run.run_id, attempt: 1 }));
-    const done = this.execute(spec, channel, controller.signal, () => cancelReason, before);
+    events.push(frame('metadata', { run_id: spec.run.run_id, attempt: 1 }));
+    const done = this.execute(spec, events, controller.signal, () => cancelReason, before);
     const handle: RunHandle = {
       runId: spec.run.run_id,
-      frames: channel,
+      frames: first,
       done,
       cancel(reason) {
         if (cancelReason !== null) return;
         cancelReason = reason;
         controller.abort(new Error(`run cancelled (${reason})`));
       },
-      detach: () => channel.detach(),
+      detach: () => events.leave(first),
+      join() {
+        const reader = events.subscribe();
+        return { frames: reader, leave: () => events.leave(reader) };
+      },
     };
-    this.all.add(handle);
+    this.all.set(handle.runId, handle);
     if (!spec.threadless) this.queues.set(threadId, [...(this.queues.get(threadId) ?? []), handle]);
     void done.finally(() => {
-      this.all.delete(handle);
+      this.all.delete(handle.runId);
       const left = (this.queues.get(threadId) ?? []).filter((h) => h !== handle);
       if (left.length > 0) this.queues.set(threadId, left);
       else this.queues.delete(threadId);
@@ -108,14 +136,14 @@ export class Runner {
 
   /** Cancels every run and waits for them to wind down. */
   async close(): Promise<void> {
-    const handles = [...this.all];
+    const handles = [...this.all.values()];
     for (const h of handles) h.cancel('shutdown');
     await Promise.all(handles.map((h) => h.done.catch(() => undefined)));
   }
 
   private async execute(
     spec: RunSpec,
-    channel: Channel<Frame>,
+    events: Broadcast<Frame>,
     signal: AbortSignal,
     cancelled: () => CancelReason | null,
     before: Promise<unknown>,
@@ -125,7 +153,8 @@ export class Runner {
     const threadId = run.thread_id;
     const runLog = log.child({ run_id: run.run_id, thread_id: spec.threadless ? undefined : threadId, graph_id: spec.graphId });
     await this.setRun(run, 'pending');
-    await before;
+    // A queued run waits for the runs ahead of it, unless it is cancelled first.
+    await Promise.race([before, whenAborted(signal)]);
     let status: RunStatus = 'success';
     let error: RunOutcome['error'] = null;
     let state: StateSnapshotLike | null = null;
@@ -144,20 +173,22 @@ export class Runner {
         subgraphs: spec.subgraphs,
         signal,
       });
-      for await (const chunk of stream) for (const f of mapper.map(chunk)) channel.push(f);
-      for (const f of mapper.finish()) channel.push(f);
+      for await (const chunk of stream) for (const f of mapper.map(chunk)) events.push(f);
+      for (const f of mapper.finish()) events.push(f);
       state = await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null);
     } catch (err) {
       const reason = cancelled();
       if (reason !== null) {
         status = 'interrupted';
-        if (reason === 'interrupt') channel.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: a newer run on this thread interrupted it.' }));
-        if (reason === 'shutdown') channel.push(frame('error', { error: 'ServiceUnavailable', message: 'Run cancelled: the server is shutting down.' }));
+        if (reason === 'interrupt') events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: a newer run on this thread interrupted it.' }));
+        if (reason === 'shutdown') events.push(frame('error', { error: 'ServiceUnavailable', message: 'Run cancelled: the server is shutting down.' }));
+        if (reason === 'disconnect') events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: its client disconnected.' }));
+        if (reason === 'cancel') events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled on request.' }));
         runLog.info({ reason }, 'run cancelled');
       } else {
         status = 'error';
         error = { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
-        channel.push(frame('error', error));
+        events.push(frame('error', error));
         runLog.warn({ err: error }, 'run failed');
       }
       const graph = await graphs.get(spec.graphId, spec.config).catch(() => null);
@@ -171,7 +202,7 @@ export class Runner {
     } catch (err) {
       runLog.error({ err: (err as Error).message }, 'could not record the run outcome');
     } finally {
-      channel.close();
+      events.close();
     }
     runLog.debug({ status }, 'run finished');
     return { status, values, error };
@@ -211,4 +242,9 @@ export class Runner {
   private busyAfter(threadId: string, runId: string): boolean {
     return (this.queues.get(threadId) ?? []).some((h) => h.runId !== runId);
   }
+}
+
+/** Resolves when `signal` aborts (and never if it does not). */
+function whenAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
 }

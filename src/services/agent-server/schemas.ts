@@ -35,6 +35,22 @@ export const assistantCreate = z.object({
   description: z.string().nullish(),
 });
 
+export const assistantPatch = z.object({
+  graph_id: z.string().min(1).nullish().describe('Move the assistant to another graph of the app.'),
+  config: object().nullish().describe('Replaces the config.'),
+  context: object().nullish().describe('Replaces the context.'),
+  metadata: object().nullish().describe('Merged into the metadata.'),
+  name: z.string().nullish(),
+  description: z.string().nullish(),
+});
+
+/** A query flag as the clients send it: `true`/`false`, `1`/`0` (and the other spellings of z.stringbool). */
+const flag = () => z.stringbool();
+
+export const assistantDelete = z.object({
+  delete_threads: flag().default(false).describe('Also delete the threads whose metadata.assistant_id is this assistant.'),
+});
+
 export const assistantSearch = z.object({
   metadata: object().nullish().describe('Exact match on each key.'),
   graph_id: z.string().nullish(),
@@ -51,6 +67,11 @@ export const threadCreate = z.object({
   if_exists: z.enum(['raise', 'do_nothing']).nullish(),
   ttl: z.unknown().optional().describe('Accepted; threads are not expired by this server.'),
   supersteps: z.array(z.unknown()).max(0, 'supersteps are not supported by this server').nullish(),
+});
+
+export const threadPatch = z.object({
+  metadata: object().nullish().describe('Merged into the metadata.'),
+  ttl: z.unknown().optional().describe('Accepted; threads are not expired by this server.'),
 });
 
 export const threadSearch = z.object({
@@ -97,6 +118,31 @@ export const runCreate = z.object({
   checkpoint_id: z.string().nullish(),
 });
 export type RunCreate = z.output<typeof runCreate>;
+
+export const runCancel = z.object({
+  wait: flag().default(false).describe('Answer once the run has stopped (204) instead of at once (202).'),
+  action: z.enum(['interrupt', 'rollback']).default('interrupt').describe('Both stop the run and keep the state it reached (no rollback of checkpoints here).'),
+});
+
+export const runJoinStream = z.object({
+  cancel_on_disconnect: flag().default(false).describe('Cancel the run when this client goes away.'),
+  stream_mode: z
+    .string()
+    .transform((text) => [parseMaybeJson(text)].flat())
+    .pipe(z.array(streamMode).min(1))
+    .optional()
+    .describe('Only these modes of the run: one mode, or a JSON array of modes (as the JS client sends several). Default: every mode the run streams.'),
+});
+
+/** `["a","b"]` → the array; anything else (a bare mode) as it is. */
+function parseMaybeJson(text: string): unknown {
+  if (!text.trim().startsWith('[')) return text;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
+}
 
 // ---- responses
 

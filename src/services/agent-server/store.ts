@@ -11,12 +11,15 @@ export interface AgentStore {
   getAssistant(id: string): Promise<Assistant | null>;
   putAssistant(assistant: Assistant): Promise<void>;
   listAssistants(): Promise<Assistant[]>;
+  deleteAssistant(id: string): Promise<void>;
   getThread(id: string): Promise<Thread | null>;
   putThread(thread: Thread): Promise<void>;
+  /** Deletes the thread and its runs. */
   deleteThread(id: string): Promise<void>;
   listThreads(): Promise<Thread[]>;
   getRun(id: string): Promise<Run | null>;
   putRun(run: Run): Promise<void>;
+  deleteRun(id: string): Promise<void>;
   /** Runs of a thread, oldest first. */
   listRuns(threadId: string): Promise<Run[]>;
   close(): Promise<void>;

@@ -1,15 +1,16 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { AgentEnv } from './auth.ts';
-import { matchesFilter } from './authorize.ts';
+import { matchesFilter, type Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
 import { conflict, notFound } from './errors.ts';
 import type { StateSnapshotLike } from './graphs.ts';
 import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { errorSchema, runList, runSchema, threadCreate, threadList, threadSchema, threadSearch, threadStateSchema } from './schemas.ts';
+import { errorSchema, runList, runSchema, threadCreate, threadList, threadPatch, threadSchema, threadSearch, threadStateSchema } from './schemas.ts';
 import { toPlain } from './serialize.ts';
+import { removeThread } from './thread-removal.ts';
 import type { Json, Thread } from './types.ts';
 
 /**
@@ -41,9 +42,12 @@ export async function createThread(
   return thread;
 }
 
-/** The thread, if it exists and the caller may `action` it; 404 otherwise. */
-export async function visibleThread(c: Context<AgentEnv>, { store }: ServerContext, id: string, action: 'read' | 'create_run' = 'read', value: Json = {}): Promise<Thread> {
-  const filter = await c.get('auth').authorize('threads', action, { thread_id: id, ...value });
+/**
+ * The thread, if it exists and the caller may `action` it; 404 otherwise.
+ * `value` is what the authorization handler sees (and may change in place).
+ */
+export async function visibleThread(c: Context<AgentEnv>, { store }: ServerContext, id: string, action: Action = 'read', value: Json = { thread_id: id }): Promise<Thread> {
+  const filter = await c.get('auth').authorize('threads', action, value);
   const thread = await store.getThread(id);
   if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', id);
   return thread;
@@ -109,6 +113,38 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       handler: async (c) => c.json(await visibleThread(c, ctx, param(c, 'thread_id'))),
     }),
     operation({
+      method: 'patch',
+      path: '/threads/{thread_id}',
+      operationId: 'patch_thread',
+      summary: 'Update a thread',
+      description: "Merges `metadata` into the thread's metadata (after the `threads:update` handler saw it).",
+      tag: 'Threads',
+      body: threadPatch,
+      responses: { 200: { description: 'The updated thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      async handler(c, { body }) {
+        const id = param(c, 'thread_id');
+        const value: Json = { thread_id: id, metadata: { ...body.metadata } };
+        const thread = await visibleThread(c, ctx, id, 'update', value);
+        const updated: Thread = { ...thread, metadata: { ...thread.metadata, ...(value.metadata as Json | undefined) }, updated_at: new Date().toISOString() };
+        await store.putThread(updated);
+        return c.json(updated);
+      },
+    }),
+    operation({
+      method: 'delete',
+      path: '/threads/{thread_id}',
+      operationId: 'delete_thread',
+      summary: 'Delete a thread',
+      description: 'Cancels its runs, then removes it, its runs and its state.',
+      tag: 'Threads',
+      responses: { 204: { description: 'Deleted.' }, ...errors, ...notFoundAnswer },
+      async handler(c) {
+        const thread = await visibleThread(c, ctx, param(c, 'thread_id'), 'delete');
+        await removeThread(ctx, thread.thread_id);
+        return c.body(null, 204);
+      },
+    }),
+    operation({
       method: 'get',
       path: '/threads/{thread_id}/state',
       operationId: 'get_thread_state',
@@ -135,20 +171,6 @@ export function threadOperations(ctx: ServerContext): Operation[] {
         const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
         const runs = (await store.listRuns(thread.thread_id)).filter((r) => query.status === undefined || r.status === query.status);
         return pageAnswer(c, runs, { limit: query.limit, offset: query.offset }, { sortBy: 'created_at', tieBreak: 'run_id' });
-      },
-    }),
-    operation({
-      method: 'get',
-      path: '/threads/{thread_id}/runs/{run_id}',
-      operationId: 'get_run',
-      summary: 'Get a run',
-      tag: 'Runs',
-      responses: { 200: { description: 'The run.', schema: runSchema }, ...errors, 404: { description: 'Unknown thread or run.', schema: errorSchema } },
-      async handler(c) {
-        const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
-        const run = await store.getRun(param(c, 'run_id'));
-        if (run === null || run.thread_id !== thread.thread_id) throw notFound('Run', param(c, 'run_id'));
-        return c.json(run);
       },
     }),
   ];

@@ -50,6 +50,38 @@ describe('the example app: bearer tokens and per-user threads', () => {
     expect((await bob.client.assistants.search({ graphId: 'agent' })).length).toBe(1);
   });
 
+  it("answers 404 to every update, delete and run control on another user's thread, and leaves it intact", async () => {
+    const alice = as('alice-token').client;
+    const bob = as('bob-token').client;
+    const thread = await alice.threads.create({ metadata: { topic: 'private' } });
+    await alice.runs.wait(thread.thread_id, 'agent', { input: userInput('mine') });
+    const [run] = await alice.runs.list(thread.thread_id);
+    const id = thread.thread_id;
+    const runId = run!.run_id;
+    for (const attempt of [
+      () => bob.threads.update(id, { metadata: { owner: 'bob' } }),
+      () => bob.threads.delete(id),
+      () => bob.runs.get(id, runId),
+      () => bob.runs.cancel(id, runId, true),
+      () => bob.runs.join(id, runId),
+      () => collect(bob.runs.joinStream(id, runId)),
+      () => bob.runs.delete(id, runId),
+    ]) {
+      await expect(attempt()).rejects.toMatchObject({ status: 404 });
+    }
+    const intact = await alice.threads.get(id);
+    expect(intact.metadata).toMatchObject({ owner: 'alice', topic: 'private' });
+    expect((await alice.runs.get(id, runId)).status).toBe('success');
+    expect((await alice.runs.join(id, runId)) as { messages: unknown[] }).toEqual(intact.values);
+
+    // The owner may: metadata merges (the owner stays), the run record goes, then the thread.
+    expect((await alice.threads.update(id, { metadata: { topic: 'renamed' } })).metadata).toMatchObject({ owner: 'alice', topic: 'renamed' });
+    await alice.runs.delete(id, runId);
+    expect(await alice.runs.list(id)).toEqual([]);
+    await alice.threads.delete(id);
+    await expect(alice.threads.get(id)).rejects.toMatchObject({ status: 404 });
+  });
+
   it('answers 401 with the handler’s detail; the edge still adds its rate-limit headers', async () => {
     const none = sdk(stack.url, newKey());
     const err = await none.client.threads.search().catch((e: unknown) => e);
@@ -108,6 +140,26 @@ describe('authorization filters and handler failures', () => {
     expect((await as('dave').assistants.get(made.assistant_id)).assistant_id).toBe(made.assistant_id);
     await expect(as('erin', 'blue').assistants.get(made.assistant_id)).rejects.toMatchObject({ status: 404 });
     expect((await as('erin', 'blue').assistants.search({ metadata: { mark: 'm1' } })).map((a) => a.assistant_id)).toEqual([made.assistant_id]);
+  });
+
+  it('applies assistant update and delete handlers: another team gets 404, a handler returning false 403', async () => {
+    const made = await as('carol').assistants.create({ graphId: 'agent', metadata: { mark: 'm2' } });
+    await expect(as('erin', 'blue').assistants.update(made.assistant_id, { name: 'taken' })).rejects.toMatchObject({ status: 404 });
+    const updated = await as('dave').assistants.update(made.assistant_id, { name: 'renamed', metadata: { mark: 'm3' } });
+    expect(updated).toMatchObject({ name: 'renamed', metadata: { mark: 'm3', team: 'red', updated_by: 'dave' }, version: 2 });
+    const denied = await as('carol').assistants.delete(made.assistant_id).catch((e: unknown) => e);
+    expect(denied).toMatchObject({ status: 403 });
+    expect((denied as Error).message).toContain('Not allowed to delete assistants');
+    expect((await as('carol').assistants.get(made.assistant_id)).version).toBe(2);
+  });
+
+  it('applies the threads handler to update and delete: another team gets 404', async () => {
+    const thread = await as('carol').threads.create({ metadata: { topic: 'kept' } });
+    await expect(as('erin', 'blue').threads.update(thread.thread_id, { metadata: { topic: 'x' } })).rejects.toMatchObject({ status: 404 });
+    await expect(as('erin', 'blue').threads.delete(thread.thread_id)).rejects.toMatchObject({ status: 404 });
+    expect((await as('dave').threads.update(thread.thread_id, { metadata: { topic: 'changed' } })).metadata).toMatchObject({ topic: 'changed', team: 'red' });
+    await as('dave').threads.delete(thread.thread_id);
+    await expect(as('carol').threads.get(thread.thread_id)).rejects.toMatchObject({ status: 404 });
   });
 
   it('puts the whole user object in the run config, and never in storage', async () => {

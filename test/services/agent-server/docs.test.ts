@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assistantSearch, runCreate, STREAM_MODES } from '../../../src/services/agent-server/schemas.ts';
+import { assistantPatch, assistantSearch, runCreate, STREAM_MODES } from '../../../src/services/agent-server/schemas.ts';
 import { newKey, startStack, type Stack } from './helpers.ts';
 
 /**
@@ -32,6 +32,24 @@ describe('the OpenAPI document', () => {
     expect(doc.components.securitySchemes.apiKey).toMatchObject({ type: 'apiKey', in: 'header', name: 'x-api-key' });
     expect(Object.keys(doc.paths['/runs/stream'].post.responses['200'].content)).toEqual(['text/event-stream']);
     expect(doc.paths['/threads/{thread_id}'].get.parameters).toEqual([{ name: 'thread_id', in: 'path', required: true, schema: { type: 'string' } }]);
+  });
+
+  it('describes the update, delete and run control operations', async () => {
+    const methods = (path: string) => Object.keys(doc.paths[path] ?? {}).sort();
+    expect(methods('/assistants/{assistant_id}')).toEqual(['delete', 'get', 'patch']);
+    expect(methods('/threads/{thread_id}')).toEqual(['delete', 'get', 'patch']);
+    expect(methods('/threads/{thread_id}/runs/{run_id}')).toEqual(['delete', 'get']);
+    expect(methods('/threads/{thread_id}/runs/{run_id}/cancel')).toEqual(['post']);
+    expect(methods('/threads/{thread_id}/runs/{run_id}/join')).toEqual(['get']);
+    expect(methods('/threads/{thread_id}/runs/{run_id}/stream')).toEqual(['get']);
+    const cancel = doc.paths['/threads/{thread_id}/runs/{run_id}/cancel'].post;
+    expect(cancel.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['path:thread_id', 'path:run_id', 'query:wait', 'query:action']);
+    expect(Object.keys(cancel.responses)).toEqual(expect.arrayContaining(['202', '204', '404']));
+    expect(cancel.responses['204'].content).toBeUndefined();
+    expect(doc.paths['/assistants/{assistant_id}'].delete.parameters.map((p: { name: string }) => p.name)).toContain('delete_threads');
+    expect(Object.keys(doc.paths['/threads/{thread_id}/runs/{run_id}/stream'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    const { $schema: _, ...patch } = z.toJSONSchema(assistantPatch, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
+    expect(doc.paths['/assistants/{assistant_id}'].patch.requestBody.content['application/json'].schema).toEqual(patch);
   });
 
   it('is generated from the very schemas the routes validate with', async () => {

@@ -1,6 +1,6 @@
 import { AIMessage, AIMessageChunk } from '@langchain/core/messages';
 import { describe, expect, it } from 'vitest';
-import { FrameMapper, graphStreamModes } from '../../../src/services/agent-server/frames.ts';
+import { FrameMapper, frame, graphStreamModes, modeOfEvent, onlyModes } from '../../../src/services/agent-server/frames.ts';
 import { uuid5 } from '../../../src/services/agent-server/ids.ts';
 
 const meta = (node: string) => ({ langgraph_node: node, tags: [] });
@@ -62,5 +62,26 @@ describe('default assistant ids', () => {
     expect(uuid5('agent')).toBe('fe096781-5601-53d2-b2f6-0d3403f7e9ca');
     expect(uuid5('agent', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe(uuid5('agent', '6ba7b810-9dad-11d1-80b4-00c04fd430c8'));
     expect(uuid5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');
+  });
+});
+
+describe('filtering a joined stream by mode', () => {
+  it('names the mode of every event, subgraph events included; metadata and error belong to every mode', async () => {
+    expect(['values', 'updates|sub:1', 'messages/partial', 'messages/complete|sub:1', 'messages', 'custom', 'metadata', 'error'].map(modeOfEvent)).toEqual([
+      'values',
+      'updates',
+      'messages',
+      'messages',
+      'messages-tuple',
+      'custom',
+      null,
+      null,
+    ]);
+    async function* all() {
+      for (const e of ['metadata', 'values', 'messages', 'updates', 'messages/partial', 'error']) yield frame(e, {});
+    }
+    const kept = [];
+    for await (const f of onlyModes(all(), ['values', 'messages'])) kept.push(f.event);
+    expect(kept).toEqual(['metadata', 'values', 'messages/partial', 'error']);
   });
 });

@@ -296,6 +296,32 @@ describe('client disconnects', () => {
   });
 });
 
+describe('run control on the wire', () => {
+  it('cancel answers 202 (or 204 with wait=1) without a body; a joined stream is SSE naming the run', async () => {
+    const thread = await newThread();
+    const started = await call(`/threads/${thread}/runs/stream`, { body: { assistant_id: 'slow', input: userInput('x'), stream_mode: 'updates' } });
+    const location = started.headers.get('content-location')!;
+    const runId = location.split('/').at(-1)!;
+    await eventually(async () => (registry.started.has(runId) ? true : undefined));
+    const joined = await call(`${location}/stream?stream_mode=updates`);
+    expect(joined.status).toBe(200);
+    expect(joined.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(joined.headers.get('content-location')).toBe(location);
+    const cancelled = await call(`${location}/cancel?wait=1&action=interrupt`, { method: 'POST' });
+    expect(cancelled.status).toBe(204);
+    expect(await cancelled.text()).toBe('');
+    // The joiner came after `metadata`: it sees only how the run ended.
+    expect(parseSse(await joined.text()).filter((f) => f.comment === null)).toEqual([
+      { event: 'error', data: JSON.stringify({ error: 'CancelledError', message: 'Run cancelled on request.' }), comment: null },
+    ]);
+    expect(parseSse(await started.text()).at(-1)?.event).toBe('error');
+    const again = await call(`${location}/cancel`, { method: 'POST' });
+    expect(again.status).toBe(202);
+    expect(await again.text()).toBe('');
+    expect((await call(`/threads/${thread}`, { method: 'DELETE' })).status).toBe(204);
+  });
+});
+
 describe('shutdown', () => {
   it('cancels running graphs and ends their streams with an error frame', async () => {
     const own = await startAgentServer();

@@ -74,6 +74,31 @@ export function storeContract(name: string, make: () => Promise<AgentStore>): vo
       expect((await store.listAssistants()).map((x) => x.assistant_id)).toContain(a.assistant_id);
     });
 
+    it('deletes an assistant, leaving the others', async () => {
+      const a = assistant();
+      const b = assistant();
+      await store.putAssistant(a);
+      await store.putAssistant(b);
+      await store.deleteAssistant(a.assistant_id);
+      await store.deleteAssistant(randomUUID());
+      expect(await store.getAssistant(a.assistant_id)).toBeNull();
+      expect((await store.listAssistants()).map((x) => x.assistant_id)).toEqual([b.assistant_id]);
+    });
+
+    it('deletes one run, leaving its thread and the other runs', async () => {
+      const t = thread();
+      const r1 = run(t.thread_id, '2026-01-01T00:00:00.000Z');
+      const r2 = run(t.thread_id, '2026-01-01T00:00:01.000Z');
+      await store.putThread(t);
+      await store.putRun(r1);
+      await store.putRun(r2);
+      await store.deleteRun(r1.run_id);
+      await store.deleteRun(randomUUID());
+      expect(await store.getRun(r1.run_id)).toBeNull();
+      expect((await store.listRuns(t.thread_id)).map((r) => r.run_id)).toEqual([r2.run_id]);
+      expect(await store.getThread(t.thread_id)).toEqual(t);
+    });
+
     it('deletes a thread with its runs', async () => {
       const t = thread();
       const r = run(t.thread_id);

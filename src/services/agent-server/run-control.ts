@@ -1,0 +1,129 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { AgentEnv } from './auth.ts';
+import type { Action } from './authorize.ts';
+import type { ServerContext } from './context.ts';
+import { conflict, notFound } from './errors.ts';
+import { onlyModes, type Frame } from './frames.ts';
+import { operation, param, type Operation } from './operations.ts';
+import { errorSchema, runCancel, runJoinStream, runSchema, STREAM_MODES } from './schemas.ts';
+import { sseResponse } from './sse.ts';
+import { visibleThread } from './threads.ts';
+import type { Json, Run } from './types.ts';
+
+/**
+ * Operations on a run that exists: read it, cancel it, wait for it (join),
+ * follow its events (join stream), delete its record. A run is addressed
+ * through its thread, so the `threads` authorization handlers decide: a
+ * thread the caller may not see answers 404, and so does a run of another
+ * thread. Cancelling and following reach the runs of this server process;
+ * a run that has finished is answered from the store.
+ */
+const errors = {
+  401: { description: 'Not authenticated.', schema: errorSchema },
+  404: { description: 'Unknown thread or run (or not visible to the caller).', schema: errorSchema },
+  422: { description: 'Invalid request.', schema: errorSchema },
+};
+const common = { tag: 'Runs' } as const;
+
+/** The run of the path, if its thread exists and the caller may `action` it; 404 otherwise. */
+async function visibleRun(c: Context<AgentEnv>, ctx: ServerContext, action: Action, value: Json = {}): Promise<Run> {
+  const threadId = param(c, 'thread_id');
+  const runId = param(c, 'run_id');
+  const thread = await visibleThread(c, ctx, threadId, action, { thread_id: threadId, ...value });
+  const run = await ctx.store.getRun(runId);
+  if (run === null || run.thread_id !== thread.thread_id) throw notFound('Run', runId);
+  return run;
+}
+
+async function* noFrames(): AsyncGenerator<Frame> {}
+
+export function runControlOperations(ctx: ServerContext): Operation[] {
+  const { store, runner, heartbeatMs } = ctx;
+  return [
+    operation({
+      ...common,
+      method: 'get',
+      path: '/threads/{thread_id}/runs/{run_id}',
+      operationId: 'get_run',
+      summary: 'Get a run',
+      responses: { 200: { description: 'The run.', schema: runSchema }, ...errors },
+      handler: async (c) => c.json(await visibleRun(c, ctx, 'read')),
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/threads/{thread_id}/runs/{run_id}/cancel',
+      operationId: 'cancel_run',
+      summary: 'Cancel a run',
+      description: 'A queued or running run stops: status `interrupted`, and an `error` event (CancelledError) ends its streams. Cancelling a finished run changes nothing.',
+      query: runCancel,
+      responses: { 202: { description: 'Cancellation requested.' }, 204: { description: 'The run has stopped (wait=1).' }, ...errors },
+      async handler(c, { query }) {
+        const run = await visibleRun(c, ctx, 'update', { run_id: param(c, 'run_id'), action: query.action });
+        const handle = runner.find(run.run_id);
+        handle?.cancel('cancel');
+        if (!query.wait) return c.body(null, 202);
+        await handle?.done.catch(() => undefined);
+        return c.body(null, 204);
+      },
+    }),
+    operation({
+      ...common,
+      method: 'get',
+      path: '/threads/{thread_id}/runs/{run_id}/join',
+      operationId: 'join_run',
+      summary: 'Wait for a run',
+      description: 'Answers when the run has finished (at once if it has): the final state values of the thread (on failure, `{"__error__": {"error", "message"}}`).',
+      responses: { 200: { description: 'The final state values.', schema: z.record(z.string(), z.unknown()) }, ...errors },
+      async handler(c) {
+        const run = await visibleRun(c, ctx, 'read');
+        const outcome = await runner.find(run.run_id)?.done.catch(() => undefined);
+        if (outcome?.error) return c.json({ __error__: outcome.error });
+        if (outcome?.values != null) return c.json(outcome.values);
+        return c.json((await store.getThread(run.thread_id))?.values ?? {});
+      },
+    }),
+    operation({
+      ...common,
+      method: 'get',
+      path: '/threads/{thread_id}/runs/{run_id}/stream',
+      operationId: 'join_run_stream',
+      summary: 'Follow the events of a run',
+      description: `Server-sent events of the run from the moment of joining until it ends, as its own stream sends them (${STREAM_MODES.join(', ')}; \`error\` on failure or cancellation). A finished run's stream ends at once; streams are not resumable (no Last-Event-ID).`,
+      query: runJoinStream,
+      responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
+      async handler(c, { query }) {
+        const run = await visibleRun(c, ctx, 'read');
+        const headers = { 'Content-Location': `/threads/${run.thread_id}/runs/${run.run_id}` };
+        const handle = runner.find(run.run_id);
+        if (handle === undefined) return sseResponse(noFrames(), { headers, heartbeatMs, onCancel: () => undefined });
+        const reader = handle.join();
+        return sseResponse(query.stream_mode ? onlyModes(reader.frames, query.stream_mode) : reader.frames, {
+          headers,
+          heartbeatMs,
+          signal: c.req.raw.signal,
+          onCancel() {
+            reader.leave();
+            if (query.cancel_on_disconnect) handle.cancel('disconnect');
+          },
+        });
+      },
+    }),
+    operation({
+      ...common,
+      method: 'delete',
+      path: '/threads/{thread_id}/runs/{run_id}',
+      operationId: 'delete_run',
+      summary: 'Delete a run',
+      description: 'Removes the record of a finished run (the thread state stays). A queued or running run answers 409: cancel it first.',
+      responses: { 204: { description: 'Deleted.' }, ...errors, 409: { description: 'The run is queued or running.', schema: errorSchema } },
+      async handler(c) {
+        const run = await visibleRun(c, ctx, 'delete', { run_id: param(c, 'run_id') });
+        if (runner.find(run.run_id) !== undefined) throw conflict(`Run ${run.run_id} is still ${run.status === 'pending' ? 'queued' : 'running'}: cancel it before deleting it.`);
+        await store.deleteRun(run.run_id);
+        return c.body(null, 204);
+      },
+    }),
+  ];
+}

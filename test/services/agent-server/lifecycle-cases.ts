@@ -1,0 +1,296 @@
+import { randomUUID } from 'node:crypto';
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AgentStore } from '../../../src/services/agent-server/store.ts';
+import { registry } from './fixtures/app/graphs.ts';
+import { collect, eventually, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
+
+/**
+ * Updating and deleting assistants and threads, and controlling runs
+ * (cancel, join, join stream, delete), with the public JS client through
+ * the edge. Run once per store (memory, Redis): the backend must not
+ * change an answer. `leftovers` lists what the backend still keeps of a
+ * deleted thread (Redis keys), when it can tell.
+ */
+export interface LifecycleBackend {
+  readonly store: AgentStore;
+  readonly checkpointer: BaseCheckpointSaver;
+  leftovers?(threadId: string): Promise<string[]>;
+}
+
+type Chunk = { event: string; data: any };
+const waitFor = (check: () => boolean) => eventually(async () => (check() ? true : undefined));
+
+export function lifecycleCases(name: string, make: () => Promise<LifecycleBackend>): void {
+  describe(`${name}: update, delete and run control through the SDK`, () => {
+    let stack: Stack;
+    let backend: LifecycleBackend;
+    beforeAll(async () => {
+      backend = await make();
+      stack = await startStack({ store: backend.store, checkpointer: backend.checkpointer });
+    });
+    afterAll(() => stack?.close());
+
+    const client = () => sdk(stack.url, newKey()).client;
+    /** A run of the `slow` graph that waits until cancelled (or `waitMs`), streamed in the background. */
+    const slowRun = async (c: ReturnType<typeof client>, threadId: string, options: { waitMs?: number; strategy?: 'enqueue' } = {}) => {
+      let runId = '';
+      const chunks = collect(
+        c.runs.stream(threadId, 'slow', {
+          input: userInput('x'),
+          config: { configurable: { wait_ms: options.waitMs ?? 30_000 } },
+          multitaskStrategy: options.strategy,
+          onRunCreated: (m) => (runId = m.run_id),
+        }),
+      ) as Promise<Chunk[]>;
+      await waitFor(() => runId !== '');
+      return { runId, chunks };
+    };
+
+    describe('assistants', () => {
+      it('update replaces config and context, merges metadata, renames and bumps the version', async () => {
+        const c = client();
+        const made = await c.assistants.create({ graphId: 'agent', metadata: { a: 1 }, name: 'before', config: { configurable: { x: 1 } } });
+        const updated = await c.assistants.update(made.assistant_id, {
+          metadata: { b: 2 },
+          name: 'after',
+          description: 'described',
+          config: { configurable: { y: 2 } },
+          context: { lang: 'fr' },
+        });
+        expect(updated).toMatchObject({
+          assistant_id: made.assistant_id,
+          graph_id: 'agent',
+          metadata: { a: 1, b: 2 },
+          name: 'after',
+          description: 'described',
+          config: { configurable: { y: 2 } },
+          context: { lang: 'fr' },
+          version: 2,
+          created_at: made.created_at,
+        });
+        expect(updated.updated_at >= made.updated_at).toBe(true);
+        expect(await c.assistants.get(made.assistant_id)).toEqual(updated);
+        const moved = await c.assistants.update(made.assistant_id, { graphId: 'slow' });
+        expect(moved).toMatchObject({ graph_id: 'slow', name: 'after', metadata: { a: 1, b: 2 }, version: 3 });
+      });
+
+      it('update answers 404 for an unknown assistant or graph, 422 for a bad body', async () => {
+        const c = client();
+        await expect(c.assistants.update(randomUUID(), { name: 'x' })).rejects.toMatchObject({ status: 404 });
+        const made = await c.assistants.create({ graphId: 'agent' });
+        await expect(c.assistants.update(made.assistant_id, { graphId: 'no-such-graph' })).rejects.toMatchObject({ status: 404 });
+        const bad = await c.assistants.update(made.assistant_id, { metadata: 'nope' as never }).catch((e: unknown) => e);
+        expect(bad).toMatchObject({ status: 422 });
+        expect((bad as Error).message).toMatch(/metadata/);
+        expect((await c.assistants.get(made.assistant_id)).version).toBe(1);
+      });
+
+      it('delete removes the assistant (404 afterwards), and with deleteThreads its threads', async () => {
+        const c = client();
+        const made = await c.assistants.create({ graphId: 'agent' });
+        const kept = await c.threads.create();
+        const ran = await c.threads.create();
+        await c.runs.wait(ran.thread_id, made.assistant_id, { input: userInput('hello') });
+        expect(await c.assistants.delete(made.assistant_id)).toBeUndefined();
+        await expect(c.assistants.get(made.assistant_id)).rejects.toMatchObject({ status: 404 });
+        await expect(c.assistants.delete(made.assistant_id)).rejects.toMatchObject({ status: 404 });
+        // Without deleteThreads its threads stay.
+        expect((await c.threads.get(ran.thread_id)).metadata).toMatchObject({ assistant_id: made.assistant_id });
+
+        const second = await c.assistants.create({ graphId: 'agent' });
+        await c.runs.wait(ran.thread_id, second.assistant_id, { input: userInput('again') });
+        await c.assistants.delete(second.assistant_id, { deleteThreads: true });
+        await expect(c.threads.get(ran.thread_id)).rejects.toMatchObject({ status: 404 });
+        expect((await c.threads.get(kept.thread_id)).thread_id).toBe(kept.thread_id);
+      });
+    });
+
+    describe('threads', () => {
+      it('update merges metadata and answers the thread', async () => {
+        const c = client();
+        const thread = await c.threads.create({ metadata: { a: 1, keep: 'yes' } });
+        const updated = await c.threads.update(thread.thread_id, { metadata: { a: 2, b: 3 } });
+        expect(updated).toMatchObject({ thread_id: thread.thread_id, metadata: { a: 2, b: 3, keep: 'yes' }, status: 'idle', created_at: thread.created_at });
+        expect(await c.threads.get(thread.thread_id)).toEqual(updated);
+        expect((await c.threads.search({ metadata: { b: 3 } })).map((t) => t.thread_id)).toContain(thread.thread_id);
+        await expect(c.threads.update(randomUUID(), { metadata: { a: 1 } })).rejects.toMatchObject({ status: 404 });
+      });
+
+      it('delete removes the thread, its runs and its checkpoints', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        await c.runs.wait(thread.thread_id, 'agent', { input: userInput('remember me') });
+        const [run] = await c.runs.list(thread.thread_id);
+        const config = { configurable: { thread_id: thread.thread_id } };
+        expect(await backend.checkpointer.getTuple(config)).toBeDefined();
+
+        expect(await c.threads.delete(thread.thread_id)).toBeUndefined();
+        await expect(c.threads.get(thread.thread_id)).rejects.toMatchObject({ status: 404 });
+        await expect(c.threads.getState(thread.thread_id)).rejects.toMatchObject({ status: 404 });
+        await expect(c.runs.list(thread.thread_id)).rejects.toMatchObject({ status: 404 });
+        expect(await backend.store.getRun(run!.run_id)).toBeNull();
+        expect(await backend.checkpointer.getTuple(config)).toBeUndefined();
+        if (backend.leftovers) expect(await backend.leftovers(thread.thread_id)).toEqual([]);
+        await expect(c.threads.delete(thread.thread_id)).rejects.toMatchObject({ status: 404 });
+      });
+
+      it('delete cancels a running run first, whose record does not come back', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        const { runId, chunks } = await slowRun(c, thread.thread_id);
+        await waitFor(() => registry.started.has(runId));
+        await c.threads.delete(thread.thread_id);
+        expect((await chunks).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
+        expect(registry.cancelled.has(runId)).toBe(true);
+        expect(await backend.store.getRun(runId)).toBeNull();
+        expect(await backend.store.getThread(thread.thread_id)).toBeNull();
+      });
+    });
+
+    describe('runs', () => {
+      it('cancel stops a running run (202): error event, status interrupted; a finished run stays as it was', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        const { runId, chunks } = await slowRun(c, thread.thread_id);
+        await waitFor(() => registry.started.has(runId));
+        expect(await c.runs.cancel(thread.thread_id, runId)).toBeUndefined();
+        expect((await chunks).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
+        expect(registry.cancelled.has(runId)).toBe(true);
+        const run = await eventually(async () => {
+          const r = await c.runs.get(thread.thread_id, runId);
+          return r.status === 'interrupted' ? r : undefined;
+        });
+        expect(run.run_id).toBe(runId);
+        await c.runs.cancel(thread.thread_id, runId, true);
+        expect((await c.runs.get(thread.thread_id, runId)).status).toBe('interrupted');
+        expect((await c.threads.get(thread.thread_id)).status).toBe('idle');
+      });
+
+      it('cancel with wait answers once the run has stopped; a queued run is cancelled before it starts', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        const first = await slowRun(c, thread.thread_id);
+        await waitFor(() => registry.started.has(first.runId));
+        const queued = await slowRun(c, thread.thread_id, { strategy: 'enqueue' });
+        await c.runs.cancel(thread.thread_id, queued.runId, true);
+        expect((await c.runs.get(thread.thread_id, queued.runId)).status).toBe('interrupted');
+        expect(registry.started.has(queued.runId)).toBe(false);
+        expect((await c.runs.get(thread.thread_id, first.runId)).status).toBe('running');
+        await c.runs.cancel(thread.thread_id, first.runId, true);
+        expect((await c.runs.get(thread.thread_id, first.runId)).status).toBe('interrupted');
+        await Promise.all([first.chunks, queued.chunks]);
+      });
+
+      it('join waits for the run and answers the final values; a finished run answers at once', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        const { runId, chunks } = await slowRun(c, thread.thread_id, { waitMs: 300 });
+        const joined = (await c.runs.join(thread.thread_id, runId)) as { messages: { content: string }[] };
+        expect(joined.messages.map((m) => m.content)).toEqual(['x', 'waited']);
+        expect((await c.runs.get(thread.thread_id, runId)).status).toBe('success');
+        await chunks;
+        expect(await c.runs.join(thread.thread_id, runId)).toEqual(joined);
+      });
+
+      it('join of a failed run answers the state it reached', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        await expect(c.runs.wait(thread.thread_id, 'failing', { input: userInput('x') })).rejects.toThrow(/the tool broke/);
+        const [run] = await c.runs.list(thread.thread_id);
+        expect(run!.status).toBe('error');
+        const joined = (await c.runs.join(thread.thread_id, run!.run_id)) as { messages: { content: string }[] };
+        expect(joined.messages.map((m) => m.content)).toEqual(['x', 'step one done']);
+      });
+
+      it('joinStream follows a running run, filtered by stream mode, until it ends', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        let runId = '';
+        const original = collect(
+          c.runs.stream(thread.thread_id, 'agent', {
+            input: userInput('join me please'),
+            streamMode: ['values', 'messages-tuple'],
+            config: { configurable: { token_delay_ms: 60 } },
+            onRunCreated: (m) => (runId = m.run_id),
+          }),
+        ) as Promise<Chunk[]>;
+        await waitFor(() => runId !== '');
+        const [valuesOnly, everything] = (await Promise.all([
+          collect(c.runs.joinStream(thread.thread_id, runId, { streamMode: 'values' })),
+          collect(c.runs.joinStream(thread.thread_id, runId)),
+        ])) as [Chunk[], Chunk[]];
+        const own = await original;
+        expect(new Set(valuesOnly.map((ch) => ch.event))).toEqual(new Set(['values']));
+        expect(valuesOnly.at(-1)).toEqual(own.at(-1));
+        expect(valuesOnly.at(-1)!.data.messages.at(-1).content).toMatch(/^You said "join me please"/);
+        expect(everything.some((ch) => ch.event === 'messages')).toBe(true);
+        expect(everything.at(-1)).toEqual(own.at(-1));
+        // A finished run: the stream ends at once.
+        expect(await collect(c.runs.joinStream(thread.thread_id, runId))).toEqual([]);
+      });
+
+      it('joinStream with cancelOnDisconnect cancels the run when the joiner leaves', async () => {
+        const { client: c, seen } = sdk(stack.url, newKey());
+        const thread = await c.threads.create();
+        const { runId, chunks } = await slowRun(c, thread.thread_id);
+        await waitFor(() => registry.started.has(runId));
+        const ac = new AbortController();
+        const joined = collect(c.runs.joinStream(thread.thread_id, runId, { cancelOnDisconnect: true, signal: ac.signal })).catch(() => 'aborted');
+        await waitFor(() => seen.some((s) => s.url.includes(`/runs/${runId}/stream`) && s.status === 200));
+        ac.abort();
+        await joined;
+        await waitFor(() => registry.cancelled.has(runId));
+        // The run's own stream learns why it ended.
+        expect((await chunks).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError', message: expect.stringMatching(/disconnected/) } });
+        expect((await c.runs.get(thread.thread_id, runId)).status).toBe('interrupted');
+      });
+
+      it('delete removes a finished run; a running one answers 409', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        const { runId, chunks } = await slowRun(c, thread.thread_id);
+        await waitFor(() => registry.started.has(runId));
+        const busy = await c.runs.delete(thread.thread_id, runId).catch((e: unknown) => e);
+        expect(busy).toMatchObject({ status: 409 });
+        expect((busy as Error).message).toMatch(/cancel it/);
+        await c.runs.cancel(thread.thread_id, runId, true);
+        await chunks;
+        expect(await c.runs.delete(thread.thread_id, runId)).toBeUndefined();
+        await expect(c.runs.get(thread.thread_id, runId)).rejects.toMatchObject({ status: 404 });
+        expect(await c.runs.list(thread.thread_id)).toEqual([]);
+        expect((await c.threads.get(thread.thread_id)).thread_id).toBe(thread.thread_id);
+        await expect(c.runs.delete(thread.thread_id, runId)).rejects.toMatchObject({ status: 404 });
+      });
+
+      it('answers 404 for an unknown thread or run, and for a run of another thread', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        const other = await c.threads.create();
+        await c.runs.wait(thread.thread_id, 'agent', { input: userInput('hi') });
+        const [run] = await c.runs.list(thread.thread_id);
+        for (const [t, r] of [
+          [randomUUID(), run!.run_id],
+          [thread.thread_id, randomUUID()],
+          [other.thread_id, run!.run_id],
+        ] as const) {
+          await expect(c.runs.cancel(t, r)).rejects.toMatchObject({ status: 404 });
+          await expect(c.runs.join(t, r)).rejects.toMatchObject({ status: 404 });
+          await expect(collect(c.runs.joinStream(t, r))).rejects.toMatchObject({ status: 404 });
+          await expect(c.runs.delete(t, r)).rejects.toMatchObject({ status: 404 });
+        }
+        expect((await c.runs.get(thread.thread_id, run!.run_id)).status).toBe('success');
+      });
+
+      it('answers 422 naming the query parameter for a bad cancel flag or stream mode', async () => {
+        const headers = { 'x-api-key': newKey() };
+        const cancel = await fetch(`${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/cancel?wait=maybe`, { method: 'POST', headers });
+        expect(cancel.status).toBe(422);
+        expect(((await cancel.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc).toEqual(['query', 'wait']);
+        const join = await fetch(`${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/stream?stream_mode=events`, { headers });
+        expect(join.status).toBe(422);
+        expect(JSON.stringify(await join.json())).toContain('stream_mode');
+      });
+    });
+  });
+}
