@@ -147,12 +147,12 @@ export class RedisLimiter implements Limiter {
 
   /** Runs the script on the buckets at `group`'s indices, or on all of them when `group` is null. */
   private async run(mode: Mode, buckets: readonly Bucket[], group: number[] | null): Promise<GroupResult> {
-    const n = group === null ? buckets.length : group.length;
-    const at = (j: number) => buckets[group === null ? j : group[j]!]!;
+    const chosen = group === null ? buckets : group.map((i) => buckets[i]!);
+    const n = chosen.length;
     const args: (string | number)[] = [];
-    for (let j = 0; j < n; j++) args.push(at(j).key);
+    for (const b of chosen) args.push(b.key);
     args.push(mode);
-    for (let j = 0; j < n; j++) args.push(at(j).capacity, Math.round(at(j).perSeconds * 1e6));
+    for (const b of chosen) args.push(b.capacity, Math.round(b.perSeconds * 1e6));
     const script = (this.client as unknown as Record<string, ScriptCall>)[SCRIPT_NAMES[n]!]!;
     const reply = await script.apply(this.client, args);
     if (!Array.isArray(reply) || reply.length !== 1 + 3 * n) throw new StoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
