@@ -4,13 +4,18 @@
  *   {id}    any one non-empty segment
  *   {int}   one or more decimal digits
  * Compiled to a character walk rather than a RegExp: a template is tested on
- * the hot path, and entering the RegExp engine costs more than the walk.
+ * the hot path, and entering the RegExp engine costs more than the walk. A
+ * template whose segments all have a fixed length (literal segments and
+ * {uuid}) also has a layout (`fixedLayout`), from which the matcher tables
+ * generate one unrolled test (scan-code.ts).
  */
 export const PLACEHOLDER_TYPES = ['uuid', 'id', 'int'] as const;
 type Placeholder = (typeof PLACEHOLDER_TYPES)[number];
 
 const PLACEHOLDER = /^\{([a-z]+)\}$/;
 const SLASH = 0x2f;
+/** Where a canonical UUID (8-4-4-4-12) has its dashes. */
+const UUID_DASHES = [8, 13, 18, 23];
 
 /** Why `template` is unusable, or null. Assumes it starts with "/". */
 export function templateProblem(template: string): string | null {
@@ -74,6 +79,34 @@ function isDigit(c: number): boolean {
   return c >= 0x30 && c <= 0x39;
 }
 
-function isHex(c: number): boolean {
-  return isDigit(c) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+/**
+ * 0-9, A-F or a-f. `c | 0x20` maps A-F onto a-f and nothing else onto a-f, and
+ * `>>> 0` turns a negative difference into a large number: two unsigned range
+ * tests. scan-code.ts generates the same expression.
+ */
+export function isHex(c: number): boolean {
+  return (c - 0x30) >>> 0 < 10 || ((c | 0x20) - 0x61) >>> 0 < 6;
+}
+
+/** What one character of a fixed-layout path must be: that UTF-16 code unit, or any hex digit. */
+export type CharTest = number | 'hex';
+
+/**
+ * The paths a template fits, position by position, when every segment has a
+ * fixed length (literal segments and {uuid}): a path fits exactly when it has
+ * as many characters as the layout and each passes its test. Segment
+ * boundaries need no search: they sit at fixed positions, and no segment of
+ * such a template can hold a "/". Null when a segment varies in length
+ * ({id}, {int}).
+ */
+export function fixedLayout(template: string): CharTest[] | null {
+  const layout: CharTest[] = [];
+  for (const seg of template.split('/').slice(1)) {
+    layout.push(SLASH);
+    const type = PLACEHOLDER.exec(seg)?.[1] as Placeholder | undefined;
+    if (type === undefined) for (let k = 0; k < seg.length; k++) layout.push(seg.charCodeAt(k));
+    else if (type === 'uuid') for (let k = 0; k < 36; k++) layout.push(UUID_DASHES.includes(k) ? 0x2d : 'hex');
+    else return null;
+  }
+  return layout;
 }
