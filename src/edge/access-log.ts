@@ -41,8 +41,12 @@ export function accessLog(log: Logger): (entry: AccessEntry) => void {
   const chindings = (log as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] ?? '';
   let held = '';
   const atExit = () => {
-    if (typeof destination.fd === 'number') writeSync(destination.fd, held);
-    else destination.write(held);
+    try {
+      if (typeof destination.fd === 'number') writeSync(destination.fd, held);
+      else destination.write(held);
+    } catch {
+      // best effort: a full pipe at exit (EAGAIN) must not turn into a crash report
+    }
   };
   const release = () => {
     process.off('exit', atExit);
