@@ -13,31 +13,28 @@ const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1,
 export function createMetrics() {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
-  const requests = new Counter({
-    name: 'gateway_requests_total',
-    help: 'Requests by deciding rule, category, decision (allowed, denied, shadow-denied, unlimited) and status',
-    labelNames: ['rule', 'category', 'decision', 'status'] as const,
-    registers: [registry],
-  });
-  const upstreamSeconds = new Histogram({
-    name: 'gateway_upstream_duration_seconds',
-    help: 'Time to the upstream response headers',
-    labelNames: ['upstream', 'status'] as const,
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-    registers: [registry],
-  });
-  const storeSeconds = new Histogram({
-    name: 'gateway_store_duration_seconds',
-    help: 'Time of one bucket-store call',
-    labelNames: ['store', 'result'] as const,
-    buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
-    registers: [registry],
-  });
   const metrics = {
     registry,
-    requests,
-    upstreamSeconds,
-    storeSeconds,
+    requests: new Counter({
+      name: 'gateway_requests_total',
+      help: 'Requests by deciding rule, category, decision (allowed, denied, shadow-denied, unlimited) and status',
+      labelNames: ['rule', 'category', 'decision', 'status'] as const,
+      registers: [registry],
+    }),
+    upstreamSeconds: new Histogram({
+      name: 'gateway_upstream_duration_seconds',
+      help: 'Time to the upstream response headers',
+      labelNames: ['upstream', 'status'] as const,
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+      registers: [registry],
+    }),
+    storeSeconds: new Histogram({
+      name: 'gateway_store_duration_seconds',
+      help: 'Time of one bucket-store call',
+      labelNames: ['store', 'result'] as const,
+      buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+      registers: [registry],
+    }),
     storeErrors: new Counter({ name: 'gateway_store_errors_total', help: 'Bucket-store calls that failed or timed out', labelNames: ['store'] as const, registers: [registry] }),
     fallbackDecisions: new Counter({
       name: 'gateway_store_fallback_total',
@@ -48,12 +45,6 @@ export function createMetrics() {
     rulesInfo: new Gauge({ name: 'gateway_rules_info', help: 'The rule file in force (value 1)', labelNames: ['region', 'version'] as const, registers: [registry] }),
     reloads: new Counter({ name: 'gateway_rules_reloads_total', help: 'Rule reloads by result (ok, invalid, unchanged)', labelNames: ['result'] as const, registers: [registry] }),
     sseStreams: new Gauge({ name: 'gateway_sse_streams_active', help: 'Server-sent event streams open through the edge', registers: [registry] }),
-    /** One request, by its deciding rule and category, decision and status. */
-    countRequest: childCache((rule: string, category: string, decision: string, status: number) => requests.labels(rule, category, decision, String(status))),
-    /** Time to an upstream's response headers. */
-    upstreamTimer: childCache((upstream: string, status: number) => upstreamSeconds.labels(upstream, String(status))),
-    /** Time of one bucket-store call. */
-    storeTimer: childCache((store: string, result: 'ok' | 'error') => storeSeconds.labels(store, result)),
     setBreaker(state: BreakerState) {
       metrics.breakerState.set(BREAKER_VALUE[state]);
     },
@@ -63,19 +54,4 @@ export function createMetrics() {
     },
   };
   return metrics;
-}
-
-/**
- * A metric's child for one combination of label values, made once and then
- * found by a joined key: `metric.inc({ ...labels })` hashes the label object
- * on every call, on the path of every request.
- */
-function childCache<A extends (string | number)[], C>(make: (...values: A) => C): (...values: A) => C {
-  const children = new Map<string, C>();
-  return (...values) => {
-    const key = values.join('\u0000');
-    let child = children.get(key);
-    if (child === undefined) children.set(key, (child = make(...values)));
-    return child;
-  };
 }

@@ -90,7 +90,7 @@ export function edgeHandler(options: EdgeOptions) {
       sendError(res, error, requestId);
     } finally {
       const decision = verdict?.decision ?? 'unlimited';
-      metrics?.countRequest(verdict?.match.rule.id ?? '', verdict?.category ?? '', decision, status).inc();
+      metrics?.requests.inc({ rule: verdict?.match.rule.id ?? '', category: verdict?.category ?? '', decision, status });
       logRequest({
         requestId,
         method,

@@ -56,12 +56,10 @@ export function limitStep(options: LimitStepOptions) {
     return p;
   };
 
-  const storeOk = metrics?.storeTimer(storeName, 'ok');
-
   /** The store failed: the rule's fail mode says closed (null: answer 503) or open (per-process buckets decide). */
   async function onStoreFailure(err: unknown, match: Match, buckets: Bucket[], started: number): Promise<LimitOutcome | null> {
     if (!(err instanceof StoreError)) throw err;
-    metrics?.storeTimer(storeName, 'error').observe((performance.now() - started) / 1000);
+    metrics?.storeSeconds.observe({ store: storeName, result: 'error' }, (performance.now() - started) / 1000);
     metrics?.storeErrors.inc({ store: storeName });
     onStoreError?.(err);
     if ((match.rule.fail ?? failMode) === 'closed') return null;
@@ -80,7 +78,7 @@ export function limitStep(options: LimitStepOptions) {
     let fellBack = false;
     try {
       outcome = await limiter.consume(buckets);
-      storeOk?.observe((performance.now() - started) / 1000);
+      metrics?.storeSeconds.observe({ store: storeName, result: 'ok' }, (performance.now() - started) / 1000);
     } catch (err) {
       outcome = await onStoreFailure(err, match, buckets, started);
       fellBack = outcome !== null;

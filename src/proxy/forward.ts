@@ -13,13 +13,14 @@ import { clientResponseHeaders } from './headers.ts';
  */
 export interface Upstream {
   readonly name: string;
-  readonly url: URL;
+  /** The upstream URL's path without its trailing slash ('' at the root): every forwarded path goes under it. */
+  readonly basePath: string;
   readonly pool: Pool;
 }
 
 export function createUpstream(name: string, url: string, connections = 256): Upstream {
   const parsed = new URL(url);
-  return { name, url: parsed, pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }) };
+  return { name, basePath: parsed.pathname.replace(/\/$/, ''), pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }) };
 }
 
 export interface ForwardOptions {
@@ -52,7 +53,7 @@ export function forward(
 ): Promise<ForwardResult> {
   const body = requestBody(req, options.maxBodyBytes);
   const request: Dispatcher.DispatchOptions = {
-    path: upstream.url.pathname === '/' ? path : upstream.url.pathname.replace(/\/$/, '') + path,
+    path: upstream.basePath + path,
     method: req.method as Dispatcher.HttpMethod,
     headers,
     body,
@@ -118,7 +119,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { res, metrics } = this;
     this.status = statusCode;
     this.retryable = false;
-    metrics?.upstreamTimer(this.upstream.name, statusCode).observe((performance.now() - this.started) / 1000);
+    metrics?.upstreamSeconds.observe({ upstream: this.upstream.name, status: statusCode }, (performance.now() - this.started) / 1000);
     const out = Object.assign(clientResponseHeaders(headers), this.extraHeaders);
     this.eventStream = String(out['content-type'] ?? '').startsWith('text/event-stream');
     if (this.eventStream) metrics?.sseStreams.inc();

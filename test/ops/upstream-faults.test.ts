@@ -211,7 +211,7 @@ describe('connections refused: retried only where safe', () => {
           connect(attempts === 1 ? { ...opts, port: String(refusing) } : opts, callback);
         },
       });
-      const upstream: Upstream = { name: 'agent-server', url: new URL(up.url), pool };
+      const upstream: Upstream = { name: 'agent-server', basePath: '', pool };
       const edge = createServer((req, res) => {
         const headers: Record<string, string> = { 'x-request-id': method };
         if (req.headers['content-length']) headers['content-length'] = req.headers['content-length'];
