@@ -1,15 +1,22 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import type { Cluster, Redis } from 'ioredis';
+import { Command, type Cluster, type Redis } from 'ioredis';
 import { keySlot } from './key-slot.ts';
 import { StoreError, type Bucket, type BucketOutcome, type Limiter, type LimitOutcome } from './types.ts';
 
 /**
  * Token buckets in Redis or Redis Cluster: the same GCRA as the memory
- * limiter, run by token-bucket.lua on Redis's clock, one script per call.
+ * limiter, run by token-bucket.lua on Redis's clock.
  *
- * On a single Redis a call is one atomic script, one round trip. On Redis
- * Cluster a script may only touch keys of one slot, so a call's buckets are
- * grouped by slot and each group runs its own atomic script, in parallel:
+ * On a single Redis, the calls made in one turn of the event loop are
+ * decided by one script, sent at the end of the turn: each call is atomic
+ * (all its buckets or none), later calls of the batch see what earlier ones
+ * took, and a burst of concurrent requests costs Redis one script and the
+ * edge one command instead of one each.
+ *
+ * On Redis Cluster a script may only touch keys of one slot, so a call's
+ * buckets are grouped by slot and each group runs its own atomic script, in
+ * parallel (ioredis auto-pipelining batches them per node):
  *
  * - A call is allowed only if every group allowed it, and no bucket ever
  *   gives more tokens than it holds (each take is checked atomically where
@@ -28,12 +35,15 @@ import { StoreError, type Bucket, type BucketOutcome, type Limiter, type LimitOu
  */
 
 const LUA = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
+const SHA = createHash('sha1').update(LUA).digest('hex');
 
-/** Scripts are defined per key count (numberOfKeys fixed), so ioredis routes and pipelines by the first key. */
+/** Cluster scripts are defined per key count (numberOfKeys fixed), so ioredis routes and pipelines by the first key. */
 const COMMAND = 'gatewayTokenBucket';
-/** Buckets per script; a longer call is split like a cross-slot one. */
+/** Buckets per cluster script; a longer call is split like a cross-slot one. */
 const MAX_KEYS_PER_SCRIPT = 16;
 const SCRIPT_NAMES = Array.from({ length: MAX_KEYS_PER_SCRIPT + 1 }, (_, n) => `${COMMAND}${n}`);
+/** Keys in one batch script at most; a turn with more sends several. */
+const MAX_BATCH_KEYS = 4096;
 
 type Mode = 'take' | 'refund';
 type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
@@ -50,48 +60,82 @@ interface GroupResult {
   readonly buckets: BucketOutcome[];
 }
 
+/** The calls of one event-loop turn, waiting for their script. */
+class Batch {
+  readonly keys: string[] = [];
+  /** Per call: its mode, its number of buckets, then each bucket's capacity and period (µs). */
+  readonly argv: (string | number)[] = [];
+  readonly sizes: number[] = [];
+  readonly waiting: { resolve(outcome: LimitOutcome): void; reject(err: unknown): void }[] = [];
+
+  add(buckets: readonly Bucket[], resolve: (outcome: LimitOutcome) => void, reject: (err: unknown) => void): void {
+    this.argv.push('take', buckets.length);
+    for (const b of buckets) {
+      this.keys.push(b.key);
+      this.argv.push(b.capacity, Math.round(b.perSeconds * 1e6));
+    }
+    this.sizes.push(buckets.length);
+    this.waiting.push({ resolve, reject });
+  }
+
+  /** The script's arguments after its sha or source. */
+  args(): (string | number)[] {
+    return [this.keys.length, ...this.keys, ...this.argv];
+  }
+
+  /** Hands each call its outcome from the script's reply. */
+  settle(reply: unknown): void {
+    const results = readReply(reply, this.sizes);
+    for (let i = 0; i < results.length; i++) this.waiting[i]!.resolve(outcomeOf(results[i]!));
+  }
+
+  fail(err: unknown): void {
+    const error = err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    for (const w of this.waiting) w.reject(error);
+  }
+}
+
 export class RedisLimiter implements Limiter {
   private readonly cluster: boolean;
   private readonly keyPrefix: string;
   private readonly timeoutMs: number;
   private readonly ownsClient: boolean;
+  /** Single Redis: the calls of this turn of the event loop, sent together at its end. */
+  private batch: Batch | null = null;
+  private readonly sendBatch = () => this.send();
 
   /**
-   * The caller owns connection settings, but the client must be built with
-   * `enableAutoPipelining: true`: concurrent calls then share one write on
-   * the wire (per node) instead of one round trip each.
+   * The caller owns connection settings. A Cluster client must be built with
+   * `enableAutoPipelining: true`: concurrent calls then share one write per
+   * node instead of one round trip each (on a single Redis the limiter
+   * batches by itself).
    */
   constructor(
     private readonly client: Redis | Cluster,
     { timeoutMs = 500, ownsClient = true }: RedisLimiterOptions = {},
   ) {
-    if (!client.options.enableAutoPipelining) throw new TypeError('RedisLimiter needs an ioredis client built with enableAutoPipelining: true');
     this.cluster = client.isCluster;
+    if (this.cluster && !client.options.enableAutoPipelining) {
+      throw new TypeError('RedisLimiter on a Cluster needs an ioredis client built with enableAutoPipelining: true');
+    }
     this.keyPrefix = (client.options as { keyPrefix?: string }).keyPrefix ?? '';
     this.timeoutMs = timeoutMs;
     this.ownsClient = ownsClient;
     // Defined up front: an ioredis pipeline copies the defined scripts when it is created.
-    for (let n = 1; n <= MAX_KEYS_PER_SCRIPT; n++) client.defineCommand(SCRIPT_NAMES[n]!, { numberOfKeys: n, lua: LUA });
+    if (this.cluster) for (let n = 1; n <= MAX_KEYS_PER_SCRIPT; n++) client.defineCommand(SCRIPT_NAMES[n]!, { numberOfKeys: n, lua: LUA });
   }
 
   consume(buckets: readonly Bucket[]): Promise<LimitOutcome> {
     if (buckets.length === 0) return Promise.resolve({ allowed: true, buckets: [], retryAfterMs: 0 });
+    if (this.cluster) return this.withinBudget(this.decide(buckets));
     return new Promise((resolve, reject) => {
-      // Judged after the I/O already waiting has been read (setImmediate runs after this loop turn's poll
-      // phase): when the edge's own event loop was blocked past the budget, a reply that arrived in time
-      // is taken instead of being counted as a store failure.
-      const timer = setTimeout(() => setImmediate(() => reject(new StoreError(`redis: no answer within ${this.timeoutMs} ms`))), this.timeoutMs);
-      const decided = this.cluster || buckets.length > MAX_KEYS_PER_SCRIPT ? this.decide(buckets) : this.take(buckets);
-      decided.then(
-        (outcome) => {
-          clearTimeout(timer);
-          resolve(outcome);
-        },
-        (err: unknown) => {
-          clearTimeout(timer);
-          reject(err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err }));
-        },
-      );
+      let batch = this.batch;
+      if (batch === null) {
+        batch = this.batch = new Batch();
+        setImmediate(this.sendBatch); // after this turn's poll phase: every request read in it is in the batch
+      }
+      batch.add(buckets, resolve, reject);
+      if (batch.keys.length >= MAX_BATCH_KEYS) this.send();
     });
   }
 
@@ -104,14 +148,56 @@ export class RedisLimiter implements Limiter {
     }
   }
 
-  /** One script for all the buckets (a single Redis, at most MAX_KEYS_PER_SCRIPT buckets): the common case. */
-  private async take(buckets: readonly Bucket[]): Promise<LimitOutcome> {
-    const { allowed, buckets: outcomes } = await this.run('take', buckets, null);
-    let retryAfterMs = 0;
-    if (!allowed) for (const b of outcomes) retryAfterMs = Math.max(retryAfterMs, b.msToToken);
-    return { allowed, buckets: outcomes, retryAfterMs };
+  /** Sends the pending batch as one EVALSHA (EVAL when the server does not hold the script). */
+  private send(): void {
+    const batch = this.batch;
+    if (batch === null) return;
+    this.batch = null;
+    const args = batch.args();
+    this.withinBudget(
+      this.script('evalsha', [SHA, ...args]).catch((err: unknown) => {
+        if (!String((err as Error)?.message).includes('NOSCRIPT')) throw err;
+        return this.script('eval', [LUA, ...args]);
+      }),
+    ).then(
+      (reply) => {
+        try {
+          batch.settle(reply);
+        } catch (err) {
+          batch.fail(err);
+        }
+      },
+      (err: unknown) => batch.fail(err),
+    );
   }
 
+  private script(name: 'evalsha' | 'eval', args: (string | number)[]): Promise<unknown> {
+    const command = new Command(name, args, this.keyPrefix ? { keyPrefix: this.keyPrefix } : {});
+    (this.client as Redis).sendCommand(command);
+    return command.promise;
+  }
+
+  /** `work`, or a StoreError once the budget has passed, whichever comes first; other errors become StoreErrors. */
+  private withinBudget<T>(work: Promise<T>): Promise<T> {
+    return new Promise((resolve, reject) => {
+      // Judged after the I/O already waiting has been read (setImmediate runs after this loop turn's poll
+      // phase): when the edge's own event loop was blocked past the budget, a reply that arrived in time
+      // is taken instead of being counted as a store failure.
+      const timer = setTimeout(() => setImmediate(() => reject(new StoreError(`redis: no answer within ${this.timeoutMs} ms`))), this.timeoutMs);
+      work.then(
+        (value) => {
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (err: unknown) => {
+          clearTimeout(timer);
+          reject(err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err }));
+        },
+      );
+    });
+  }
+
+  /** Cluster: the call's buckets by slot, one script per group, refunds when a group denied. */
   private async decide(buckets: readonly Bucket[]): Promise<LimitOutcome> {
     const groups = this.group(buckets);
     if (groups.length === 1) return combine(buckets.length, groups, [await this.run('take', buckets, groups[0]!)]);
@@ -131,37 +217,49 @@ export class RedisLimiter implements Limiter {
     return combine(buckets.length, groups, settled.map((r) => ({ ...r, allowed: false })));
   }
 
-  /** Indices of the call's buckets, grouped so each group can run as one script. */
+  /** Indices of the call's buckets, grouped by slot so each group can run as one script. */
   private group(buckets: readonly Bucket[]): number[][] {
-    const all = buckets.map((_, i) => i);
-    if (!this.cluster) return chunk(all);
     const bySlot = new Map<number, number[]>();
-    for (const i of all) {
-      const slot = keySlot(this.keyPrefix + buckets[i]!.key);
+    buckets.forEach((b, i) => {
+      const slot = keySlot(this.keyPrefix + b.key);
       const group = bySlot.get(slot);
       if (group) group.push(i);
       else bySlot.set(slot, [i]);
-    }
+    });
     return [...bySlot.values()].flatMap(chunk);
   }
 
-  /** Runs the script on the buckets at `group`'s indices, or on all of them when `group` is null. */
-  private async run(mode: Mode, buckets: readonly Bucket[], group: number[] | null): Promise<GroupResult> {
-    const chosen = group === null ? buckets : group.map((i) => buckets[i]!);
+  /** Runs the script, as a batch of this one call, on the buckets at `group`'s indices. */
+  private async run(mode: Mode, buckets: readonly Bucket[], group: number[]): Promise<GroupResult> {
+    const chosen = group.map((i) => buckets[i]!);
     const n = chosen.length;
-    const args: (string | number)[] = [];
-    for (const b of chosen) args.push(b.key);
-    args.push(mode);
+    const args: (string | number)[] = chosen.map((b) => b.key);
+    args.push(mode, n);
     for (const b of chosen) args.push(b.capacity, Math.round(b.perSeconds * 1e6));
     const script = (this.client as unknown as Record<string, ScriptCall>)[SCRIPT_NAMES[n]!]!;
-    const reply = await script.apply(this.client, args);
-    if (!Array.isArray(reply) || reply.length !== 1 + 3 * n) throw new StoreError(`redis: unexpected script reply ${JSON.stringify(reply)}`);
-    const out: BucketOutcome[] = [];
-    for (let j = 0; j < n; j++) {
-      out.push({ remaining: Number(reply[1 + 3 * j]), msToNextToken: Number(reply[2 + 3 * j]), msToToken: Number(reply[3 + 3 * j]) });
-    }
-    return { allowed: reply[0] === 1, buckets: out };
+    return readReply(await script.apply(this.client, args), [n])[0]!;
   }
+}
+
+/** The script's flat reply, cut into one result per call (`sizes`: each call's bucket count). */
+function readReply(reply: unknown, sizes: readonly number[]): GroupResult[] {
+  const expected = sizes.reduce((sum, n) => sum + 1 + 3 * n, 0);
+  if (!Array.isArray(reply) || reply.length !== expected) throw new StoreError(`redis: unexpected script reply (${Array.isArray(reply) ? reply.length : typeof reply})`);
+  const results: GroupResult[] = [];
+  let at = 0;
+  for (const n of sizes) {
+    const allowed = reply[at++] === 1;
+    const buckets: BucketOutcome[] = [];
+    for (let j = 0; j < n; j++, at += 3) buckets.push({ remaining: Number(reply[at]), msToNextToken: Number(reply[at + 1]), msToToken: Number(reply[at + 2]) });
+    results.push({ allowed, buckets });
+  }
+  return results;
+}
+
+function outcomeOf({ allowed, buckets }: GroupResult): LimitOutcome {
+  let retryAfterMs = 0;
+  if (!allowed) for (const b of buckets) retryAfterMs = Math.max(retryAfterMs, b.msToToken);
+  return { allowed, buckets, retryAfterMs };
 }
 
 function chunk(indices: number[]): number[][] {

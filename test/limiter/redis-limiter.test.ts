@@ -43,10 +43,13 @@ limiterContract('redis', async () => {
 });
 
 describe('RedisLimiter', () => {
-  it('refuses a client without auto-pipelining (concurrent calls would each cost a round trip)', () => {
-    const plain = new Redis({ lazyConnect: true });
-    expect(() => new RedisLimiter(plain)).toThrow(/enableAutoPipelining/);
-    plain.disconnect();
+  it('works on a client without auto-pipelining (it batches by itself)', async () => {
+    const plain = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+    const limiter = new RedisLimiter(plain);
+    const key = `${RUN}:plain`;
+    const outcomes = await Promise.all([1, 2, 3].map(() => limiter.consume([{ key, capacity: 2, perSeconds: 60 }])));
+    expect(outcomes.map((o) => o.allowed)).toEqual([true, true, false]);
+    await limiter.close();
   });
 
   it('maps a Redis error to StoreError', async () => {
@@ -87,12 +90,32 @@ describe('RedisLimiter on a private server', () => {
     expect((await scriptCalls(client)).calls - before.calls).toBe(1);
   });
 
-  it('concurrent calls share one pipelined write', async () => {
+  it('the calls of one turn of the event loop share one script, each decided on its own and in order', async () => {
     const limiter = new RedisLimiter(connect(), { ownsClient: false });
-    await client.ping();
-    const calls = Array.from({ length: 10 }, (_, i) => limiter.consume(buckets(`k${i}`)));
-    expect(client.autoPipelineQueueSize).toBe(10); // queued in this tick, flushed together
-    expect((await Promise.all(calls)).every((o) => o.allowed)).toBe(true);
+    await limiter.consume(buckets('warm')); // loads the script on this connection
+    const before = await scriptCalls(client);
+    const [shared] = buckets('shared');
+    const other = buckets('other');
+    const calls = [
+      ...Array.from({ length: 4 }, () => limiter.consume([shared!])),
+      limiter.consume([other[0]!, { ...shared!, key: other[0]!.key }]), // a key named twice: charged twice
+      ...Array.from({ length: 3 }, () => limiter.consume([shared!, { ...other[0]!, capacity: 5 }])),
+    ];
+    const outcomes = await Promise.all(calls);
+    expect((await scriptCalls(client)).calls - before.calls).toBe(1);
+    expect(outcomes.slice(0, 4).map((o) => o.buckets[0]!.remaining)).toEqual([4, 3, 2, 1]);
+    expect(outcomes[4]!.buckets.map((b) => b.remaining)).toEqual([3, 3]);
+    // shared has 1 token left: the first of these takes it, the others are denied and take nothing from `other`
+    expect(outcomes.slice(5).map((o) => o.allowed)).toEqual([true, false, false]);
+    expect(outcomes.slice(5).map((o) => o.buckets.map((b) => b.remaining))).toEqual([[0, 2], [0, 2], [0, 2]]);
+    expect(outcomes[6]!.retryAfterMs).toBeGreaterThan(0);
+  });
+
+  it('a batch larger than one script holds is split, nothing lost', async () => {
+    const limiter = new RedisLimiter(connect(), { ownsClient: false });
+    const calls = Array.from({ length: 5000 }, (_, i) => limiter.consume(buckets(`many${i}`)));
+    const outcomes = await Promise.all(calls);
+    expect(outcomes.every((o) => o.allowed && o.buckets[0]!.remaining === 4)).toBe(true);
   });
 
   it('falls back to EVAL when the server lost the script (NOSCRIPT)', async () => {
