@@ -14,6 +14,8 @@ function capture(level = 'info') {
   return { root, writes, lines: () => writes.join('').split('\n').filter(Boolean) };
 }
 
+/** Longer than the log holds its lines (50 ms). */
+const held = () => new Promise((resolve) => setTimeout(resolve, 80));
 const turn = () => new Promise((resolve) => setImmediate(resolve));
 
 const ENTRY: AccessEntry = {
@@ -32,7 +34,7 @@ describe('accessLog', () => {
   it('writes one JSON line in the format pino writes, with the logger bindings, whatever the path holds', async () => {
     const { root, lines } = capture();
     accessLog(root.child({ component: 'edge' }))(ENTRY);
-    await turn();
+    await held();
     root.child({ component: 'edge' }).info({ requestId: 'req-1' }, 'request');
     expect(lines()).toHaveLength(2);
     const ours = JSON.parse(lines()[0]!) as Record<string, unknown>;
@@ -47,7 +49,7 @@ describe('accessLog', () => {
   it('leaves out what a request did not have, and says when fallback buckets decided', async () => {
     const { root, lines } = capture();
     accessLog(root)({ ...ENTRY, rule: undefined, upstream: undefined, fellBack: true, decision: 'unlimited', status: 400 });
-    await turn();
+    await held();
     const line = JSON.parse(lines()[0]!) as Record<string, unknown>;
     expect(line).not.toHaveProperty('rule');
     expect(line).not.toHaveProperty('upstream');
@@ -57,22 +59,25 @@ describe('accessLog', () => {
   it('writes nothing when the level is above info', async () => {
     const { root, writes } = capture('warn');
     accessLog(root)(ENTRY);
-    await turn();
+    await held();
     expect(writes).toEqual([]);
   });
 
-  it('hands the lines of one event-loop turn over in one write, and a full batch at once', async () => {
+  it('hands the lines of 50 ms over in one write, and a full batch at once', async () => {
     const { root, writes, lines } = capture();
     const log = accessLog(root);
-    for (let i = 0; i < 3; i++) log({ ...ENTRY, requestId: `turn-${i}` });
-    expect(writes).toEqual([]);
+    log({ ...ENTRY, requestId: 'turn-0' });
     await turn();
+    for (let i = 1; i < 3; i++) log({ ...ENTRY, requestId: `turn-${i}` });
+    await turn();
+    expect(writes).toEqual([]);
+    await held();
     expect(writes).toHaveLength(1);
     expect(lines().map((l) => (JSON.parse(l) as { requestId: string }).requestId)).toEqual(['turn-0', 'turn-1', 'turn-2']);
-    for (let i = 0; i < 200; i++) log({ ...ENTRY, requestId: `big-${i}` }); // past 16 KiB within one turn
+    for (let i = 0; i < 500; i++) log({ ...ENTRY, requestId: `big-${i}` }); // past 64 KiB at once
     expect(writes.length).toBeGreaterThan(1);
-    await turn();
-    expect(lines()).toHaveLength(203);
+    await held();
+    expect(lines()).toHaveLength(503);
   });
 
   it('loses no line when the process exits before the turn ends (destination on a file descriptor, as stdout is)', async () => {
