@@ -1,4 +1,5 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { HotCounter, HotHistogram } from './hot-metrics.ts';
 import type { BreakerState } from './limiter/breaker.ts';
 
 /**
@@ -15,26 +16,27 @@ export function createMetrics() {
   collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const metrics = {
     registry,
-    requests: new Counter({
-      name: 'gateway_requests_total',
-      help: 'Requests by deciding rule, category, decision (allowed, denied, shadow-denied, unlimited) and status',
-      labelNames: ['rule', 'category', 'decision', 'status'] as const,
-      registers: [registry],
-    }),
-    upstreamSeconds: new Histogram({
-      name: 'gateway_upstream_duration_seconds',
-      help: 'Time to the upstream response headers',
-      labelNames: ['upstream', 'status'] as const,
-      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
-      registers: [registry],
-    }),
-    storeSeconds: new Histogram({
-      name: 'gateway_store_duration_seconds',
-      help: 'Time of one bucket-store call',
-      labelNames: ['store', 'result'] as const,
-      buckets: [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
-      registers: [registry],
-    }),
+    // Counted on every request: plain numbers, formatted when scraped (see hot-metrics.ts).
+    requests: new HotCounter(
+      registry,
+      'gateway_requests_total',
+      'Requests by deciding rule, category, decision (allowed, denied, shadow-denied, unlimited) and status',
+      ['rule', 'category', 'decision', 'status'],
+    ),
+    upstreamSeconds: new HotHistogram(
+      registry,
+      'gateway_upstream_duration_seconds',
+      'Time to the upstream response headers',
+      ['upstream', 'status'],
+      [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    ),
+    storeSeconds: new HotHistogram(
+      registry,
+      'gateway_store_duration_seconds',
+      'Time of one bucket-store call',
+      ['store', 'result'],
+      [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    ),
     storeErrors: new Counter({ name: 'gateway_store_errors_total', help: 'Bucket-store calls that failed or timed out', labelNames: ['store'] as const, registers: [registry] }),
     fallbackDecisions: new Counter({
       name: 'gateway_store_fallback_total',
