@@ -42,8 +42,8 @@ const COMMAND = 'gatewayTokenBucket';
 /** Buckets per cluster script; a longer call is split like a cross-slot one. */
 const MAX_KEYS_PER_SCRIPT = 16;
 const SCRIPT_NAMES = Array.from({ length: MAX_KEYS_PER_SCRIPT + 1 }, (_, n) => `${COMMAND}${n}`);
-/** Keys in one batch script at most; a turn with more sends several. */
-const MAX_BATCH_KEYS = 4096;
+/** Keys in one batch script at most (a script holds Redis for its whole run): a turn with more sends several. */
+const MAX_BATCH_KEYS = 1024;
 
 type Mode = 'take' | 'refund';
 type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
@@ -90,7 +90,7 @@ class Batch {
   }
 
   fail(err: unknown): void {
-    const error = err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+    const error = storeError(err);
     for (const w of this.waiting) w.reject(error);
   }
 }
@@ -191,7 +191,7 @@ export class RedisLimiter implements Limiter {
         },
         (err: unknown) => {
           clearTimeout(timer);
-          reject(err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err }));
+          reject(storeError(err));
         },
       );
     });
@@ -239,6 +239,10 @@ export class RedisLimiter implements Limiter {
     const script = (this.client as unknown as Record<string, ScriptCall>)[SCRIPT_NAMES[n]!]!;
     return readReply(await script.apply(this.client, args), [n])[0]!;
   }
+}
+
+function storeError(err: unknown): StoreError {
+  return err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err });
 }
 
 /** The script's flat reply, cut into one result per call (`sizes`: each call's bucket count). */

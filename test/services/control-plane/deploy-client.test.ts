@@ -69,8 +69,8 @@ describe('examples/deploy-client.ts', () => {
     expect(lines.at(-1)).toBe('result ok exit=0');
     expect(lines.indexOf(`deployed revision=${firstRev}`)).toBeLessThan(lines.indexOf(patched));
     // It really went through the edge, and the deployment is gone.
-    const seen = gw.logs.lines().filter((l) => l.msg === 'request' && typeof l.path === 'string' && l.path.includes(deploymentId!));
-    expect(seen.map((l) => l.status)).toContain(204);
+    const deleted = await gw.logs.waitFor((l) => l.msg === 'request' && l.status === 204 && typeof l.path === 'string' && l.path.includes(deploymentId!));
+    expect(deleted).toMatchObject({ method: 'DELETE', upstream: 'control-plane' });
     expect((await client(gw.url, tenant).get(`/deployments/${deploymentId}`)).status).toBe(404);
   });
 
