@@ -85,6 +85,10 @@ export async function createControlPlane(settings: ControlPlaneSettings, log: Lo
   if (recovered.requeued + recovered.interrupted > 0) cpLog.info(recovered, 'recovered unfinished revisions');
   const devKey = settings.development ? await ensureDevelopmentKey(keys) : null;
   if (devKey) cpLog.warn({ org: devKey.org, workspace: devKey.workspace }, 'empty key registry: created a development API key (printed once on stdout)');
+  // `gateway keys create` writes to Redis: a registry in this process's memory can never hold a key in production.
+  if (!settings.development && keys.kind === 'memory') {
+    cpLog.warn('the key registry is in memory and NODE_ENV=production makes no development key: no API key exists, so every X-Api-Key is refused (401); set REDIS_URL and create keys with `gateway keys create`');
+  }
 
   cpLog.info({ region: settings.region, store: store.kind, keys: keys.kind, buildConcurrency: settings.buildConcurrency }, 'control plane ready');
   return {

@@ -202,12 +202,14 @@ describe('first start in development', () => {
     expect(second.cp.devKey).toBeNull();
   });
 
-  it('production makes no key; an unset SECRETS_KEY is warned about', async () => {
+  it('production makes no key; an unset SECRETS_KEY and a key registry in memory (no key can ever exist) are warned about', async () => {
     const prod = await startControlPlane({ NODE_ENV: 'production', SECRETS_KEY: '' });
     try {
       expect(prod.cp.devKey).toBeNull();
       const warning = await prod.logs.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('SECRETS_KEY is unset'));
       expect(warning.level).toBe(40);
+      const noKeys = await prod.logs.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('the key registry is in memory'));
+      expect(noKeys).toMatchObject({ level: 40, msg: expect.stringContaining('REDIS_URL') });
     } finally {
       await prod.close();
     }
