@@ -15,15 +15,16 @@ export interface Store {
 }
 
 /**
- * The bucket store the settings name. Redis clients pipeline concurrent
- * calls automatically and never queue commands while disconnected: a dead
+ * The bucket store the settings name. On a single Redis the limiter batches
+ * concurrent calls itself; a Cluster client pipelines them per node
+ * (auto-pipelining). Neither queues commands while disconnected: a dead
  * store costs a request its timeout budget, not a growing queue.
  */
 export function storeFromSettings(settings: Settings): Store {
-  const common = { enableAutoPipelining: true, enableOfflineQueue: false, maxRetriesPerRequest: 1 } as const;
+  const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1 } as const;
   const options = { timeoutMs: settings.storeTimeoutMs };
   if (settings.redisClusterNodes.length > 0) {
-    const cluster = new Cluster([...settings.redisClusterNodes], common);
+    const cluster = new Cluster([...settings.redisClusterNodes], { ...common, enableAutoPipelining: true });
     cluster.on('error', ignoreConnectionError);
     return { kind: 'redis-cluster', limiter: new RedisLimiter(cluster, options), connected: () => connected(cluster) };
   }
