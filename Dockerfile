@@ -13,5 +13,6 @@ RUN node bin/gateway.js check rules/us.yaml rules/eu.yaml
 USER node
 EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=2s CMD node -e "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-ENTRYPOINT ["node", "bin/gateway.js"]
+# The same node flags as `npm start` (package.json; a test keeps the two equal).
+ENTRYPOINT ["node", "--max-semi-space-size=64", "bin/gateway.js"]
 CMD ["start"]

@@ -172,8 +172,14 @@ async function startEdge(target: EdgeTarget, upstreamUrl: string): Promise<Servi
   for (const name of ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'TRUST_PROXY', 'STORE_TIMEOUT_MS']) delete env[name];
   if (STORE_TIMEOUT_MS) env.STORE_TIMEOUT_MS = STORE_TIMEOUT_MS;
   if (target !== 'edge-memory') env.REDIS_URL = REDIS_URL;
-  const bin = join(target === 'edge-redis-alt' ? ALT_ROOT! : ROOT, 'bin', 'gateway.js');
-  return startService(target, [...profileFlags(target), bin, 'start'], env, proxyCpu, port);
+  const root = target === 'edge-redis-alt' ? ALT_ROOT! : ROOT;
+  return startService(target, [...startFlags(root), ...profileFlags(target), join(root, 'bin', 'gateway.js'), 'start'], env, proxyCpu, port);
+}
+
+/** The node flags `npm start` gives the gateway in that tree (package.json's start script): the edge is measured as it is run. */
+function startFlags(root: string): string[] {
+  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: { start?: string } }).scripts?.start ?? '';
+  return /^node (.*?)\s*bin\/gateway\.js start$/.exec(start)?.[1]?.split(/\s+/).filter(Boolean) ?? [];
 }
 
 let upstream: Service | undefined;
