@@ -383,6 +383,15 @@ if (crowded.length > 0) {
       `(load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} CPUs): req/s understates those targets; compare "req per CPU-s" and rerun on a quieter machine`,
   );
 }
+const stolen = results.flatMap((r) =>
+  r.rounds.flatMap((m, i) => ((m.proxy_core_steal_percent ?? 0) > 10 ? [`${r.scenario}/${r.keys} round ${i + 1} (${m.proxy_core_steal_percent} %)`] : [])),
+);
+if (stolen.length > 0) {
+  console.log(
+    `note: the hypervisor took more than 10 % of the tested core (steal) in ${stolen.length} measured runs: ${stolen.join(', ')}. ` +
+      'Their req/s and p99 measure the host, not the target: read the per-round ratios of runs without steal, or rerun',
+  );
+}
 
 const redisKeys: Record<string, number> = {};
 if (redis.status === 'ready') for (const pattern of redisPatterns) redisKeys[pattern] = await countKeys(redis, pattern);
