@@ -52,6 +52,17 @@ describe('RedisLimiter', () => {
     await limiter.close();
   });
 
+  it("honours the client's keyPrefix", async () => {
+    const prefixed = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1, keyPrefix: `${RUN}:prefixed:` });
+    const limiter = new RedisLimiter(prefixed);
+    const key = `bucket-${randomUUID()}`;
+    const outcomes = await Promise.all([1, 2].map(() => limiter.consume([{ key, capacity: 5, perSeconds: 60 }])));
+    expect(outcomes.map((o) => o.buckets[0]!.remaining)).toEqual([4, 3]);
+    expect(await shared.pttl(`${RUN}:prefixed:${key}`)).toBeGreaterThan(0);
+    expect(await shared.exists(key)).toBe(0);
+    await limiter.close();
+  });
+
   it('maps a Redis error to StoreError', async () => {
     const key = `${RUN}:wrongtype`;
     await shared.hset(key, 'x', '1'); // GET on a hash: WRONGTYPE inside the script
