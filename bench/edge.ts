@@ -23,6 +23,7 @@ import { Redis } from 'ioredis';
 import { checkPath, countsInRedis, get, type Flavour, type LimitedPath } from './peers/checks.ts';
 import { mainThreadProfile, summarise, type ProfileSummary } from './peers/cpu-profile.ts';
 import { measure, type Measured } from './peers/measure.ts';
+import { machineNotes, pairRatios, printTable, scenarioRow, showRatio } from './peers/report.ts';
 import { freePort, pinningCpus, pinSelf, startService, stopAll, type Service } from './peers/processes.ts';
 import { countKeys, deleteKeys, redisPid as findRedisPid } from './peers/redis-keys.ts';
 
@@ -264,67 +265,9 @@ try {
 
 // ---- report ------------------------------------------------------------------
 
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
-const round2 = (x: number) => Math.round(x * 100) / 100;
-const medianOrNull = (xs: readonly (number | null)[]) => (xs.some((x) => x === null) ? null : round2(median(xs as number[])));
+const results = SCENARIOS.map(({ target, keys }, i) => scenarioRow(target, LABELS[target], keys, rounds.map((round) => round[i]!)));
+printTable(results);
 
-/** req/s counting 2xx answers only: a fast 503 or 429 is not throughput. */
-const goodRps = (m: Measured) => {
-  const ok = Object.entries(m.status).reduce((n, [code, count]) => (code.startsWith('2') ? n + count : n), 0);
-  return m.requests > 0 ? (m.rps_mean * ok) / m.requests : 0;
-};
-
-/** Per scenario: the median of each figure over the rounds; counts of failures summed. */
-const results = SCENARIOS.map(({ target, keys }, i) => {
-  const all = rounds.map((round) => round[i]!);
-  return {
-    scenario: target,
-    label: LABELS[target],
-    keys,
-    rps_all: Math.round(median(all.map((m) => m.rps_mean))),
-    rps: Math.round(median(all.map(goodRps))),
-    p50_ms: round2(median(all.map((m) => m.latency_ms.p50))),
-    p99_ms: round2(median(all.map((m) => m.latency_ms.p99))),
-    non2xx: all.reduce((n, m) => n + m.non2xx, 0),
-    errors: all.reduce((n, m) => n + m.errors + m.timeouts, 0),
-    proxy_cpu_percent: medianOrNull(all.map((m) => m.proxy_cpu_percent)),
-    /** Requests per CPU-second of the process under test: its cost per request, whatever else held its core. */
-    rps_per_cpu: medianOrNull(all.map((m) => (m.proxy_cpu_percent ? Math.round(goodRps(m) / (m.proxy_cpu_percent / 100)) : null))),
-    proxy_core_others_percent: medianOrNull(all.map((m) => m.proxy_core_others_percent)),
-    proxy_core_irq_percent: medianOrNull(all.map((m) => m.proxy_core_irq_percent)),
-    proxy_core_steal_percent: medianOrNull(all.map((m) => m.proxy_core_steal_percent)),
-    loadgen_cpu_percent: median(all.map((m) => m.cpu_percent)),
-    upstream_cpu_percent: medianOrNull(all.map((m) => m.upstream_cpu_percent)),
-    redis_cpu_percent: medianOrNull(all.map((m) => m.redis_cpu_percent)),
-    rounds: all,
-  };
-});
-type Row = (typeof results)[number];
-const find = (target: TargetName, keys: number): Row | undefined => results.find((r) => r.scenario === target && r.keys === keys);
-const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)} %`);
-
-console.table(
-  results.map((r) => ({
-    scenario: r.label,
-    keys: r.keys,
-    'req/s (mean)': r.rps_all.toLocaleString('en-US'),
-    '2xx/s': r.rps.toLocaleString('en-US'),
-    'p50 ms': r.p50_ms,
-    'p99 ms': r.p99_ms,
-    'non-2xx': r.non2xx,
-    errors: r.errors,
-    'proxy CPU': pct(r.proxy_cpu_percent),
-    'req per CPU-s': r.rps_per_cpu?.toLocaleString('en-US') ?? 'n/a',
-    'rest of its core': pct(r.proxy_core_others_percent),
-    'loadgen CPU': pct(r.loadgen_cpu_percent),
-  })),
-);
-
-type Pair = readonly [TargetName, number, TargetName, number];
 const PAIRS = {
   edge_memory_over_direct_1000_keys: ['edge-memory', ROTATING_KEYS, 'direct', ROTATING_KEYS],
   edge_memory_over_direct_one_key: ['edge-memory', 1, 'direct', ROTATING_KEYS],
@@ -332,29 +275,14 @@ const PAIRS = {
   edge_redis_over_fastify_redis_one_key: ['edge-redis', 1, 'fastify-redis', 1],
   edge_redis_warn_over_info_1000_keys: ['edge-redis-warn', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
   edge_redis_alt_over_edge_redis_1000_keys: ['edge-redis-alt', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
-} as const satisfies Record<string, Pair>;
+} as const satisfies Record<string, readonly [TargetName, number, TargetName, number]>;
 type PairName = keyof typeof PAIRS;
-const fix3 = (x: number) => Number(x.toFixed(3));
-const each = <T>(f: (pair: Pair) => T) => Object.fromEntries(Object.entries(PAIRS).map(([k, p]) => [k, f(p)])) as Record<PairName, T>;
-/** req/s over req/s, medians of the rounds. */
-const ratios = each(([a, ka, b, kb]) => {
-  const x = find(a, ka), y = find(b, kb);
-  return x && y && y.rps > 0 ? fix3(x.rps / y.rps) : null;
-});
-/** The same from the CPU time each side spent per request: immune to what else ran on the core. */
-const perCpuRatios = each(([a, ka, b, kb]) => {
-  const x = find(a, ka)?.rps_per_cpu, y = find(b, kb)?.rps_per_cpu;
-  return x && y ? fix3(x / y) : null;
-});
-/** The ratio within each round (both sides measured minutes apart at most): its spread says how far to trust the median. */
-const ratioRounds = each(([a, ka, b, kb]) => {
-  const i = SCENARIOS.findIndex((s) => s.target === a && s.keys === ka);
-  const j = SCENARIOS.findIndex((s) => s.target === b && s.keys === kb);
-  return i === -1 || j === -1 ? [] : rounds.map((round) => fix3(goodRps(round[i]!) / goodRps(round[j]!)));
-});
-const show = (x: number | null | undefined) => (x == null ? 'n/a' : `${x.toFixed(2)}x`);
+const { ratios, perCpu: perCpuRatios, perRound: ratioRounds } = pairRatios(PAIRS, results);
 const line = (title: string, name: PairName) =>
-  console.log(`${title.padEnd(44)} ${show(ratios[name])} 2xx/s, ${show(perCpuRatios[name])} per CPU-second${ROUNDS > 1 ? `; rounds ${ratioRounds[name].map(show).join(' ')}` : ''}`);
+  console.log(
+    `${title.padEnd(44)} ${showRatio(ratios[name])} 2xx/s, ${showRatio(perCpuRatios[name])} per CPU-second` +
+      (ROUNDS > 1 ? `; rounds ${ratioRounds[name].map(showRatio).join(' ')}` : ''),
+  );
 line('edge-memory / direct, 1,000 keys:', 'edge_memory_over_direct_1000_keys');
 line('edge-memory / direct, one key:', 'edge_memory_over_direct_one_key');
 line('edge-redis / fastify-redis, 1,000 keys:', 'edge_redis_over_fastify_redis_1000_keys');
@@ -362,36 +290,18 @@ line('edge-redis / fastify-redis, one key:', 'edge_redis_over_fastify_redis_one_
 line('edge-redis LOG_LEVEL warn / info, 1,000 keys:', 'edge_redis_warn_over_info_1000_keys');
 if (ALT_ROOT) line(`edge-redis ${ALT_ROOT} / this tree, 1,000 keys:`, 'edge_redis_alt_over_edge_redis_1000_keys');
 
-const headline = find('edge-redis', ROTATING_KEYS);
+const headline = results.find((r) => r.scenario === 'edge-redis' && r.keys === ROTATING_KEYS);
+const headRatio = ratios.edge_redis_over_fastify_redis_1000_keys;
 const pass = {
-  ratio: ratios.edge_redis_over_fastify_redis_1000_keys === null ? null : ratios.edge_redis_over_fastify_redis_1000_keys >= TARGET_RATIO,
+  ratio: headRatio === null ? null : headRatio >= TARGET_RATIO,
   p99: headline ? headline.p99_ms <= TARGET_P99_MS : null,
   errors: headline ? headline.errors === 0 && headline.non2xx === 0 : null,
 };
 const verdict = (ok: boolean | null) => (ok === null ? 'SKIP' : ok ? 'PASS' : 'FAIL');
-console.log(`${verdict(pass.ratio)} edge-redis >= ${TARGET_RATIO}x fastify-redis 2xx/s, 1,000 keys (${show(ratios.edge_redis_over_fastify_redis_1000_keys)})`);
+console.log(`${verdict(pass.ratio)} edge-redis >= ${TARGET_RATIO}x fastify-redis 2xx/s, 1,000 keys (${showRatio(headRatio)})`);
 console.log(`${verdict(pass.p99)} edge-redis p99 <= ${TARGET_P99_MS} ms, 1,000 keys (${headline?.p99_ms ?? 'n/a'} ms)`);
 console.log(`${verdict(pass.errors)} edge-redis zero errors, 1,000 keys (${headline ? `${headline.errors} connection errors/timeouts, ${headline.non2xx} non-2xx` : 'n/a'})`);
-const denied = results.filter((r) => r.non2xx > 0);
-if (denied.length > 0) {
-  console.log(`note: non-2xx answers in ${denied.map((r) => `${r.scenario}/${r.keys} (${JSON.stringify(r.rounds.map((m) => m.status))})`).join(', ')}`);
-}
-const crowded = results.filter((r) => (r.proxy_core_others_percent ?? 0) > 10);
-if (crowded.length > 0) {
-  console.log(
-    `note: other work took more than 10 % of the tested core in ${crowded.length} of ${results.length} scenarios ` +
-      `(load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} CPUs): req/s understates those targets; compare "req per CPU-s" and rerun on a quieter machine`,
-  );
-}
-const stolen = results.flatMap((r) =>
-  r.rounds.flatMap((m, i) => ((m.proxy_core_steal_percent ?? 0) > 10 ? [`${r.scenario}/${r.keys} round ${i + 1} (${m.proxy_core_steal_percent} %)`] : [])),
-);
-if (stolen.length > 0) {
-  console.log(
-    `note: the hypervisor took more than 10 % of the tested core (steal) in ${stolen.length} measured runs: ${stolen.join(', ')}. ` +
-      'Their req/s and p99 measure the host, not the target: read the per-round ratios of runs without steal, or rerun',
-  );
-}
+for (const note of machineNotes(results)) console.log(note);
 
 const redisKeys: Record<string, number> = {};
 if (redis.status === 'ready') for (const pattern of redisPatterns) redisKeys[pattern] = await countKeys(redis, pattern);
