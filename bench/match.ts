@@ -15,6 +15,7 @@ import { loadRuleFile, REGIONS, regionRuleFile } from '../src/rules/load.ts';
 import { normalizePath } from '../src/rules/normalize-path.ts';
 import type { Rule } from '../src/rules/types.ts';
 import { referenceMatch } from '../test/rules/reference-matcher.ts';
+import { median } from './peers/report.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const ROUND_MS = Number(process.env.BENCH_ROUND_MS ?? 1000);
@@ -173,12 +174,6 @@ function pairedRound(passes: readonly Pass[], ms: number): Speed[] {
   }
   return totals.map((x) => ({ wall: (x.matches * 1e9) / x.wallNs, cpu: (x.matches * 1e6) / x.cpuUs }));
 }
-
-const median = (xs: readonly number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
 
 pairedRound([passCompiled, passReference], 500); // warm-up: let both reach optimised code
 const compiledRounds: Speed[] = [];

@@ -16,7 +16,7 @@ const fix3 = (x: number) => Number(x.toFixed(3));
 const medianOrNull = (xs: readonly (number | null)[]) => (xs.some((x) => x === null) ? null : round2(median(xs as number[])));
 
 /** req/s counting 2xx answers only: a fast 503 or 429 is not throughput. */
-export const goodRps = (m: Measured) => {
+const goodRps = (m: Measured) => {
   const ok = Object.entries(m.status).reduce((n, [code, count]) => (code.startsWith('2') ? n + count : n), 0);
   return m.requests > 0 ? (m.rps_mean * ok) / m.requests : 0;
 };
@@ -45,7 +45,7 @@ export function scenarioRow<S extends string>(scenario: S, label: string, keys: 
     rounds: all,
   };
 }
-export type Row = ReturnType<typeof scenarioRow>;
+type Row = ReturnType<typeof scenarioRow>;
 
 const pct = (x: number | null) => (x === null ? 'n/a' : `${x.toFixed(0)} %`);
 
@@ -69,7 +69,7 @@ export function printTable(rows: readonly Row[]): void {
 }
 
 /** A side-by-side comparison: [scenario a, its keys, scenario b, its keys], read as a ÷ b. */
-export type Pair = readonly [string, number, string, number];
+type Pair = readonly [string, number, string, number];
 
 /**
  * Each pair's ratio three ways: of the medians' req/s; of their requests per

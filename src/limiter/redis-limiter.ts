@@ -1,6 +1,5 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Command, type Cluster, type Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { keySlot } from './key-slot.ts';
 import { StoreError, type Bucket, type BucketOutcome, type Limiter, type LimitOutcome } from './types.ts';
 
@@ -35,12 +34,12 @@ import { StoreError, type Bucket, type BucketOutcome, type Limiter, type LimitOu
  */
 
 const LUA = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
-const SHA = createHash('sha1').update(LUA).digest('hex');
 
-/** Cluster scripts are defined per key count (numberOfKeys fixed), so ioredis routes and pipelines by the first key. */
+/** The script as an ioredis command (EVALSHA, EVAL on NOSCRIPT, the client's keyPrefix applied): key count first, for a batch. */
 const COMMAND = 'gatewayTokenBucket';
 /** Buckets per cluster script; a longer call is split like a cross-slot one. */
 const MAX_KEYS_PER_SCRIPT = 16;
+/** Cluster scripts are defined per key count (numberOfKeys fixed), so ioredis routes and pipelines by the first key. */
 const SCRIPT_NAMES = Array.from({ length: MAX_KEYS_PER_SCRIPT + 1 }, (_, n) => `${COMMAND}${n}`);
 /** Keys in one batch script at most (a script holds Redis for its whole run): a turn with more sends several. */
 const MAX_BATCH_KEYS = 1024;
@@ -69,16 +68,12 @@ class Batch {
   readonly waiting: { resolve(outcome: LimitOutcome): void; reject(err: unknown): void }[] = [];
 
   add(buckets: readonly Bucket[], resolve: (outcome: LimitOutcome) => void, reject: (err: unknown) => void): void {
-    this.argv.push('take', buckets.length);
-    for (const b of buckets) {
-      this.keys.push(b.key);
-      this.argv.push(b.capacity, Math.round(b.perSeconds * 1e6));
-    }
+    addCall(this.keys, this.argv, 'take', buckets);
     this.sizes.push(buckets.length);
     this.waiting.push({ resolve, reject });
   }
 
-  /** The script's arguments after its sha or source. */
+  /** The script's arguments: key count, keys, then each call's arguments. */
   args(): (string | number)[] {
     return [this.keys.length, ...this.keys, ...this.argv];
   }
@@ -123,6 +118,7 @@ export class RedisLimiter implements Limiter {
     this.ownsClient = ownsClient;
     // Defined up front: an ioredis pipeline copies the defined scripts when it is created.
     if (this.cluster) for (let n = 1; n <= MAX_KEYS_PER_SCRIPT; n++) client.defineCommand(SCRIPT_NAMES[n]!, { numberOfKeys: n, lua: LUA });
+    else client.defineCommand(COMMAND, { lua: LUA });
   }
 
   consume(buckets: readonly Bucket[]): Promise<LimitOutcome> {
@@ -148,18 +144,13 @@ export class RedisLimiter implements Limiter {
     }
   }
 
-  /** Sends the pending batch as one EVALSHA (EVAL when the server does not hold the script). */
+  /** Sends the pending batch as one script (written at once unless the client auto-pipelines). */
   private send(): void {
     const batch = this.batch;
     if (batch === null) return;
     this.batch = null;
-    const args = batch.args();
-    this.withinBudget(
-      this.script('evalsha', [SHA, ...args]).catch((err: unknown) => {
-        if (!String((err as Error)?.message).includes('NOSCRIPT')) throw err;
-        return this.script('eval', [LUA, ...args]);
-      }),
-    ).then(
+    const script = (this.client as unknown as Record<string, ScriptCall>)[COMMAND]!;
+    this.withinBudget(script.apply(this.client, batch.args())).then(
       (reply) => {
         try {
           batch.settle(reply);
@@ -169,12 +160,6 @@ export class RedisLimiter implements Limiter {
       },
       (err: unknown) => batch.fail(err),
     );
-  }
-
-  private script(name: 'evalsha' | 'eval', args: (string | number)[]): Promise<unknown> {
-    const command = new Command(name, args, this.keyPrefix ? { keyPrefix: this.keyPrefix } : {});
-    (this.client as Redis).sendCommand(command);
-    return command.promise;
   }
 
   /** `work`, or a StoreError once the budget has passed, whichever comes first; other errors become StoreErrors. */
@@ -232,12 +217,20 @@ export class RedisLimiter implements Limiter {
   /** Runs the script, as a batch of this one call, on the buckets at `group`'s indices. */
   private async run(mode: Mode, buckets: readonly Bucket[], group: number[]): Promise<GroupResult> {
     const chosen = group.map((i) => buckets[i]!);
-    const n = chosen.length;
-    const args: (string | number)[] = chosen.map((b) => b.key);
-    args.push(mode, n);
-    for (const b of chosen) args.push(b.capacity, Math.round(b.perSeconds * 1e6));
-    const script = (this.client as unknown as Record<string, ScriptCall>)[SCRIPT_NAMES[n]!]!;
-    return readReply(await script.apply(this.client, args), [n])[0]!;
+    const keys: string[] = [];
+    const argv: (string | number)[] = [];
+    addCall(keys, argv, mode, chosen);
+    const script = (this.client as unknown as Record<string, ScriptCall>)[SCRIPT_NAMES[chosen.length]!]!;
+    return readReply(await script.apply(this.client, [...keys, ...argv]), [chosen.length])[0]!;
+  }
+}
+
+/** Appends one call to the script's keys and arguments (see token-bucket.lua). */
+function addCall(keys: string[], argv: (string | number)[], mode: Mode, buckets: readonly Bucket[]): void {
+  argv.push(mode, buckets.length);
+  for (const b of buckets) {
+    keys.push(b.key);
+    argv.push(b.capacity, Math.round(b.perSeconds * 1e6));
   }
 }
 
