@@ -159,6 +159,8 @@ describe('SIGTERM drains the gateway process', () => {
     expect(streamDone).toBe(false);
     gw.signal('SIGTERM');
 
+    // Readiness is answered (503) while the edge drains. Not asked again once the held requests end:
+    // the drain then ends too, and the admin listener closes with the process.
     const draining = await readyzUntil(gw.adminUrl, 503);
     expect(draining.body).toMatchObject({ status: 'not ready', draining: true });
     // /readyz turns 503 in the same tick as the edge listener closes: from now on nothing new gets in.
@@ -173,9 +175,6 @@ describe('SIGTERM drains the gateway process', () => {
     const frames = streamed.text.match(/data: frame \d+\n\n/g) ?? [];
     expect(frames.length).toBeGreaterThanOrEqual(Math.floor(STREAM_MS / FRAME_MS) - 1); // every frame the upstream sent, not a cut stream
     expect(streamed.text.endsWith('data: end\n\n')).toBe(true);
-
-    // Readiness is still answered (503) while the edge drains.
-    expect((await request(`${gw.adminUrl}/readyz`)).statusCode).toBe(503);
 
     const exit = await within(gw.exited, 8000, 'process exit after the drain');
     expect(exit).toEqual({ code: 0, signal: null });
