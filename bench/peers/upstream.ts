@@ -35,7 +35,7 @@ function serve(socket: Socket): void {
   let pending = ''; // latin1: one character per byte, so lengths are byte counts
   let skip = 0; // body bytes of the current request still to come
   socket.on('data', (chunk: Buffer) => {
-    let data = pending + chunk.latin1Slice(0, chunk.length);
+    let data = pending + chunk.toString('latin1');
     pending = '';
     const out: Buffer[] = [];
     for (;;) {
