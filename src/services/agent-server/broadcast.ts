@@ -1,18 +1,53 @@
 import { Channel } from './channel.ts';
 
+/** How much of its past a Broadcast keeps for readers that resume: the last items up to both bounds. */
+export interface HeldBounds<T> {
+  readonly items: number;
+  readonly weight: number;
+  /** An item's share of `weight` (e.g. its size in bytes). */
+  weigh(item: T): number;
+}
+
 /**
  * One run's events for every reader: the response that started the run and
  * any client that joins it later (`GET .../runs/{run_id}/stream`). Each
- * reader is a Channel of its own that gets what is pushed from the moment
- * it subscribed; a reader that leaves (detaches) is dropped, and a reader
- * subscribing after the end gets an empty, closed channel.
+ * reader is a Channel of its own. A reader starts from now, or resumes:
+ * it first gets the held items after the first `seen` ever pushed, then
+ * what comes. A reader that leaves (detaches) is dropped; once the
+ * broadcast is closed, a reader gets the held items it asked for and ends.
+ *
+ * The last items are held within `bounds`, so a client that lost its
+ * connection can come back without losing events, as long as what it
+ * missed is still held.
  */
 export class Broadcast<T> {
   private readonly readers = new Set<Channel<T>>();
+  /** Held items are `held[start..]` (dropped ones are cut off in bulk, not one shift at a time). */
+  private held: (T | undefined)[] = [];
+  private start = 0;
+  private heldWeight = 0;
+  private pushed = 0;
   private closed = false;
 
-  subscribe(): Channel<T> {
+  constructor(private readonly bounds: HeldBounds<T>) {}
+
+  /** Items pushed so far: the next item is number `count + 1`. */
+  get count(): number {
+    return this.pushed;
+  }
+
+  /** Total weight of the held items. */
+  get weight(): number {
+    return this.heldWeight;
+  }
+
+  /** A reader from now (`seen` undefined), or of everything after the first `seen` items that is still held. */
+  subscribe(seen?: number): Channel<T> {
     const reader = new Channel<T>();
+    if (seen !== undefined) {
+      const first = this.pushed - (this.held.length - this.start); // items pushed before the oldest held one
+      for (let i = Math.max(seen, first); i < this.pushed; i++) reader.push(this.held[this.start + i - first]!);
+    }
     if (this.closed) reader.close();
     else this.readers.add(reader);
     return reader;
@@ -25,6 +60,17 @@ export class Broadcast<T> {
   }
 
   push(item: T): void {
+    this.pushed++;
+    this.held.push(item);
+    this.heldWeight += this.bounds.weigh(item);
+    while (this.held.length - this.start > this.bounds.items || (this.heldWeight > this.bounds.weight && this.held.length - this.start > 1)) {
+      this.heldWeight -= this.bounds.weigh(this.held[this.start]!);
+      this.held[this.start++] = undefined; // let it go now, not at the next compaction
+    }
+    if (this.start > 1024 && this.start * 2 > this.held.length) {
+      this.held = this.held.slice(this.start);
+      this.start = 0;
+    }
     for (const reader of this.readers) reader.push(item);
   }
 

@@ -20,6 +20,8 @@ export interface Frame {
   readonly event: string;
   /** JSON text. */
   readonly data: string;
+  /** The SSE `id`: the frame's number in its run (1, 2, ...), what a client resumes from (`Last-Event-ID`). */
+  readonly id?: string;
 }
 
 export const frame = (event: string, data: unknown): Frame => ({ event, data: jsonText(data) });

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AgentEnv } from './auth.ts';
 import type { Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
-import { conflict, notFound } from './errors.ts';
+import { conflict, invalid, notFound } from './errors.ts';
 import { onlyModes, type Frame } from './frames.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { errorSchema, runCancel, runJoinStream, runSchema, STREAM_MODES } from './schemas.ts';
@@ -18,6 +18,13 @@ import type { Json, Run } from './types.ts';
  * thread the caller may not see answers 404, and so does a run of another
  * thread. Cancelling and following reach the runs of this server process;
  * a run that has finished is answered from the store.
+ *
+ * Following resumes: every frame of a run carries `id: <n>`, its number in
+ * the run, and a request with `Last-Event-ID: <n>` gets every frame after
+ * it that is still held, then the rest live, with nothing lost or repeated.
+ * The public client sends it by itself when a stream breaks (it reconnects
+ * to the run stream's Location). Frames stay for a minute after the run
+ * ends (runner.ts).
  */
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
@@ -37,6 +44,16 @@ async function visibleRun(c: Context<AgentEnv>, ctx: ServerContext, action: Acti
 }
 
 async function* noFrames(): AsyncGenerator<Frame> {}
+
+/** The `Last-Event-ID` header as a frame number; undefined when absent. */
+function lastEventId(c: Context<AgentEnv>): number | undefined {
+  const value = c.req.header('last-event-id');
+  if (value === undefined || value === '') return undefined;
+  if (!/^\d{1,15}$/.test(value)) {
+    throw invalid({ loc: ['header', 'last-event-id'], msg: 'Last-Event-ID must be the id of a frame of this run (a whole number)', type: 'value_error' });
+  }
+  return Number(value);
+}
 
 export function runControlOperations(ctx: ServerContext): Operation[] {
   const { store, runner, heartbeatMs } = ctx;
@@ -90,15 +107,16 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       path: '/threads/{thread_id}/runs/{run_id}/stream',
       operationId: 'join_run_stream',
       summary: 'Follow the events of a run',
-      description: `Server-sent events of the run from the moment of joining until it ends, as its own stream sends them (${STREAM_MODES.join(', ')}; \`error\` on failure or cancellation). A finished run's stream ends at once; streams are not resumable (no Last-Event-ID).`,
+      description: `Server-sent events of the run until it ends, as its own stream sends them (${STREAM_MODES.join(', ')}; \`error\` on failure or cancellation), each with its \`id\`. With \`Last-Event-ID\`: every frame after that one, then the rest. Without: from the moment of joining, or from the first frame for a \`stream_resumable\` run. A run's frames stay for a minute after it ends; after that, its stream ends at once.`,
       query: runJoinStream,
       responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
       async handler(c, { query }) {
         const run = await visibleRun(c, ctx, 'read');
+        const seen = lastEventId(c);
         const headers = { 'Content-Location': `/threads/${run.thread_id}/runs/${run.run_id}` };
-        const handle = runner.find(run.run_id);
+        const handle = runner.followable(run.run_id);
         if (handle === undefined) return sseResponse(noFrames(), { headers, heartbeatMs, onCancel: () => undefined });
-        const reader = handle.join();
+        const reader = handle.join(seen ?? (handle.resumable ? 0 : undefined));
         return sseResponse(query.stream_mode ? onlyModes(reader.frames, query.stream_mode) : reader.frames, {
           headers,
           heartbeatMs,

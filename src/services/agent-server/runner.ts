@@ -1,6 +1,6 @@
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { Logger } from 'pino';
-import { Broadcast } from './broadcast.ts';
+import { Broadcast, type HeldBounds } from './broadcast.ts';
 import { conflict } from './errors.ts';
 import { FrameMapper, frame, graphStreamModes, type Frame } from './frames.ts';
 import type { GraphRegistry, StateSnapshotLike } from './graphs.ts';
@@ -15,7 +15,10 @@ import type { Json, MultitaskStrategy, Run, RunStatus, Thread, ThreadStatus } fr
  * and records its outcome on the run and its thread. One run at a time per
  * thread: a second one answers 409 unless its multitask strategy cancels
  * the active run (`interrupt`, `rollback`) or waits for it (`enqueue`).
- * Other clients can join a run's events while it goes on (`join`).
+ * Other clients can join a run's events while it goes on (`join`), and a
+ * client that lost its stream can resume it: every frame carries an `id`
+ * (its number in the run), the last frames of each run are held (see
+ * HELD), and a finished run's frames stay for RETAINED_MS after its end.
  */
 export interface RunSpec {
   /** The run record (stored by the runner, first as pending). */
@@ -31,6 +34,8 @@ export interface RunSpec {
   readonly threadless: boolean;
   readonly keepThread: boolean;
   readonly strategy: MultitaskStrategy;
+  /** `stream_resumable`: a join without `Last-Event-ID` replays the run from its first frame. */
+  readonly resumable: boolean;
 }
 
 export interface RunOutcome {
@@ -58,8 +63,21 @@ export interface RunHandle {
   cancel(reason: CancelReason): void;
   /** The reader is gone but the run goes on (`on_disconnect: continue`). */
   detach(): void;
-  /** Another reader of the run's events, from now on. */
-  join(): RunReader;
+  /** Another reader of the run's events: from now on (`seen` undefined), or every held frame after frame number `seen`, then what comes. */
+  join(seen?: number): RunReader;
+  readonly resumable: boolean;
+}
+
+/** Frames held per run for readers that resume (the last ones, within both bounds). */
+const HELD: HeldBounds<Frame> = { items: 10_000, weight: 4 * 1024 * 1024, weigh: (f) => f.data.length + f.event.length };
+/** How long a finished run's frames stay for resuming readers, and how many bytes of them all runs together may hold. */
+const RETAINED_MS = 60_000;
+const RETAINED_WEIGHT = 64 * 1024 * 1024;
+
+/** Where a run's frames go: numbered, held, and to every reader. */
+interface RunEvents {
+  push(frame: Frame): void;
+  close(): void;
 }
 
 export interface RunnerDeps {
@@ -74,6 +92,9 @@ export class Runner {
   private readonly queues = new Map<string, RunHandle[]>();
   /** Every run not yet finished, by run id. */
   private readonly all = new Map<string, RunHandle>();
+  /** Finished runs whose frames are still held for resuming readers, oldest first, with their held weight. */
+  private readonly retained = new Map<string, { handle: RunHandle; weight: number; timer: NodeJS.Timeout }>();
+  private retainedWeight = 0;
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -85,6 +106,11 @@ export class Runner {
   /** The run while it is queued or running; undefined once it has finished (or on another server). */
   find(runId: string): RunHandle | undefined {
     return this.all.get(runId);
+  }
+
+  /** The run while it goes on, or for RETAINED_MS after its end: what a joining or resuming reader follows. */
+  followable(runId: string): RunHandle | undefined {
+    return this.all.get(runId) ?? this.retained.get(runId)?.handle;
   }
 
   /** The thread's active run and the runs queued behind it. */
@@ -102,24 +128,26 @@ export class Runner {
     if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
     const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
 
-    const events = new Broadcast<Frame>();
+    const events = new Broadcast<Frame>(HELD);
+    const numbered: RunEvents = { push: (f) => events.push({ ...f, id: String(events.count + 1) }), close: () => events.close() };
     const first = events.subscribe();
     const controller = new AbortController();
     let cancelReason: CancelReason | null = null;
-    events.push(frame('metadata', { run_id: spec.run.run_id, attempt: 1 }));
-    const done = this.execute(spec, events, controller.signal, () => cancelReason, before);
+    numbered.push(frame('metadata', { run_id: spec.run.run_id, attempt: 1 }));
+    const done = this.execute(spec, numbered, controller.signal, () => cancelReason, before);
     const handle: RunHandle = {
       runId: spec.run.run_id,
       frames: first,
       done,
+      resumable: spec.resumable,
       cancel(reason) {
         if (cancelReason !== null) return;
         cancelReason = reason;
         controller.abort(new Error(`run cancelled (${reason})`));
       },
       detach: () => events.leave(first),
-      join() {
-        const reader = events.subscribe();
+      join(seen) {
+        const reader = events.subscribe(seen);
         return { frames: reader, leave: () => events.leave(reader) };
       },
     };
@@ -127,6 +155,7 @@ export class Runner {
     if (!spec.threadless) this.queues.set(threadId, [...(this.queues.get(threadId) ?? []), handle]);
     void done.finally(() => {
       this.all.delete(handle.runId);
+      this.retain(handle, events.weight);
       const left = (this.queues.get(threadId) ?? []).filter((h) => h !== handle);
       if (left.length > 0) this.queues.set(threadId, left);
       else this.queues.delete(threadId);
@@ -139,11 +168,31 @@ export class Runner {
     const handles = [...this.all.values()];
     for (const h of handles) h.cancel('shutdown');
     await Promise.all(handles.map((h) => h.done.catch(() => undefined)));
+    for (const runId of [...this.retained.keys()]) this.forget(runId);
+  }
+
+  /** Keeps a finished run's frames for RETAINED_MS, dropping the oldest retained runs beyond RETAINED_WEIGHT. */
+  private retain(handle: RunHandle, weight: number): void {
+    const timer = setTimeout(() => this.forget(handle.runId), RETAINED_MS).unref();
+    this.retained.set(handle.runId, { handle, weight, timer });
+    this.retainedWeight += weight;
+    for (const runId of this.retained.keys()) {
+      if (this.retainedWeight <= RETAINED_WEIGHT) break;
+      this.forget(runId);
+    }
+  }
+
+  private forget(runId: string): void {
+    const entry = this.retained.get(runId);
+    if (entry === undefined) return;
+    clearTimeout(entry.timer);
+    this.retained.delete(runId);
+    this.retainedWeight -= entry.weight;
   }
 
   private async execute(
     spec: RunSpec,
-    events: Broadcast<Frame>,
+    events: RunEvents,
     signal: AbortSignal,
     cancelled: () => CancelReason | null,
     before: Promise<unknown>,

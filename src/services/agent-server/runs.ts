@@ -17,9 +17,11 @@ import type { Json, Run } from './types.ts';
 /**
  * Runs: streamed (server-sent events) or waited for, on a thread or
  * threadless. The stream's first event is `metadata` with the run id; the
- * response's Content-Location names the run. When the client goes away the
- * run is cancelled (`on_disconnect: cancel`, the default) or left to
- * finish (`continue`). The authenticated user reaches the graph at
+ * response's Content-Location names the run, and on a thread its Location
+ * names the run's join stream, where the public client resumes after a
+ * broken connection (`Last-Event-ID`, see run-control.ts). When the client
+ * goes away the run is cancelled (`on_disconnect: cancel`, the default) or
+ * left to finish (`continue`, the default of a `stream_resumable` run). The authenticated user reaches the graph at
  * `config.configurable.service_auth_user` (and the public name
  * `langgraph_auth_user`); it is never stored with the run.
  */
@@ -32,7 +34,10 @@ const errors = {
 const streamAnswer = {
   description: `Server-sent events: \`metadata\` first, then one event per chunk of each requested mode (${STREAM_MODES.join(', ')}; \`messages\` gives messages/metadata, messages/partial, messages/complete), \`error\` on failure.`,
   contentType: 'text/event-stream',
-  headers: { 'Content-Location': 'The run: /runs/<run_id> or /threads/<thread_id>/runs/<run_id>.' },
+  headers: {
+    'Content-Location': 'The run: /runs/<run_id> or /threads/<thread_id>/runs/<run_id>.',
+    Location: 'On a thread: /threads/<thread_id>/runs/<run_id>/stream, where the stream resumes (Last-Event-ID).',
+  },
 };
 const waitAnswer = { description: 'The final state values of the run (on failure, `{"__error__": {"error", "message"}}`).', schema: z.record(z.string(), z.unknown()) };
 
@@ -40,7 +45,7 @@ export function runOperations(ctx: ServerContext): Operation[] {
   const stream = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
     const { handle, location, onDisconnect } = await startRun(c, ctx, body, threaded ? param(c, 'thread_id') : null);
     return sseResponse(handle.frames, {
-      headers: { 'Content-Location': location },
+      headers: threaded ? { 'Content-Location': location, Location: `${location}/stream` } : { 'Content-Location': location },
       heartbeatMs: ctx.heartbeatMs,
       signal: c.req.raw.signal,
       onCancel: () => (onDisconnect === 'continue' ? handle.detach() : handle.cancel('disconnect')),
@@ -144,11 +149,12 @@ async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreat
     threadless: threadId === null,
     keepThread: body.on_completion === 'keep',
     strategy,
+    resumable: body.stream_resumable ?? false,
   };
   const handle = runner.start(spec);
   return {
     handle,
     location: threadId === null ? `/runs/${runId}` : `/threads/${threadId}/runs/${runId}`,
-    onDisconnect: body.on_disconnect ?? 'cancel',
+    onDisconnect: body.on_disconnect ?? (body.stream_resumable ? 'continue' : 'cancel'),
   };
 }

@@ -108,8 +108,11 @@ export const runCreate = z.object({
   context: object().nullish(),
   stream_mode: z.union([streamMode, z.array(streamMode).min(1)]).nullish().describe('Default: values.'),
   stream_subgraphs: z.boolean().nullish(),
-  stream_resumable: z.boolean().nullish().describe('Accepted; streams are not resumable here.'),
-  on_disconnect: z.enum(['cancel', 'continue']).nullish().describe('When the client goes away: cancel the run (default) or let it finish.'),
+  stream_resumable: z
+    .boolean()
+    .nullish()
+    .describe('The run goes on when its client leaves (unless on_disconnect says cancel), and a join without Last-Event-ID replays it from its first event.'),
+  on_disconnect: z.enum(['cancel', 'continue']).nullish().describe('When the client goes away: cancel the run (default) or let it finish (default with stream_resumable).'),
   on_completion: z.enum(['delete', 'keep']).nullish().describe('Threadless runs: delete (default) or keep the temporary thread.'),
   if_not_exists: z.enum(['create', 'reject']).nullish().describe('A thread run on an unknown thread: 404 (reject, default) or create it.'),
   multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish().describe('A run on a busy thread: 409 (reject, default), cancel the active run (interrupt, rollback), or wait for it (enqueue).'),

@@ -19,8 +19,8 @@ export interface SseOptions {
 const encoder = new TextEncoder();
 const HEARTBEAT = encoder.encode(': heartbeat\n\n');
 
-export function encodeFrame({ event, data }: Frame): Uint8Array {
-  return encoder.encode(`event: ${event.replace(/[\r\n]/g, ' ')}\ndata: ${data}\n\n`);
+export function encodeFrame({ event, data, id }: Frame): Uint8Array {
+  return encoder.encode(`event: ${event.replace(/[\r\n]/g, ' ')}\ndata: ${data}\n${id === undefined ? '' : `id: ${id}\n`}\n`);
 }
 
 export function sseResponse(frames: AsyncIterable<Frame>, { headers, heartbeatMs, onCancel, signal }: SseOptions): Response {

@@ -109,7 +109,7 @@ describe('assistants', () => {
 });
 
 describe('run stream framing', () => {
-  it('sends metadata first, one event and one JSON data line per frame, and Content-Location', async () => {
+  it('sends metadata first, one event, one JSON data line and its number (id) per frame, and Content-Location', async () => {
     const res = await call('/runs/stream', { body: { assistant_id: 'agent', input: userInput('hello there'), stream_mode: ['updates', 'messages-tuple'] } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -120,13 +120,15 @@ describe('run stream framing', () => {
     const meta = JSON.parse(frames[0]!.data!);
     expect(meta).toEqual({ run_id: expect.any(String), attempt: 1 });
     expect(res.headers.get('content-location')).toBe(`/runs/${meta.run_id}`);
-    for (const block of text.split('\n\n').filter((b) => b.trim() !== '' && !b.startsWith(':'))) {
+    const blocks = text.split('\n\n').filter((b) => b.trim() !== '' && !b.startsWith(':'));
+    blocks.forEach((block, i) => {
       const lines = block.split('\n');
-      expect(lines).toHaveLength(2);
+      expect(lines).toHaveLength(3);
       expect(lines[0]).toMatch(/^event: \S+$/);
       expect(lines[1]).toMatch(/^data: /);
       expect(() => JSON.parse(lines[1]!.slice(6))).not.toThrow();
-    }
+      expect(lines[2]).toBe(`id: ${i + 1}`);
+    });
     expect(new Set(frames.map((f) => f.event))).toEqual(new Set(['metadata', 'updates', 'messages']));
     const updates = frames.filter((f) => f.event === 'updates').map((f) => Object.keys(JSON.parse(f.data!)));
     expect(updates).toEqual([['greet'], ['model']]);
@@ -138,7 +140,7 @@ describe('run stream framing', () => {
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     const firstAt = Date.now() - started;
-    expect(first).toMatch(/^event: metadata\n/);
+    expect(first).toMatch(/^event: metadata\ndata: .*\nid: 1\n\n/);
     let rest = '';
     for (;;) {
       const { done, value } = await reader.read();

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from './fixtures/app/graphs.ts';
 import { collect, eventually, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
@@ -15,7 +16,7 @@ beforeAll(async () => {
 afterAll(() => stack.close());
 
 const client = () => sdk(stack.url, newKey());
-type Chunk = { event: string; data: any };
+type Chunk = { event: string; data: any; id?: string };
 const events = (chunks: Chunk[]) => chunks.map((c) => c.event);
 
 describe('assistants through the edge', () => {
@@ -207,5 +208,50 @@ describe('client disconnects through the edge', () => {
     await done;
     await eventually(async () => (registry.cancelled.has(runId) ? true : undefined));
     expect(registry.finished.has(runId)).toBe(false);
+  });
+
+  it('resumes a broken run stream by itself (Location, Last-Event-ID): no event lost, none twice', async () => {
+    // A TCP relay in front of the edge that breaks the first connection whose stream has reached frame 5.
+    let cut = false;
+    const relay = createServer((client: Socket) => {
+      const edge = connect(Number(new URL(stack.url).port), '127.0.0.1');
+      client.pipe(edge);
+      edge.on('data', (chunk: Buffer) => {
+        client.write(chunk);
+        if (!cut && chunk.toString('latin1').includes('\nid: 5\n')) {
+          cut = true;
+          client.destroy();
+          edge.destroy();
+        }
+      });
+      const end = () => (client.destroy(), edge.destroy());
+      client.on('error', end).on('close', end);
+      edge.on('error', end).on('close', end);
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    try {
+      const { client: c, seen } = sdk(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, newKey());
+      const thread = await c.threads.create();
+      let runId = '';
+      const chunks = (await collect(
+        c.runs.stream(thread.thread_id, 'agent', {
+          input: userInput('a stream worth keeping whole'),
+          streamMode: 'messages-tuple',
+          streamResumable: true,
+          config: { configurable: { token_delay_ms: 40 } },
+          onRunCreated: (m) => (runId = m.run_id),
+        }),
+      )) as Chunk[];
+      expect(cut).toBe(true);
+      const resumedWith = seen.filter((s) => s.url.endsWith(`/threads/${thread.thread_id}/runs/${runId}/stream`));
+      expect(resumedWith.map((s) => s.status)).toEqual([200]);
+      expect(chunks.map((ch) => ch.id)).toEqual(chunks.map((_, i) => String(i + 1)));
+      expect(chunks.length).toBeGreaterThan(10);
+      // The same frames as the whole run, replayed from the start.
+      expect(chunks).toEqual(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: '0' })));
+      expect((await c.runs.get(thread.thread_id, runId)).status).toBe('success');
+    } finally {
+      relay.close();
+    }
   });
 });
