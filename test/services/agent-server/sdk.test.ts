@@ -216,9 +216,11 @@ describe('client disconnects through the edge', () => {
     const relay = createServer((client: Socket) => {
       const edge = connect(Number(new URL(stack.url).port), '127.0.0.1');
       client.pipe(edge);
+      let relayed = '';
       edge.on('data', (chunk: Buffer) => {
         client.write(chunk);
-        if (!cut && chunk.toString('latin1').includes('\nid: 5\n')) {
+        relayed += chunk.toString('latin1');
+        if (!cut && relayed.includes('\nid: 5\n')) {
           cut = true;
           client.destroy();
           edge.destroy();
