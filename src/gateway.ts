@@ -64,11 +64,13 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
   // Upstreams: the configured URLs, else the bundled services in this process.
   const bundled = new BundledServices(env, log);
   const owned: BundledService[] = [];
+  // As many upstream connections as client connections: every request in flight (an open stream included) has
+  // its own, so minutes-long streams never queue the requests behind them in the pool.
   const upstreamAt = async (name: string, url: string | null, bundled: () => Promise<BundledService>): Promise<Upstream> => {
-    if (url !== null) return createUpstream(name, url);
+    if (url !== null) return createUpstream(name, url, settings.maxConnections);
     const service = await bundled();
     owned.push(service);
-    return createUpstream(name, service.url);
+    return createUpstream(name, service.url, settings.maxConnections);
   };
   const upstreams = {
     controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () => bundled.controlPlane()),

@@ -18,7 +18,8 @@ export interface Upstream {
   readonly pool: Pool;
 }
 
-export function createUpstream(name: string, url: string, connections = 256): Upstream {
+/** `connections`: most sockets to this upstream at once; a request beyond them waits in the pool for a free one. */
+export function createUpstream(name: string, url: string, connections: number): Upstream {
   const parsed = new URL(url);
   return { name, basePath: parsed.pathname.replace(/\/$/, ''), pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }) };
 }

@@ -142,6 +142,41 @@ describe('server-sent events', () => {
   });
 });
 
+describe('many open streams', () => {
+  it('300 open streams to one upstream do not hold back the next request to it', async () => {
+    const open = new Set<ServerResponse>();
+    routes.set('/held-open', (_req, res) => {
+      sse(res);
+      res.write('data: open\n\n');
+      open.add(res);
+      res.on('close', () => open.delete(res));
+    });
+    const streams = await Promise.all(
+      Array.from({ length: 300 }, async () => {
+        const res = await request(`${main.url}/held-open`);
+        await res.body[Symbol.asyncIterator]().next(); // the first frame is through: the stream is open end to end
+        return res;
+      }),
+    );
+    expect(streams.every((r) => r.statusCode === 200)).toBe(true);
+    expect(open.size).toBe(300);
+    try {
+      const quick = await within(request(`${main.url}/quick/after/streams`), 3000, 'a request while 300 streams are open');
+      expect(quick.statusCode).toBe(200);
+      await quick.body.dump();
+    } finally {
+      for (const r of streams) r.body.destroy();
+    }
+    await within(
+      (async () => {
+        while (open.size > 0) await new Promise((r) => setTimeout(r, 20));
+      })(),
+      3000,
+      'the upstream streams closed after their clients left',
+    );
+  });
+});
+
 describe('body limits (MAX_BODY=1KiB)', () => {
   /** Counts body bytes per request id, answering once the body ends. */
   const received = new Map<string, { bytes: number; ended: boolean }>();
