@@ -106,7 +106,7 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
   if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {
     log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
   }
-  const edge = await listen(edgeApp(handle), settings.port, '0.0.0.0', { maxConnections: settings.maxConnections });
+  const edge = await listen(edgeApp(handle), settings.port, '0.0.0.0', { maxConnections: settings.maxConnections, deferContinue: true });
   const admin = await listen(
     adminApp({
       metrics,

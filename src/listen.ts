@@ -14,6 +14,11 @@ export interface Listening {
 export interface ListenOptions {
   /** Most open connections; further ones are refused at accept. */
   readonly maxConnections?: number;
+  /**
+   * The app answers `Expect: 100-continue` itself, calling `writeContinue()` once it wants the body
+   * (the edge: only after the request is allowed). Otherwise Node sends `100 Continue` at once.
+   */
+  readonly deferContinue?: boolean;
 }
 
 /** Errors Node's HTTP parser answers before any handler runs, as the gateway's JSON errors. */
@@ -55,6 +60,8 @@ export async function listen(app: Hono<any>, port: number, host = '0.0.0.0', opt
   server.requestTimeout = 300_000;
   server.keepAliveTimeout = 65_000;
   if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
+  // A final answer without 100 Continue makes Node close the connection after it (the body may or may not follow).
+  if (options.deferContinue) server.on('checkContinue', (req, res) => server.emit('request', req, res));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();
     const [status, code, detail] = PARSER_ERRORS[err.code ?? ''] ?? [400, 'bad_request', 'Malformed request'];

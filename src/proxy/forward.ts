@@ -53,6 +53,8 @@ export function forward(
   metrics?: Metrics,
 ): Promise<ForwardResult> {
   const body = requestBody(req, options.maxBodyBytes);
+  // The request is allowed and its size acceptable: now ask for the body a client holds back until told to continue.
+  if (body !== null && EXPECTS_CONTINUE.test(String(req.headers.expect ?? ''))) res.writeContinue();
   const request: Dispatcher.DispatchOptions = {
     path: upstream.basePath + path,
     method: req.method as Dispatcher.HttpMethod,
@@ -158,6 +160,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 }
 
 const IDEMPOTENT = new Set<string>(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+/** The expectation Node hands to `checkContinue` (its own test, node:_http_server). */
+const EXPECTS_CONTINUE = /(?:^|\W)100-continue(?:$|\W)/i;
 
 function isRefused(err: unknown): boolean {
   return (err as { code?: string }).code === 'ECONNREFUSED';

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
  */
 const HOP_BY_HOP = new Set([
   'connection',
+  'expect', // the edge answers a 100-continue expectation itself (forward.ts); undici refuses the header
   'keep-alive',
   'proxy-connection',
   'proxy-authenticate',

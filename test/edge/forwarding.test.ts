@@ -4,7 +4,7 @@ import { request } from 'undici';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { forwardingSetup, seenById } from '../helpers/forwarding.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { head, rawRequest } from '../helpers/raw-http.ts';
+import { collect, connectRaw, head, parseResponse, rawRequest } from '../helpers/raw-http.ts';
 import { closedPort, type TestUpstream } from '../helpers/upstream.ts';
 import { deferred, within } from '../helpers/async.ts';
 
@@ -54,6 +54,55 @@ describe('headers', () => {
     expect(h['x-request-id']).toBe(minted);
     expect(h.host).toBe(`127.0.0.1:${agent.port}`);
     expect(seen!.url).toBe('/hop?q=1');
+  });
+
+  it('Expect: 100-continue: the edge asks for the body itself, once the request is allowed, and the upstream gets it without Expect', async () => {
+    const id = randomUUID();
+    const body = 'x'.repeat(3000);
+    const socket = await connectRaw(main.port);
+    let received = '';
+    socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
+    socket.write(
+      head('POST /expecting HTTP/1.1', [
+        ['Host', 'x'],
+        ['Expect', '100-continue'],
+        ['Content-Length', String(body.length)],
+        ['X-Request-Id', id],
+        ['Connection', 'close'],
+      ]),
+    );
+    await within(
+      (async () => {
+        while (!received.includes('\r\n\r\n')) await new Promise((r) => setTimeout(r, 10));
+      })(),
+      3000,
+      'an interim answer',
+    );
+    expect(received).toMatch(/^HTTP\/1\.1 100 Continue\r\n\r\n$/);
+    const final = collect(socket);
+    socket.write(body);
+    const res = await final;
+    expect(res.status).toBe(200);
+    expect(res.json()).toMatchObject({ method: 'POST', url: '/expecting', bytes: body.length });
+    const [seen] = seenById(agent, id);
+    expect(seen!.headers.expect).toBeUndefined();
+  });
+
+  it('Expect: 100-continue on a body over MAX_BODY: 413 at once, no 100 Continue, the connection closed, nothing forwarded', async () => {
+    const id = randomUUID();
+    const data = await new Promise<Buffer>((resolve) => {
+      void connectRaw(tight.port).then((socket) => {
+        const chunks: Buffer[] = [];
+        socket.on('data', (c: Buffer) => chunks.push(c));
+        socket.on('close', () => resolve(Buffer.concat(chunks)));
+        socket.write(head('POST /expecting HTTP/1.1', [['Host', 'x'], ['Expect', '100-continue'], ['Content-Length', '5000'], ['X-Request-Id', id]]));
+      });
+    });
+    expect(data.toString('latin1')).not.toContain('100 Continue');
+    const res = parseResponse(data);
+    expect(res.status).toBe(413);
+    expect(res.headers.connection).toEqual(['close']);
+    expect(seenById(agent, id)).toEqual([]);
   });
 
   it('hop-by-hop headers of the upstream response never reach the client', async () => {
