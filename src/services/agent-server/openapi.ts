@@ -21,6 +21,7 @@ export function openApiDocument(ops: readonly Operation[], info: DocumentInfo): 
     const parameters = [
       ...[...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
       ...queryParameters(op.query),
+      ...Object.entries(op.headers ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
     ];
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(op.responses)) {

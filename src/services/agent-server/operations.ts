@@ -30,6 +30,8 @@ export interface Operation<B extends z.ZodType | undefined = z.ZodType | undefin
   readonly public?: boolean;
   readonly body?: B;
   readonly query?: Q;
+  /** Request headers the operation reads (documentation; the handler reads and checks them). */
+  readonly headers?: Readonly<Record<string, string>>;
   readonly responses: Readonly<Record<number, ResponseSpec>>;
   handler(c: Context<AgentEnv>, input: { body: Infer<B>; query: Infer<Q> }): Response | Promise<Response>;
 }

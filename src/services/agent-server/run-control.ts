@@ -109,6 +109,7 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       summary: 'Follow the events of a run',
       description: `Server-sent events of the run until it ends, as its own stream sends them (${STREAM_MODES.join(', ')}; \`error\` on failure or cancellation), each with its \`id\`. With \`Last-Event-ID\`: every frame after that one, then the rest. Without: from the moment of joining, or from the first frame for a \`stream_resumable\` run. A run's frames stay for a minute after it ends; after that, its stream ends at once.`,
       query: runJoinStream,
+      headers: { 'Last-Event-ID': 'The id of the last event received: the stream resumes with the event after it.' },
       responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
       async handler(c, { query }) {
         const run = await visibleRun(c, ctx, 'read');

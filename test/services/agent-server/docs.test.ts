@@ -47,7 +47,16 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(cancel.responses)).toEqual(expect.arrayContaining(['202', '204', '404']));
     expect(cancel.responses['204'].content).toBeUndefined();
     expect(doc.paths['/assistants/{assistant_id}'].delete.parameters.map((p: { name: string }) => p.name)).toContain('delete_threads');
-    expect(Object.keys(doc.paths['/threads/{thread_id}/runs/{run_id}/stream'].get.responses['200'].content)).toEqual(['text/event-stream']);
+    const join = doc.paths['/threads/{thread_id}/runs/{run_id}/stream'].get;
+    expect(Object.keys(join.responses['200'].content)).toEqual(['text/event-stream']);
+    expect(join.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual([
+      'path:thread_id',
+      'path:run_id',
+      'query:cancel_on_disconnect',
+      'query:stream_mode',
+      'header:Last-Event-ID',
+    ]);
+    expect(doc.paths['/threads/{thread_id}/runs/stream'].post.responses['200'].headers.Location.description).toMatch(/Last-Event-ID/);
     const { $schema: _, ...patch } = z.toJSONSchema(assistantPatch, { io: 'input', unrepresentable: 'any' }) as Record<string, unknown>;
     expect(doc.paths['/assistants/{assistant_id}'].patch.requestBody.content['application/json'].schema).toEqual(patch);
   });
