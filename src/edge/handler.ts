@@ -87,7 +87,8 @@ export function edgeHandler(options: EdgeOptions) {
       const error = asGatewayError(err);
       status = error.status;
       if (error.status >= 500 && !(err instanceof GatewayError)) log.error({ err, requestId }, 'edge failure');
-      sendError(res, error, requestId);
+      // A limit that applied (a token was taken) shows on the error too: 413, 502, 504 after the limit step.
+      sendError(res, error, { ...verdict?.headers, 'x-request-id': requestId });
     } finally {
       const decision = verdict?.decision ?? 'unlimited';
       metrics?.requests.inc({ rule: verdict?.match.rule.id ?? '', category: verdict?.category ?? '', decision, status });
@@ -158,12 +159,12 @@ function sendDenied(res: ServerResponse, verdict: Verdict, extra: OutgoingHttpHe
   sendJson(res, 429, body, extra);
 }
 
-function sendError(res: ServerResponse, error: GatewayError, requestId: string): void {
+function sendError(res: ServerResponse, error: GatewayError, headers: OutgoingHttpHeaders): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const extra: OutgoingHttpHeaders = { 'x-request-id': requestId };
+  const extra: OutgoingHttpHeaders = { ...headers };
   // An unread request body would otherwise be drained before the connection can be reused.
   if (error.status === 413 || error.status === 400) extra.connection = 'close';
   sendJson(res, error.status, JSON.stringify(error), extra);

@@ -140,6 +140,9 @@ describe('upstream failures', () => {
       expect(res.statusCode).toBe(502);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(res.headers['x-request-id']).toBe(id);
+      // The limit applied before the upstream failed: its headers are on the error too.
+      expect(res.headers['ratelimit-policy']).toBe('"open.ip";q=1000000;w=1');
+      expect(res.headers.ratelimit).toMatch(/^"open\.ip";r=\d+;t=\d+$/);
       const body = (await res.body.json()) as Record<string, unknown>;
       expect(body).toEqual({ detail: expect.any(String), code: 'upstream_unreachable' });
       expect(String(body.detail)).not.toMatch(/\n\s+at /); // no stack trace
@@ -160,6 +163,7 @@ describe('upstream failures', () => {
     const res = await request(`${tight.url}/slow`);
     const elapsed = performance.now() - started;
     expect(res.statusCode).toBe(504);
+    expect(res.headers['ratelimit-policy']).toBe('"open.ip";q=1000000;w=1');
     expect(await res.body.json()).toEqual({ detail: expect.any(String), code: 'upstream_timeout' });
     expect(elapsed).toBeGreaterThanOrEqual(290);
     expect(elapsed).toBeLessThan(3000);
