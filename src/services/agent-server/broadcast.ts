@@ -1,11 +1,13 @@
 import { Channel } from './channel.ts';
 
-/** How much of its past a Broadcast keeps for readers that resume: the last items up to both bounds. */
+/** How much of its past a Broadcast keeps for readers that resume: the last items within every bound. */
 export interface HeldBounds<T> {
   readonly items: number;
   readonly weight: number;
   /** An item's share of `weight` (e.g. its size in bytes). */
   weigh(item: T): number;
+  /** Weight shared by several broadcasts: together they hold at most `limit` (each drops its own oldest items to stay within). */
+  readonly pool?: { used: number; readonly limit: number };
 }
 
 /**
@@ -60,11 +62,13 @@ export class Broadcast<T> {
   }
 
   push(item: T): void {
+    const { items, weight, weigh, pool } = this.bounds;
     this.pushed++;
     this.held.push(item);
-    this.heldWeight += this.bounds.weigh(item);
-    while (this.held.length - this.start > this.bounds.items || (this.heldWeight > this.bounds.weight && this.held.length - this.start > 1)) {
-      this.heldWeight -= this.bounds.weigh(this.held[this.start]!);
+    this.addWeight(weigh(item));
+    const over = () => this.heldWeight > weight || (pool !== undefined && pool.used > pool.limit);
+    while (this.held.length - this.start > items || (over() && this.held.length - this.start > 1)) {
+      this.addWeight(-weigh(this.held[this.start]!));
       this.held[this.start++] = undefined; // let it go now, not at the next compaction
     }
     if (this.start > 1024 && this.start * 2 > this.held.length) {
@@ -78,5 +82,17 @@ export class Broadcast<T> {
     this.closed = true;
     for (const reader of this.readers) reader.close();
     this.readers.clear();
+  }
+
+  /** Drops every held item (and gives its weight back to the pool): later readers resume from nothing. */
+  release(): void {
+    this.addWeight(-this.heldWeight);
+    this.held = [];
+    this.start = 0;
+  }
+
+  private addWeight(w: number): void {
+    this.heldWeight += w;
+    if (this.bounds.pool) this.bounds.pool.used += w;
   }
 }

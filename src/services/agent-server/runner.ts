@@ -70,7 +70,9 @@ export interface RunHandle {
 
 /** Frames held per run for readers that resume (the last ones, within both bounds). */
 const HELD: HeldBounds<Frame> = { items: 10_000, weight: 4 * 1024 * 1024, weigh: (f) => f.data.length + f.event.length };
-/** How long a finished run's frames stay for resuming readers, and how many bytes of them all runs together may hold. */
+/** Held frames of all runs together, running or finished: a run over it drops its own oldest frames. */
+const HELD_TOTAL = 256 * 1024 * 1024;
+/** How long a finished run's frames stay for resuming readers, and how many bytes of them all finished runs together may hold. */
 const RETAINED_MS = 60_000;
 const RETAINED_WEIGHT = 64 * 1024 * 1024;
 
@@ -92,9 +94,10 @@ export class Runner {
   private readonly queues = new Map<string, RunHandle[]>();
   /** Every run not yet finished, by run id. */
   private readonly all = new Map<string, RunHandle>();
-  /** Finished runs whose frames are still held for resuming readers, oldest first, with their held weight. */
-  private readonly retained = new Map<string, { handle: RunHandle; weight: number; timer: NodeJS.Timeout }>();
+  /** Finished runs whose frames are still held for resuming readers, oldest first. */
+  private readonly retained = new Map<string, { handle: RunHandle; events: Broadcast<Frame>; weight: number; timer: NodeJS.Timeout }>();
   private retainedWeight = 0;
+  private readonly held: HeldBounds<Frame> = { ...HELD, pool: { used: 0, limit: HELD_TOTAL } };
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -128,7 +131,7 @@ export class Runner {
     if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
     const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
 
-    const events = new Broadcast<Frame>(HELD);
+    const events = new Broadcast<Frame>(this.held);
     const numbered: RunEvents = { push: (f) => events.push({ ...f, id: String(events.count + 1) }), close: () => events.close() };
     const first = events.subscribe();
     const controller = new AbortController();
@@ -155,7 +158,7 @@ export class Runner {
     if (!spec.threadless) this.queues.set(threadId, [...(this.queues.get(threadId) ?? []), handle]);
     void done.finally(() => {
       this.all.delete(handle.runId);
-      this.retain(handle, events.weight);
+      this.retain(handle, events);
       const left = (this.queues.get(threadId) ?? []).filter((h) => h !== handle);
       if (left.length > 0) this.queues.set(threadId, left);
       else this.queues.delete(threadId);
@@ -172,9 +175,10 @@ export class Runner {
   }
 
   /** Keeps a finished run's frames for RETAINED_MS, dropping the oldest retained runs beyond RETAINED_WEIGHT. */
-  private retain(handle: RunHandle, weight: number): void {
+  private retain(handle: RunHandle, events: Broadcast<Frame>): void {
     const timer = setTimeout(() => this.forget(handle.runId), RETAINED_MS).unref();
-    this.retained.set(handle.runId, { handle, weight, timer });
+    const weight = events.weight;
+    this.retained.set(handle.runId, { handle, events, weight, timer });
     this.retainedWeight += weight;
     for (const runId of this.retained.keys()) {
       if (this.retainedWeight <= RETAINED_WEIGHT) break;
@@ -186,6 +190,7 @@ export class Runner {
     const entry = this.retained.get(runId);
     if (entry === undefined) return;
     clearTimeout(entry.timer);
+    entry.events.release();
     this.retained.delete(runId);
     this.retainedWeight -= entry.weight;
   }

@@ -41,4 +41,26 @@ describe('Broadcast', () => {
     heavy.close();
     expect(await collect(heavy.subscribe(0))).toEqual(['x'.repeat(50)]);
   });
+
+  it('broadcasts sharing a pool hold at most its limit together, each dropping its own oldest; release gives the weight back', async () => {
+    const pool = { used: 0, limit: 10 };
+    const a = new Broadcast<string>({ ...bounds(100), pool });
+    const b = new Broadcast<string>({ ...bounds(100), pool });
+    for (const s of ['aaa', 'aaa', 'aaa']) a.push(s);
+    expect(pool.used).toBe(9);
+    b.push('bbb'); // 12: over, but a broadcast keeps at least its last item
+    expect(pool.used).toBe(12);
+    b.push('ccc'); // b drops its own 'bbb', never a's
+    expect(pool.used).toBe(12);
+    a.push('ddd'); // a drops its two oldest to get the pool back within 10
+    expect(pool.used).toBe(9);
+    a.close();
+    b.close();
+    expect(await collect(a.subscribe(0))).toEqual(['aaa', 'ddd']);
+    expect(await collect(b.subscribe(0))).toEqual(['ccc']);
+    a.release();
+    b.release();
+    expect(pool.used).toBe(0);
+    expect(await collect(a.subscribe(0))).toEqual([]);
+  });
 });
