@@ -95,7 +95,7 @@ export class Runner {
   /** Every run not yet finished, by run id. */
   private readonly all = new Map<string, RunHandle>();
   /** Finished runs whose frames are still held for resuming readers, oldest first. */
-  private readonly retained = new Map<string, { handle: RunHandle; events: Broadcast<Frame>; weight: number; timer: NodeJS.Timeout }>();
+  private readonly retained = new Map<string, { handle: RunHandle; events: Broadcast<Frame>; timer: NodeJS.Timeout }>();
   private retainedWeight = 0;
   private readonly held: HeldBounds<Frame> = { ...HELD, pool: { used: 0, limit: HELD_TOTAL } };
 
@@ -177,9 +177,8 @@ export class Runner {
   /** Keeps a finished run's frames for RETAINED_MS, dropping the oldest retained runs beyond RETAINED_WEIGHT. */
   private retain(handle: RunHandle, events: Broadcast<Frame>): void {
     const timer = setTimeout(() => this.forget(handle.runId), RETAINED_MS).unref();
-    const weight = events.weight;
-    this.retained.set(handle.runId, { handle, events, weight, timer });
-    this.retainedWeight += weight;
+    this.retained.set(handle.runId, { handle, events, timer });
+    this.retainedWeight += events.weight;
     for (const runId of this.retained.keys()) {
       if (this.retainedWeight <= RETAINED_WEIGHT) break;
       this.forget(runId);
@@ -190,9 +189,9 @@ export class Runner {
     const entry = this.retained.get(runId);
     if (entry === undefined) return;
     clearTimeout(entry.timer);
-    entry.events.release();
     this.retained.delete(runId);
-    this.retainedWeight -= entry.weight;
+    this.retainedWeight -= entry.events.weight;
+    entry.events.release();
   }
 
   private async execute(
