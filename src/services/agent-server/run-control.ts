@@ -3,6 +3,7 @@ import { z } from 'zod';
 import type { AgentEnv } from './auth.ts';
 import type { Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
+import { matchesFilter } from './authorize.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { onlyModes, type Frame } from './frames.ts';
 import { operation, param, type Operation } from './operations.ts';
@@ -45,6 +46,24 @@ async function visibleRun(c: Context<AgentEnv>, ctx: ServerContext, action: Acti
 
 async function* noFrames(): AsyncGenerator<Frame> {}
 
+/**
+ * A threadless run (`GET /runs/{run_id}/stream`): its thread is temporary, so
+ * the `threads:read` filter is matched against the run's own metadata (where
+ * a `create_run` handler may write, e.g., an owner), or a kept thread's once
+ * it exists; the user who started the run may always follow it. 404 otherwise.
+ */
+async function visibleThreadlessRun(c: Context<AgentEnv>, ctx: ServerContext): Promise<Run> {
+  const runId = param(c, 'run_id');
+  const { user, authorize } = c.get('auth');
+  const filter = await authorize('threads', 'read', { run_id: runId });
+  const run = await ctx.store.getRun(runId);
+  if (run === null) throw notFound('Run', runId);
+  const thread = await ctx.store.getThread(run.thread_id);
+  const starter = ctx.runner.followable(runId)?.startedBy === user.identity;
+  if (!starter && !matchesFilter(thread?.metadata ?? run.metadata, filter)) throw notFound('Run', runId);
+  return run;
+}
+
 /** The `Last-Event-ID` header as a frame number; undefined when absent. */
 function lastEventId(c: Context<AgentEnv>): number | undefined {
   const value = c.req.header('last-event-id');
@@ -57,6 +76,23 @@ function lastEventId(c: Context<AgentEnv>): number | undefined {
 
 export function runControlOperations(ctx: ServerContext): Operation[] {
   const { store, runner, heartbeatMs } = ctx;
+  /** A run's events as SSE, from now, or resumed (`Last-Event-ID`, or from the start for a `stream_resumable` run). */
+  const follow = (c: Context<AgentEnv>, run: Run, query: z.output<typeof runJoinStream>, location: string) => {
+    const seen = lastEventId(c);
+    const headers = { 'Content-Location': location };
+    const handle = runner.followable(run.run_id);
+    if (handle === undefined) return sseResponse(noFrames(), { headers, heartbeatMs, onCancel: () => undefined });
+    const reader = handle.join(seen ?? (handle.resumable ? 0 : undefined));
+    return sseResponse(query.stream_mode ? onlyModes(reader.frames, query.stream_mode) : reader.frames, {
+      headers,
+      heartbeatMs,
+      signal: c.req.raw.signal,
+      onCancel() {
+        reader.leave();
+        if (query.cancel_on_disconnect) handle.cancel('disconnect');
+      },
+    });
+  };
   return [
     operation({
       ...common,
@@ -111,23 +147,22 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       query: runJoinStream,
       headers: { 'Last-Event-ID': 'The id of the last event received: the stream resumes with the event after it.' },
       responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
-      async handler(c, { query }) {
+      handler: async (c, { query }) => {
         const run = await visibleRun(c, ctx, 'read');
-        const seen = lastEventId(c);
-        const headers = { 'Content-Location': `/threads/${run.thread_id}/runs/${run.run_id}` };
-        const handle = runner.followable(run.run_id);
-        if (handle === undefined) return sseResponse(noFrames(), { headers, heartbeatMs, onCancel: () => undefined });
-        const reader = handle.join(seen ?? (handle.resumable ? 0 : undefined));
-        return sseResponse(query.stream_mode ? onlyModes(reader.frames, query.stream_mode) : reader.frames, {
-          headers,
-          heartbeatMs,
-          signal: c.req.raw.signal,
-          onCancel() {
-            reader.leave();
-            if (query.cancel_on_disconnect) handle.cancel('disconnect');
-          },
-        });
+        return follow(c, run, query, `/threads/${run.thread_id}/runs/${run.run_id}`);
       },
+    }),
+    operation({
+      ...common,
+      method: 'get',
+      path: '/runs/{run_id}/stream',
+      operationId: 'join_run_stream_threadless',
+      summary: 'Follow the events of a threadless run',
+      description: `The same as a thread run's stream, for a run started by \`POST /runs/stream\` (its stream's Location points here).`,
+      query: runJoinStream,
+      headers: { 'Last-Event-ID': 'The id of the last event received: the stream resumes with the event after it.' },
+      responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
+      handler: async (c, { query }) => follow(c, await visibleThreadlessRun(c, ctx), query, `/runs/${param(c, 'run_id')}`),
     }),
     operation({
       ...common,

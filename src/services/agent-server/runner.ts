@@ -36,6 +36,8 @@ export interface RunSpec {
   readonly strategy: MultitaskStrategy;
   /** `stream_resumable`: a join without `Last-Event-ID` replays the run from its first frame. */
   readonly resumable: boolean;
+  /** The identity of the user who started it (kept in memory with the run, never stored). */
+  readonly startedBy: string;
 }
 
 export interface RunOutcome {
@@ -66,6 +68,7 @@ export interface RunHandle {
   /** Another reader of the run's events: from now on (`seen` undefined), or every held frame after frame number `seen`, then what comes. */
   join(seen?: number): RunReader;
   readonly resumable: boolean;
+  readonly startedBy: string;
 }
 
 /** Frames held per run for readers that resume (the last ones, within both bounds). */
@@ -143,6 +146,7 @@ export class Runner {
       frames: first,
       done,
       resumable: spec.resumable,
+      startedBy: spec.startedBy,
       cancel(reason) {
         if (cancelReason !== null) return;
         cancelReason = reason;

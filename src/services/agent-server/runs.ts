@@ -17,8 +17,8 @@ import type { Json, Run } from './types.ts';
 /**
  * Runs: streamed (server-sent events) or waited for, on a thread or
  * threadless. The stream's first event is `metadata` with the run id; the
- * response's Content-Location names the run, and on a thread its Location
- * names the run's join stream, where the public client resumes after a
+ * response's Content-Location names the run, and its Location the run's
+ * join stream, where the public client resumes after a
  * broken connection (`Last-Event-ID`, see run-control.ts). When the client
  * goes away the run is cancelled (`on_disconnect: cancel`, the default) or
  * left to finish (`continue`, the default of a `stream_resumable` run). The authenticated user reaches the graph at
@@ -36,7 +36,7 @@ const streamAnswer = {
   contentType: 'text/event-stream',
   headers: {
     'Content-Location': 'The run: /runs/<run_id> or /threads/<thread_id>/runs/<run_id>.',
-    Location: 'On a thread: /threads/<thread_id>/runs/<run_id>/stream, where the stream resumes (Last-Event-ID).',
+    Location: 'The run\'s join stream (/runs/<run_id>/stream or /threads/<thread_id>/runs/<run_id>/stream), where the stream resumes (Last-Event-ID).',
   },
 };
 const waitAnswer = { description: 'The final state values of the run (on failure, `{"__error__": {"error", "message"}}`).', schema: z.record(z.string(), z.unknown()) };
@@ -45,7 +45,7 @@ export function runOperations(ctx: ServerContext): Operation[] {
   const stream = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
     const { handle, location, onDisconnect } = await startRun(c, ctx, body, threaded ? param(c, 'thread_id') : null);
     return sseResponse(handle.frames, {
-      headers: threaded ? { 'Content-Location': location, Location: `${location}/stream` } : { 'Content-Location': location },
+      headers: { 'Content-Location': location, Location: `${location}/stream` },
       heartbeatMs: ctx.heartbeatMs,
       signal: c.req.raw.signal,
       onCancel: () => (onDisconnect === 'continue' ? handle.detach() : handle.cancel('disconnect')),
@@ -150,6 +150,7 @@ async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreat
     keepThread: body.on_completion === 'keep',
     strategy,
     resumable: body.stream_resumable ?? false,
+    startedBy: user.identity,
   };
   const handle = runner.start(spec);
   return {

@@ -82,6 +82,19 @@ describe('the example app: bearer tokens and per-user threads', () => {
     await expect(alice.threads.get(id)).rejects.toMatchObject({ status: 404 });
   });
 
+  it("follows a threadless run only for its own user: another user's join answers 404", async () => {
+    const alice = as('alice-token').client;
+    const bob = as('bob-token').client;
+    let runId = '';
+    const own = (await collect(alice.runs.stream(null, 'agent', { input: userInput('just once'), streamResumable: true, onRunCreated: (m) => (runId = m.run_id) }))) as {
+      id?: string;
+    }[];
+    expect(own.length).toBeGreaterThan(2);
+    expect(await collect(alice.runs.joinStream(null, runId, { lastEventId: '0' }))).toEqual(own);
+    await expect(collect(bob.runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({ status: 404 });
+    await expect(collect(alice.runs.joinStream(null, randomUUID()))).rejects.toMatchObject({ status: 404 });
+  });
+
   it('answers 401 with the handler’s detail; the edge still adds its rate-limit headers', async () => {
     const none = sdk(stack.url, newKey());
     const err = await none.client.threads.search().catch((e: unknown) => e);
@@ -120,6 +133,14 @@ describe('authorization filters and handler failures', () => {
   const as = (user: string, team = 'red') => sdk(stack.url, newKey(), { 'x-user': user, 'x-team': team }).client;
   const raw = (user: string, path = '/assistants/search') =>
     fetch(`${stack.url}${path}`, { method: 'POST', headers: { 'x-api-key': newKey(), 'x-user': user, 'content-type': 'application/json' }, body: '{}' });
+
+  it('lets the user who started a threadless run follow it even when no filter matches its metadata', async () => {
+    // The fixture's `threads` handler filters by team but writes nothing on create_run: the run's metadata has no team.
+    let runId = '';
+    const own = await collect(as('erin').runs.stream(null, 'agent', { input: userInput('mine alone'), streamResumable: true, onRunCreated: (m) => (runId = m.run_id) }));
+    expect(await collect(as('erin').runs.joinStream(null, runId, { lastEventId: '0' }))).toEqual(own);
+    await expect(collect(as('frank').runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({ status: 404 });
+  });
 
   it('filters searches with $contains and single reads with $eq', async () => {
     const carol = as('carol');

@@ -42,6 +42,7 @@ describe('the OpenAPI document', () => {
     expect(methods('/threads/{thread_id}/runs/{run_id}/cancel')).toEqual(['post']);
     expect(methods('/threads/{thread_id}/runs/{run_id}/join')).toEqual(['get']);
     expect(methods('/threads/{thread_id}/runs/{run_id}/stream')).toEqual(['get']);
+    expect(methods('/runs/{run_id}/stream')).toEqual(['get']);
     const cancel = doc.paths['/threads/{thread_id}/runs/{run_id}/cancel'].post;
     expect(cancel.parameters.map((p: { name: string; in: string }) => `${p.in}:${p.name}`)).toEqual(['path:thread_id', 'path:run_id', 'query:wait', 'query:action']);
     expect(Object.keys(cancel.responses)).toEqual(expect.arrayContaining(['202', '204', '404']));

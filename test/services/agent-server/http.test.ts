@@ -109,17 +109,17 @@ describe('assistants', () => {
 });
 
 describe('run stream framing', () => {
-  it('sends metadata first, one event, one JSON data line and its number (id) per frame, and Content-Location', async () => {
+  it('sends metadata first, one event, one JSON data line and its number (id) per frame, Content-Location and Location', async () => {
     const res = await call('/runs/stream', { body: { assistant_id: 'agent', input: userInput('hello there'), stream_mode: ['updates', 'messages-tuple'] } });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
-    expect(res.headers.get('location')).toBeNull();
     const text = await res.text();
     const frames = parseSse(text).filter((f) => f.comment === null);
     expect(frames[0]?.event).toBe('metadata');
     const meta = JSON.parse(frames[0]!.data!);
     expect(meta).toEqual({ run_id: expect.any(String), attempt: 1 });
     expect(res.headers.get('content-location')).toBe(`/runs/${meta.run_id}`);
+    expect(res.headers.get('location')).toBe(`/runs/${meta.run_id}/stream`);
     const blocks = text.split('\n\n').filter((b) => b.trim() !== '' && !b.startsWith(':'));
     blocks.forEach((block, i) => {
       const lines = block.split('\n');

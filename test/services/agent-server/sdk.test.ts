@@ -210,7 +210,10 @@ describe('client disconnects through the edge', () => {
     expect(registry.finished.has(runId)).toBe(false);
   });
 
-  it('resumes a broken run stream by itself (Location, Last-Event-ID): no event lost, none twice', async () => {
+  it.each([
+    ['on a thread', true],
+    ['threadless', false],
+  ])('resumes a broken run stream by itself (Location, Last-Event-ID), %s: no event lost, none twice', async (_, threaded) => {
     // A TCP relay in front of the edge that breaks the first connection whose stream has reached frame 5.
     let cut = false;
     const relay = createServer((client: Socket) => {
@@ -233,25 +236,26 @@ describe('client disconnects through the edge', () => {
     await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
     try {
       const { client: c, seen } = sdk(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, newKey());
-      const thread = await c.threads.create();
+      const threadId = threaded ? (await c.threads.create()).thread_id : null;
       let runId = '';
-      const chunks = (await collect(
-        c.runs.stream(thread.thread_id, 'agent', {
-          input: userInput('a stream worth keeping whole'),
-          streamMode: 'messages-tuple',
-          streamResumable: true,
-          config: { configurable: { token_delay_ms: 40 } },
-          onRunCreated: (m) => (runId = m.run_id),
-        }),
-      )) as Chunk[];
+      const options = {
+        input: userInput('a stream worth keeping whole'),
+        streamMode: 'messages-tuple' as const,
+        streamResumable: true,
+        config: { configurable: { token_delay_ms: 40 } },
+        onRunCreated: (m: { run_id: string }) => (runId = m.run_id),
+      };
+      const stream = threadId === null ? c.runs.stream(null, 'agent', options) : c.runs.stream(threadId, 'agent', options);
+      const chunks = (await collect(stream)) as Chunk[];
       expect(cut).toBe(true);
-      const resumedWith = seen.filter((s) => s.url.endsWith(`/threads/${thread.thread_id}/runs/${runId}/stream`));
+      const joinPath = threaded ? `/threads/${threadId}/runs/${runId}/stream` : `/runs/${runId}/stream`;
+      const resumedWith = seen.filter((s) => new URL(s.url).pathname === joinPath);
       expect(resumedWith.map((s) => s.status)).toEqual([200]);
       expect(chunks.map((ch) => ch.id)).toEqual(chunks.map((_, i) => String(i + 1)));
       expect(chunks.length).toBeGreaterThan(10);
       // The same frames as the whole run, replayed from the start.
-      expect(chunks).toEqual(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: '0' })));
-      expect((await c.runs.get(thread.thread_id, runId)).status).toBe('success');
+      expect(chunks).toEqual(await collect(c.runs.joinStream(threadId, runId, { lastEventId: '0' })));
+      if (threadId !== null) expect((await c.runs.get(threadId, runId)).status).toBe('success');
     } finally {
       relay.close();
     }
