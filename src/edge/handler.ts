@@ -159,15 +159,15 @@ function sendDenied(res: ServerResponse, verdict: Verdict, extra: OutgoingHttpHe
   sendJson(res, 429, body, extra);
 }
 
+/** `headers`: a fresh object of the response's own headers (the connection header may be added to it). */
 function sendError(res: ServerResponse, error: GatewayError, headers: OutgoingHttpHeaders): void {
   if (res.headersSent) {
     res.destroy();
     return;
   }
-  const extra: OutgoingHttpHeaders = { ...headers };
   // An unread request body would otherwise be drained before the connection can be reused.
-  if (error.status === 413 || error.status === 400) extra.connection = 'close';
-  sendJson(res, error.status, JSON.stringify(error), extra);
+  if (error.status === 413 || error.status === 400) headers.connection = 'close';
+  sendJson(res, error.status, JSON.stringify(error), headers);
 }
 
 function sendJson(res: ServerResponse, status: number, body: string, headers: OutgoingHttpHeaders): void {

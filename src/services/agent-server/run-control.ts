@@ -1,9 +1,8 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { AgentEnv } from './auth.ts';
-import type { Action } from './authorize.ts';
+import { matchesFilter, type Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
-import { matchesFilter } from './authorize.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { onlyModes, type Frame } from './frames.ts';
 import { operation, param, type Operation } from './operations.ts';
@@ -33,6 +32,14 @@ const errors = {
   422: { description: 'Invalid request.', schema: errorSchema },
 };
 const common = { tag: 'Runs' } as const;
+/** What both join streams (on a thread, threadless) take and answer. */
+const joinStream = {
+  ...common,
+  method: 'get',
+  query: runJoinStream,
+  headers: { 'Last-Event-ID': 'The id of the last event received: the stream resumes with the event after it.' },
+  responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
+} as const;
 
 /** The run of the path, if its thread exists and the caller may `action` it; 404 otherwise. */
 async function visibleRun(c: Context<AgentEnv>, ctx: ServerContext, action: Action, value: Json = {}): Promise<Run> {
@@ -138,30 +145,22 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       },
     }),
     operation({
-      ...common,
-      method: 'get',
+      ...joinStream,
       path: '/threads/{thread_id}/runs/{run_id}/stream',
       operationId: 'join_run_stream',
       summary: 'Follow the events of a run',
       description: `Server-sent events of the run until it ends, as its own stream sends them (${STREAM_MODES.join(', ')}; \`error\` on failure or cancellation), each with its \`id\`. With \`Last-Event-ID\`: every frame after that one, then the rest. Without: from the moment of joining, or from the first frame for a \`stream_resumable\` run. A run's frames stay for a minute after it ends; after that, its stream ends at once.`,
-      query: runJoinStream,
-      headers: { 'Last-Event-ID': 'The id of the last event received: the stream resumes with the event after it.' },
-      responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
       handler: async (c, { query }) => {
         const run = await visibleRun(c, ctx, 'read');
         return follow(c, run, query, `/threads/${run.thread_id}/runs/${run.run_id}`);
       },
     }),
     operation({
-      ...common,
-      method: 'get',
+      ...joinStream,
       path: '/runs/{run_id}/stream',
       operationId: 'join_run_stream_threadless',
       summary: 'Follow the events of a threadless run',
       description: `The same as a thread run's stream, for a run started by \`POST /runs/stream\` (its stream's Location points here).`,
-      query: runJoinStream,
-      headers: { 'Last-Event-ID': 'The id of the last event received: the stream resumes with the event after it.' },
-      responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
       handler: async (c, { query }) => follow(c, await visibleThreadlessRun(c, ctx), query, `/runs/${param(c, 'run_id')}`),
     }),
     operation({

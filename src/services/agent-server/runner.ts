@@ -71,7 +71,7 @@ export interface RunHandle {
   readonly startedBy: string;
 }
 
-/** Frames held per run for readers that resume (the last ones, within both bounds). */
+/** Frames held per run for readers that resume: the last ones, within these bounds and the runner's pool (HELD_TOTAL). */
 const HELD: HeldBounds<Frame> = { items: 10_000, weight: 4 * 1024 * 1024, weigh: (f) => f.data.length + f.event.length };
 /** Held frames of all runs together, running or finished: a run over it drops its own oldest frames. */
 const HELD_TOTAL = 256 * 1024 * 1024;
