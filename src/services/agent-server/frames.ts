@@ -50,6 +50,18 @@ export async function* onlyModes(frames: AsyncIterable<Frame>, modes: readonly S
   }
 }
 
+/** A chunk of `graph.stream(..., {streamMode: [...]})`, `[mode, payload]` or `[namespace, mode, payload]`, as its three parts. */
+function chunkParts(chunk: unknown): [string[], string, unknown] | null {
+  if (!Array.isArray(chunk)) return null;
+  return (chunk.length === 3 ? chunk : [[], ...chunk]) as [string[], string, unknown];
+}
+
+/** The whole state after a step, when `chunk` is the root graph's `values` chunk; undefined otherwise. */
+export function rootValues(chunk: unknown): unknown {
+  const parts = chunkParts(chunk);
+  return parts !== null && parts[1] === 'values' && parts[0].length === 0 ? parts[2] : undefined;
+}
+
 interface Partial {
   message: BaseMessageChunk;
   readonly node: unknown;
@@ -64,10 +76,11 @@ export class FrameMapper {
 
   constructor(private readonly modes: ReadonlySet<StreamMode>) {}
 
-  /** The events of one chunk of `graph.stream(..., {streamMode: [...]})`: `[mode, payload]` or `[namespace, mode, payload]`. */
+  /** The events of one chunk of `graph.stream(..., {streamMode: [...]})`. */
   map(chunk: unknown): Frame[] {
-    if (!Array.isArray(chunk)) return [];
-    const [ns, mode, payload] = (chunk.length === 3 ? chunk : [[], ...chunk]) as [string[], string, unknown];
+    const parts = chunkParts(chunk);
+    if (parts === null) return [];
+    const [ns, mode, payload] = parts;
     const nsText = ns.join('|');
     const name = (event: string) => (nsText === '' ? event : `${event}|${nsText}`);
     const out: Frame[] = [];

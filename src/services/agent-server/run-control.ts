@@ -3,8 +3,9 @@ import { z } from 'zod';
 import type { AgentEnv } from './auth.ts';
 import { matchesFilter, type Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
-import { conflict, invalid, notFound } from './errors.ts';
+import { conflict, notFound } from './errors.ts';
 import { onlyModes, type Frame } from './frames.ts';
+import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { errorSchema, runCancel, runJoinStream, runSchema, STREAM_MODES } from './schemas.ts';
 import { sseResponse } from './sse.ts';
@@ -37,7 +38,7 @@ const joinStream = {
   ...common,
   method: 'get',
   query: runJoinStream,
-  headers: { 'Last-Event-ID': 'The id of the last event received: the stream resumes with the event after it.' },
+  headers: { 'Last-Event-ID': LAST_EVENT_ID },
   responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
 } as const;
 
@@ -69,16 +70,6 @@ async function visibleThreadlessRun(c: Context<AgentEnv>, ctx: ServerContext): P
   const starter = ctx.runner.followable(runId)?.startedBy === user.identity;
   if (!starter && !matchesFilter(thread?.metadata ?? run.metadata, filter)) throw notFound('Run', runId);
   return run;
-}
-
-/** The `Last-Event-ID` header as a frame number; undefined when absent. */
-function lastEventId(c: Context<AgentEnv>): number | undefined {
-  const value = c.req.header('last-event-id');
-  if (value === undefined || value === '') return undefined;
-  if (!/^\d{1,15}$/.test(value)) {
-    throw invalid({ loc: ['header', 'last-event-id'], msg: 'Last-Event-ID must be the id of a frame of this run (a whole number)', type: 'value_error' });
-  }
-  return Number(value);
 }
 
 export function runControlOperations(ctx: ServerContext): Operation[] {

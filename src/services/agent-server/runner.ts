@@ -2,11 +2,12 @@ import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import { Broadcast, type HeldBounds } from './broadcast.ts';
 import { conflict } from './errors.ts';
-import { FrameMapper, frame, graphStreamModes, type Frame } from './frames.ts';
+import { FrameMapper, frame, graphStreamModes, rootValues, type Frame } from './frames.ts';
 import type { GraphRegistry, StateSnapshotLike } from './graphs.ts';
 import type { StreamMode } from './schemas.ts';
 import { toPlain } from './serialize.ts';
 import type { AgentStore } from './store.ts';
+import { ThreadStreams, type ThreadFrame } from './thread-streams.ts';
 import type { Json, MultitaskStrategy, Run, RunStatus, Thread, ThreadStatus } from './types.ts';
 
 /**
@@ -19,6 +20,7 @@ import type { Json, MultitaskStrategy, Run, RunStatus, Thread, ThreadStatus } fr
  * client that lost its stream can resume it: every frame carries an `id`
  * (its number in the run), the last frames of each run are held (see
  * HELD), and a finished run's frames stay for RETAINED_MS after its end.
+ * The frames of a thread's runs also go to the thread's stream (`threads`).
  */
 export interface RunSpec {
   /** The run record (stored by the runner, first as pending). */
@@ -71,18 +73,21 @@ export interface RunHandle {
   readonly startedBy: string;
 }
 
-/** Frames held per run for readers that resume: the last ones, within these bounds and the runner's pool (HELD_TOTAL). */
-const HELD: HeldBounds<Frame> = { items: 10_000, weight: 4 * 1024 * 1024, weigh: (f) => f.data.length + f.event.length };
-/** Held frames of all runs together, running or finished: a run over it drops its own oldest frames. */
+/** Frames held per run (and per thread stream) for readers that resume: the last ones, within these bounds and a pool (HELD_TOTAL). */
+const HELD = { items: 10_000, weight: 4 * 1024 * 1024 };
+const weigh = (f: Frame) => f.data.length + f.event.length;
+/** Held frames of all runs together, running or finished: a run over it drops its own oldest frames. Thread streams have a pool of their own. */
 const HELD_TOTAL = 256 * 1024 * 1024;
 /** How long a finished run's frames stay for resuming readers, and how many bytes of them all finished runs together may hold. */
 const RETAINED_MS = 60_000;
 const RETAINED_WEIGHT = 64 * 1024 * 1024;
 
-/** Where a run's frames go: numbered, held, and to every reader. */
+/** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
 interface RunEvents {
   push(frame: Frame): void;
-  close(): void;
+  /** The state after a step, for the thread stream's `state_update` readers only (the run does not stream `values`). */
+  state(values: unknown): void;
+  close(status: RunStatus): void;
 }
 
 export interface RunnerDeps {
@@ -100,7 +105,9 @@ export class Runner {
   /** Finished runs whose frames are still held for resuming readers, oldest first. */
   private readonly retained = new Map<string, { handle: RunHandle; events: Broadcast<Frame>; timer: NodeJS.Timeout }>();
   private retainedWeight = 0;
-  private readonly held: HeldBounds<Frame> = { ...HELD, pool: { used: 0, limit: HELD_TOTAL } };
+  private readonly held: HeldBounds<Frame> = { ...HELD, weigh, pool: { used: 0, limit: HELD_TOTAL } };
+  /** Each thread's stream: the frames of its runs, one run after the other. */
+  readonly threads = new ThreadStreams({ ...HELD, weigh: (f: ThreadFrame) => weigh(f.frame), pool: { used: 0, limit: HELD_TOTAL } }, RETAINED_MS);
 
   constructor(private readonly deps: RunnerDeps) {}
 
@@ -135,7 +142,23 @@ export class Runner {
     const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
 
     const events = new Broadcast<Frame>(this.held);
-    const numbered: RunEvents = { push: (f) => events.push({ ...f, id: String(events.count + 1) }), close: () => events.close() };
+    const thread = spec.threadless ? null : threadId;
+    if (thread !== null) this.threads.runStarted(thread);
+    const numbered: RunEvents = {
+      push: (f) => {
+        events.push({ ...f, id: String(events.count + 1) });
+        if (thread !== null) this.threads.publish(thread, f);
+      },
+      state: (values) => {
+        if (thread !== null) this.threads.publish(thread, frame('values', values), ['state_update']);
+      },
+      close: (status) => {
+        events.close();
+        if (thread === null) return;
+        this.threads.publish(thread, frame('run_done', { run_id: spec.run.run_id, status }));
+        this.threads.runEnded(thread);
+      },
+    };
     const first = events.subscribe();
     const controller = new AbortController();
     let cancelReason: CancelReason | null = null;
@@ -176,6 +199,7 @@ export class Runner {
     for (const h of handles) h.cancel('shutdown');
     await Promise.all(handles.map((h) => h.done.catch(() => undefined)));
     for (const runId of [...this.retained.keys()]) this.forget(runId);
+    this.threads.close();
   }
 
   /** Keeps a finished run's frames for RETAINED_MS, dropping the oldest retained runs beyond RETAINED_WEIGHT. */
@@ -230,7 +254,12 @@ export class Runner {
         subgraphs: spec.subgraphs,
         signal,
       });
-      for await (const chunk of stream) for (const f of mapper.map(chunk)) events.push(f);
+      const streamsValues = spec.modes.includes('values');
+      for await (const chunk of stream) {
+        for (const f of mapper.map(chunk)) events.push(f);
+        const values = streamsValues ? undefined : rootValues(chunk);
+        if (values !== undefined) events.state(values);
+      }
       for (const f of mapper.finish()) events.push(f);
       state = await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null);
     } catch (err) {
@@ -259,7 +288,7 @@ export class Runner {
     } catch (err) {
       runLog.error({ err: (err as Error).message }, 'could not record the run outcome');
     } finally {
-      events.close();
+      events.close(status);
     }
     runLog.debug({ status }, 'run finished');
     return { status, values, error };

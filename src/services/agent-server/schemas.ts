@@ -18,6 +18,9 @@ const sortOrder = z.enum(['asc', 'desc']).nullish().describe('Default: desc.');
 export const STREAM_MODES = ['values', 'updates', 'messages', 'messages-tuple', 'custom'] as const;
 export type StreamMode = (typeof STREAM_MODES)[number];
 const streamMode = z.enum(STREAM_MODES);
+/** What a thread's stream carries (thread-streams.ts). */
+export const THREAD_STREAM_MODES = ['run_modes', 'lifecycle', 'state_update'] as const;
+export type ThreadStreamMode = (typeof THREAD_STREAM_MODES)[number];
 
 export const ASSISTANT_FIELDS = ['assistant_id', 'graph_id', 'config', 'context', 'metadata', 'name', 'description', 'version', 'created_at', 'updated_at'] as const;
 export const THREAD_FIELDS = ['thread_id', 'created_at', 'updated_at', 'metadata', 'status', 'values', 'config', 'interrupts'] as const;
@@ -127,14 +130,24 @@ export const runCancel = z.object({
   action: z.enum(['interrupt', 'rollback']).default('interrupt').describe('Both stop the run and keep the state it reached (no rollback of checkpoints here).'),
 });
 
-export const runJoinStream = z.object({
-  cancel_on_disconnect: flag().default(false).describe('Cancel the run when this client goes away.'),
-  stream_mode: z
+/** A query parameter naming one mode, or several as a JSON array (as the JS client sends them). */
+const modeList = <T extends readonly [string, ...string[]]>(modes: T) =>
+  z
     .string()
     .transform((text) => [parseMaybeJson(text)].flat())
-    .pipe(z.array(streamMode).min(1))
-    .optional()
-    .describe('Only these modes of the run: one mode, or a JSON array of modes (as the JS client sends several). Default: every mode the run streams.'),
+    .pipe(z.array(z.enum(modes)).min(1))
+    .optional();
+
+export const runJoinStream = z.object({
+  cancel_on_disconnect: flag().default(false).describe('Cancel the run when this client goes away.'),
+  stream_mode: modeList(STREAM_MODES).describe('Only these modes of the run: one mode, or a JSON array of modes. Default: every mode the run streams.'),
+});
+
+export const threadJoinStream = z.object({
+  stream_mode: modeList(THREAD_STREAM_MODES).describe(
+    'What to follow: `run_modes` (every event of the runs, and `run_done` after each), `lifecycle` (only `metadata` and `run_done`), `state_update` (only `values`, the state after each step). One mode or a JSON array. Default: `run_modes`.',
+  ),
+  stream_modes: modeList(THREAD_STREAM_MODES).describe('The same as `stream_mode` (the name in the public API reference).'),
 });
 
 /** `["a","b"]` → the array; anything else (a bare mode) as it is. */
