@@ -22,6 +22,11 @@ export interface StateSnapshotLike {
 export interface RunnableGraph {
   stream(input: unknown, options: Record<string, unknown>): Promise<AsyncIterable<unknown>>;
   getState(config: { configurable: Record<string, unknown> }): Promise<StateSnapshotLike>;
+  /** Past states, newest first (LangGraph's `getStateHistory`, over the checkpointer's `list`). */
+  getStateHistory(
+    config: { configurable: Record<string, unknown> },
+    options?: { limit?: number; before?: { configurable: Record<string, unknown> }; filter?: Record<string, unknown> },
+  ): AsyncIterable<StateSnapshotLike>;
   checkpointer?: unknown;
 }
 

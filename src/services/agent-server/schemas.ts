@@ -95,6 +95,23 @@ export const threadList = z.object({
 
 export const runList = threadList.extend({ status: z.enum(RUN_STATUSES).optional() });
 
+/** A checkpoint named by its id alone, or by a config (`{configurable: {checkpoint_id}}`) as the JS client sends `before`. */
+const checkpointRef = z
+  .union([z.string().min(1), z.object({ configurable: z.object({ checkpoint_id: z.string().min(1) }).loose() }).loose()])
+  .transform((ref) => (typeof ref === 'string' ? ref : ref.configurable.checkpoint_id));
+
+export const threadHistory = z.object({
+  limit: z.number().int().min(1).max(1000).default(10).describe('Most states to return.'),
+  before: checkpointRef.nullish().describe('Only states older than this checkpoint (its id, or a config naming it).'),
+  metadata: object().nullish().describe('Only checkpoints whose metadata has each of these keys with this value (e.g. `{"source": "loop"}`).'),
+  checkpoint: z.object({ checkpoint_ns: z.string().nullish(), checkpoint_id: z.string().nullish() }).loose().nullish().describe('`checkpoint_ns`: the states of a subgraph.'),
+});
+
+export const threadHistoryQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(1000).default(10).describe('Most states to return.'),
+  before: z.string().min(1).optional().describe('Only states older than this checkpoint id.'),
+});
+
 const interruptAt = z.union([z.literal('*'), z.array(z.string())]).nullish();
 
 export const runCreate = z.object({

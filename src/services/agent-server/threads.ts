@@ -8,7 +8,19 @@ import type { StateSnapshotLike } from './graphs.ts';
 import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { errorSchema, runList, runSchema, threadCreate, threadList, threadPatch, threadSchema, threadSearch, threadStateSchema } from './schemas.ts';
+import {
+  errorSchema,
+  runList,
+  runSchema,
+  threadCreate,
+  threadHistory,
+  threadHistoryQuery,
+  threadList,
+  threadPatch,
+  threadSchema,
+  threadSearch,
+  threadStateSchema,
+} from './schemas.ts';
 import { toPlain } from './serialize.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Json, Thread } from './types.ts';
@@ -70,6 +82,26 @@ export function threadOperations(ctx: ServerContext): Operation[] {
     return pageAnswer(c, found, body, { sortBy: 'created_at', tieBreak: 'thread_id' });
   };
   const list = { 200: { description: 'Matching threads.', schema: z.array(threadSchema), headers: { 'X-Pagination-Total': 'Number of matches.' } }, ...errors };
+  /** The thread's graph on the server's checkpointer; null before its first run (or when its graph is no longer served). */
+  const graphOf = async (thread: Thread) => {
+    const graphId = thread.metadata.graph_id;
+    if (typeof graphId !== 'string' || !graphs.has(graphId)) return null;
+    return graphs.get(graphId, { configurable: { thread_id: thread.thread_id } });
+  };
+  const history = async (c: Context<AgentEnv>, options: HistoryOptions) => {
+    const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
+    const graph = await graphOf(thread);
+    if (graph === null) return c.json([]);
+    const configurable: Record<string, unknown> = { thread_id: thread.thread_id, checkpoint_ns: options.namespace ?? '' };
+    if (options.checkpointId) configurable.checkpoint_id = options.checkpointId;
+    const states = [];
+    const found = graph.getStateHistory(
+      { configurable },
+      { limit: options.limit, before: options.before ? { configurable: { checkpoint_id: options.before } } : undefined, filter: options.metadata ?? undefined },
+    );
+    for await (const state of found) states.push(stateAnswer(state));
+    return c.json(states);
+  };
 
   return [
     operation({
@@ -153,12 +185,19 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       responses: { 200: { description: 'The latest state.', schema: threadStateSchema }, ...errors, ...notFoundAnswer },
       async handler(c) {
         const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
-        const graphId = thread.metadata.graph_id;
-        if (typeof graphId !== 'string' || !graphs.has(graphId)) return c.json(emptyState());
-        const graph = await graphs.get(graphId, { configurable: { thread_id: thread.thread_id } });
+        const graph = await graphOf(thread);
+        if (graph === null) return c.json(emptyState());
         return c.json(stateAnswer(await graph.getState({ configurable: { thread_id: thread.thread_id } })));
       },
     }),
+    operation({
+      ...historyOperation,
+      method: 'post',
+      operationId: 'get_thread_history',
+      body: threadHistory,
+      handler: (c, { body }) => history(c, { ...body, namespace: body.checkpoint?.checkpoint_ns, checkpointId: body.checkpoint?.checkpoint_id }),
+    }),
+    operation({ ...historyOperation, method: 'get', operationId: 'get_thread_history_get', query: threadHistoryQuery, handler: (c, { query }) => history(c, query) }),
     operation({
       method: 'get',
       path: '/threads/{thread_id}/runs',
@@ -175,6 +214,24 @@ export function threadOperations(ctx: ServerContext): Operation[] {
     }),
   ];
 }
+
+/** What both forms of the history request (POST body, GET query) ask. */
+interface HistoryOptions {
+  readonly limit: number;
+  readonly before?: string | null | undefined;
+  readonly metadata?: Record<string, unknown> | null | undefined;
+  readonly namespace?: string | null | undefined;
+  readonly checkpointId?: string | null | undefined;
+}
+
+const historyOperation = {
+  path: '/threads/{thread_id}/history',
+  summary: 'Get the past states of a thread',
+  description:
+    'The states the thread went through, one per checkpoint, newest first (the first is the current state): what the JS client\'s `threads.getHistory` and its React `useStream` load. An empty list before the first run.',
+  tag: 'Threads',
+  responses: { 200: { description: 'States, newest first.', schema: z.array(threadStateSchema) }, ...errors, ...notFoundAnswer },
+} as const;
 
 type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string } | null;
 

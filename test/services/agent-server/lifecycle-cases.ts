@@ -117,6 +117,36 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         await expect(c.threads.update(randomUUID(), { metadata: { a: 1 } })).rejects.toMatchObject({ status: 404 });
       });
 
+      it('getHistory: one state per checkpoint, newest first (the first is the current state); limit, before and metadata narrow it', async () => {
+        const key = newKey();
+        const c = sdk(stack.url, key).client;
+        const thread = await c.threads.create();
+        expect(await c.threads.getHistory(thread.thread_id)).toEqual([]);
+        await c.runs.wait(thread.thread_id, 'agent', { input: userInput('one') });
+        await c.runs.wait(thread.thread_id, 'agent', { input: userInput('two') });
+        const all = await c.threads.getHistory<{ messages: { content: string }[] }>(thread.thread_id, { limit: 100 });
+        expect(all[0]).toEqual(await c.threads.getState(thread.thread_id));
+        const said = (i: number) => (all[i]!.values.messages ?? []).map((m) => m.content);
+        expect(said(0)).toEqual(expect.arrayContaining(['one', 'two']));
+        expect(said(all.length - 1)).toEqual([]);
+        expect(all.at(-1)!.parent_checkpoint).toBeNull();
+        for (let i = 0; i + 1 < all.length; i++) expect(all[i]!.parent_checkpoint).toEqual(all[i + 1]!.checkpoint);
+        expect(await c.threads.getHistory(thread.thread_id)).toEqual(all.slice(0, 10));
+        expect(await c.threads.getHistory(thread.thread_id, { limit: 2 })).toEqual(all.slice(0, 2));
+        const before = { configurable: { checkpoint_id: all[1]!.checkpoint.checkpoint_id } };
+        expect(await c.threads.getHistory(thread.thread_id, { limit: 3, before })).toEqual(all.slice(2, 5));
+        const inputs = await c.threads.getHistory(thread.thread_id, { limit: 100, metadata: { source: 'input' } });
+        expect(inputs).toHaveLength(2);
+        expect(inputs).toEqual(all.filter((state) => state.metadata?.source === 'input'));
+        // The GET form: limit, and before as a checkpoint id.
+        const url = `${stack.url}/threads/${thread.thread_id}/history?limit=2&before=${before.configurable.checkpoint_id}`;
+        const res = await fetch(url, { headers: { 'x-api-key': key } });
+        expect(res.status).toBe(200);
+        expect(await res.json()).toEqual(all.slice(2, 4));
+        expect((await fetch(url.replace('limit=2', 'limit=0'), { headers: { 'x-api-key': key } })).status).toBe(422);
+        await expect(c.threads.getHistory(randomUUID())).rejects.toMatchObject({ status: 404 });
+      });
+
       it('delete removes the thread, its runs and its checkpoints', async () => {
         const c = client();
         const thread = await c.threads.create();
