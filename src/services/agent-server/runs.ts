@@ -9,14 +9,14 @@ import { notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { operation, param, type Operation } from './operations.ts';
 import type { RunHandle, RunSpec } from './runner.ts';
-import { errorSchema, runCreate, STREAM_MODES, type RunCreate, type StreamMode } from './schemas.ts';
+import { errorSchema, runCreate, runSchema, STREAM_MODES, type RunCreate, type StreamMode } from './schemas.ts';
 import { sseResponse } from './sse.ts';
 import { createThread } from './threads.ts';
 import type { Json, Run } from './types.ts';
 
 /**
- * Runs: streamed (server-sent events) or waited for, on a thread or
- * threadless. The stream's first event is `metadata` with the run id; the
+ * Runs: streamed (server-sent events), waited for, or started in the
+ * background, on a thread or threadless. The stream's first event is `metadata` with the run id; the
  * response's Content-Location names the run, and its Location the run's
  * join stream, where the public client resumes after a broken connection
  * (`Last-Event-ID`, see run-control.ts). When the client goes away the run
@@ -24,6 +24,12 @@ import type { Json, Run } from './types.ts';
  * (`continue`, the default of a `stream_resumable` run). The authenticated
  * user reaches the graph at `config.configurable.service_auth_user` (and
  * the public name `langgraph_auth_user`); it is never stored with the run.
+ *
+ * A background run (`POST /threads/{thread_id}/runs`, `POST /runs`) answers
+ * its record at once and goes on without a client. It streams every mode
+ * unless it names some (the public server's default), and a join of it
+ * without `Last-Event-ID` replays it from its first event, so a client that
+ * creates a run and then joins it misses nothing.
  */
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
@@ -38,6 +44,11 @@ const streamAnswer = {
     'Content-Location': 'The run: /runs/<run_id> or /threads/<thread_id>/runs/<run_id>.',
     Location: 'The run\'s join stream (/runs/<run_id>/stream or /threads/<thread_id>/runs/<run_id>/stream), where the stream resumes (Last-Event-ID).',
   },
+};
+const createAnswer = {
+  description: 'The run, pending: it goes on in the background. Follow it at its join stream (`Content-Location` + `/stream`), wait for it with `/join`.',
+  schema: runSchema,
+  headers: { 'Content-Location': 'The run: /runs/<run_id> or /threads/<thread_id>/runs/<run_id>.' },
 };
 const waitAnswer = { description: 'The final state values of the run (on failure, `{"__error__": {"error", "message"}}`).', schema: z.record(z.string(), z.unknown()) };
 
@@ -61,22 +72,31 @@ export function runOperations(ctx: ServerContext): Operation[] {
     c.header('Content-Location', location);
     return c.json(outcome.error ? { __error__: outcome.error } : (outcome.values ?? {}));
   };
+  const create = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
+    const { handle, location, run } = await startRun(c, ctx, body, threaded ? param(c, 'thread_id') : null, true);
+    handle.detach();
+    c.header('Content-Location', location);
+    return c.json(run);
+  };
   const common = { tag: 'Runs', body: runCreate } as const;
   return [
     operation({ ...common, method: 'post', path: '/runs/stream', operationId: 'stream_run_threadless', summary: 'Stream a threadless run', responses: { 200: streamAnswer, ...errors }, handler: stream(false) }),
     operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs/stream', operationId: 'stream_run', summary: 'Stream a run on a thread', responses: { 200: streamAnswer, ...errors }, handler: stream(true) }),
     operation({ ...common, method: 'post', path: '/runs/wait', operationId: 'wait_run_threadless', summary: 'Run threadless and wait for the result', responses: { 200: waitAnswer, ...errors }, handler: wait(false) }),
     operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs/wait', operationId: 'wait_run', summary: 'Run on a thread and wait for the result', responses: { 200: waitAnswer, ...errors }, handler: wait(true) }),
+    operation({ ...common, method: 'post', path: '/runs', operationId: 'create_run_threadless', summary: 'Start a threadless run in the background', responses: { 200: createAnswer, ...errors }, handler: create(false) }),
+    operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs', operationId: 'create_run', summary: 'Start a run on a thread in the background', responses: { 200: createAnswer, ...errors }, handler: create(true) }),
   ];
 }
 
 interface Started {
+  readonly run: Run;
   readonly handle: RunHandle;
   readonly location: string;
   readonly onDisconnect: 'cancel' | 'continue';
 }
 
-async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreate, threadId: string | null): Promise<Started> {
+async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreate, threadId: string | null, background = false): Promise<Started> {
   const { store, graphs, runner } = ctx;
   const { user, authorize } = c.get('auth');
   const assistant = await findAssistant(store, graphs, body.assistant_id);
@@ -102,7 +122,7 @@ async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreat
     else if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', threadId);
   }
 
-  const modes = [...new Set<StreamMode>(body.stream_mode === undefined || body.stream_mode === null ? ['values'] : [body.stream_mode].flat())];
+  const modes = [...new Set<StreamMode>(body.stream_mode == null ? (background ? STREAM_MODES : ['values']) : [body.stream_mode].flat())];
   const runThreadId = threadId ?? newId();
   const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
   const metadata = { ...(value.metadata as Json), run_id: runId, assistant_id: assistant.assistant_id, graph_id: assistant.graph_id, ...(threadId ? { thread_id: threadId } : {}) };
@@ -149,11 +169,12 @@ async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreat
     threadless: threadId === null,
     keepThread: body.on_completion === 'keep',
     strategy,
-    resumable: body.stream_resumable ?? false,
+    resumable: background || (body.stream_resumable ?? false),
     startedBy: user.identity,
   };
   const handle = runner.start(spec);
   return {
+    run,
     handle,
     location: threadId === null ? `/runs/${runId}` : `/threads/${threadId}/runs/${runId}`,
     onDisconnect: body.on_disconnect ?? (body.stream_resumable ? 'continue' : 'cancel'),

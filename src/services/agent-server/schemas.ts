@@ -126,7 +126,7 @@ export const runCreate = z.object({
     .looseObject({ tags: z.array(z.string()).optional(), recursion_limit: z.number().int().min(1).optional(), configurable: object().optional() })
     .nullish(),
   context: object().nullish(),
-  stream_mode: z.union([streamMode, z.array(streamMode).min(1)]).nullish().describe('Default: values.'),
+  stream_mode: z.union([streamMode, z.array(streamMode).min(1)]).nullish().describe('Default: values (for a background run: every mode).'),
   stream_subgraphs: z.boolean().nullish(),
   stream_resumable: z
     .boolean()
@@ -139,6 +139,16 @@ export const runCreate = z.object({
   interrupt_before: interruptAt,
   interrupt_after: interruptAt,
   checkpoint_id: z.string().nullish(),
+  after_seconds: z
+    .number()
+    .nullish()
+    .refine((v) => v == null || v === 0, 'a delayed start is not supported by this server: omit after_seconds (or send 0)')
+    .describe('Not supported: only 0 (the run starts at once).'),
+  webhook: z
+    .unknown()
+    .refine((v) => v == null, 'webhooks are not supported by this server: omit webhook')
+    .optional()
+    .describe('Not supported.'),
 });
 export type RunCreate = z.output<typeof runCreate>;
 

@@ -223,6 +223,41 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         expect(await c.runs.join(thread.thread_id, runId)).toEqual(joined);
       });
 
+      it.each([
+        ['on a thread', true],
+        ['threadless', false],
+      ])('create starts a run in the background (%s): join replays it from its first event, in every mode unless it named some', async (_, threaded) => {
+        const c = client();
+        const threadId = threaded ? (await c.threads.create()).thread_id : null;
+        let created: { run_id: string; thread_id?: string } | undefined;
+        const input = userInput('in the background');
+        const run = await c.runs.create(threadId, 'agent', { input, config: { configurable: { token_delay_ms: 20 } }, onRunCreated: (m) => (created = m) });
+        expect(run).toMatchObject({ run_id: expect.any(String), status: expect.stringMatching(/^(pending|running)$/), metadata: { assistant_id: expect.any(String) } });
+        expect(created?.run_id).toBe(run.run_id);
+        const everything = (await collect(c.runs.joinStream(threadId, run.run_id))) as Chunk[];
+        expect(everything[0]).toMatchObject({ event: 'metadata', data: { run_id: run.run_id }, id: '1' });
+        expect(new Set(everything.map((ch) => ch.event))).toEqual(new Set(['metadata', 'values', 'updates', 'messages', 'messages/metadata', 'messages/partial', 'messages/complete']));
+        const updates = (await collect(c.runs.joinStream(threadId, run.run_id, { streamMode: 'updates' }))) as Chunk[];
+        expect(updates).toEqual(everything.filter((ch) => ch.event === 'metadata' || ch.event === 'updates'));
+        expect(everything.filter((ch) => ch.event === 'values').at(-1)!.data.messages.at(-1).content).toMatch(/^You said "in the background"/);
+        if (threadId !== null) {
+          expect((await c.runs.get(threadId, run.run_id)).status).toBe('success');
+          const named = await c.runs.create(threadId, 'agent', { input, streamMode: 'updates' });
+          const only = (await collect(c.runs.joinStream(threadId, named.run_id))) as Chunk[];
+          expect(new Set(only.map((ch) => ch.event))).toEqual(new Set(['metadata', 'updates']));
+        }
+      });
+
+      it('create answers 422 naming after_seconds or webhook, which this server does not support', async () => {
+        const c = client();
+        const thread = await c.threads.create();
+        const delayed = await c.runs.create(thread.thread_id, 'agent', { input: userInput('later'), afterSeconds: 5 }).catch((e: unknown) => e);
+        expect(delayed).toMatchObject({ status: 422, message: expect.stringContaining('after_seconds') });
+        const hooked = await c.runs.create(thread.thread_id, 'agent', { input: userInput('x'), webhook: 'http://127.0.0.1:9/hook' }).catch((e: unknown) => e);
+        expect(hooked).toMatchObject({ status: 422, message: expect.stringContaining('webhook') });
+        expect(await c.runs.list(thread.thread_id)).toEqual([]);
+      });
+
       it('join of a failed run answers the state it reached', async () => {
         const c = client();
         const thread = await c.threads.create();
