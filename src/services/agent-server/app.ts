@@ -20,6 +20,7 @@ import { runControlOperations } from './run-control.ts';
 import { runOperations } from './runs.ts';
 import type { AgentStore } from './store.ts';
 import { SERVER_VERSION, systemOperations } from './system.ts';
+import { threadStateOperations } from './thread-state.ts';
 import { threadStreamOperation } from './thread-stream.ts';
 import { threadOperations } from './threads.ts';
 
@@ -72,7 +73,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   await ensureDefaultAssistants(store, graphs);
   const runner = new Runner({ store, graphs, checkpointer, log });
   const ctx: ServerContext = { store, graphs, runner, checkpointer, log, heartbeatMs };
-  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx)];
+  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...threadStateOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx)];
 
   const app = new Hono<AgentEnv>();
   app.use('*', bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413) }));

@@ -1,5 +1,6 @@
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import { AppConfigError, importExport, type AppConfig } from './app-config.ts';
+import { toPlain } from './serialize.ts';
 
 /**
  * The graphs of the app, ready to run. An export may be a compiled graph
@@ -27,7 +28,15 @@ export interface RunnableGraph {
     config: { configurable: Record<string, unknown> },
     options?: { limit?: number; before?: { configurable: Record<string, unknown> }; filter?: Record<string, unknown> },
   ): AsyncIterable<StateSnapshotLike>;
+  updateState(config: { configurable: Record<string, unknown> }, values: unknown, asNode?: string): Promise<{ configurable?: Record<string, unknown> }>;
   checkpointer?: unknown;
+}
+
+/** The interrupts a state waits on, by task id, as plain JSON (a thread record's `interrupts`). */
+export function interruptsOf(state: StateSnapshotLike | null): Record<string, unknown[]> {
+  const interrupts: Record<string, unknown[]> = {};
+  for (const task of state?.tasks ?? []) if (task.interrupts && task.interrupts.length > 0) interrupts[task.id] = toPlain(task.interrupts) as unknown[];
+  return interrupts;
 }
 
 export interface GraphRegistry {

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { Broadcast, type HeldBounds } from './broadcast.ts';
 import { conflict } from './errors.ts';
 import { FrameMapper, frame, graphStreamModes, rootValues, type Frame } from './frames.ts';
-import type { GraphRegistry, StateSnapshotLike } from './graphs.ts';
+import { interruptsOf, type GraphRegistry, type StateSnapshotLike } from './graphs.ts';
 import type { StreamMode } from './schemas.ts';
 import { toPlain } from './serialize.ts';
 import type { AgentStore } from './store.ts';
@@ -306,8 +306,7 @@ export class Runner {
   }
 
   private async finishThread(spec: RunSpec, status: RunStatus, values: unknown, state: StateSnapshotLike | null): Promise<void> {
-    const interrupts: Record<string, unknown[]> = {};
-    for (const task of state?.tasks ?? []) if (task.interrupts && task.interrupts.length > 0) interrupts[task.id] = toPlain(task.interrupts);
+    const interrupts = interruptsOf(state);
     const threadStatus: ThreadStatus = status === 'error' ? 'error' : Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle';
     const patch = { status: threadStatus, values: (values ?? null) as Json | null, interrupts };
     if (spec.threadless) {

@@ -107,6 +107,17 @@ export const threadHistory = z.object({
   checkpoint: z.object({ checkpoint_ns: z.string().nullish(), checkpoint_id: z.string().nullish() }).loose().nullish().describe('`checkpoint_ns`: the states of a subgraph.'),
 });
 
+const checkpointNamed = z.object({ checkpoint_id: z.string().min(1), checkpoint_ns: z.string().nullish() }).loose();
+
+export const threadStateAt = z.object({ checkpoint: checkpointNamed });
+
+export const threadStateUpdate = z.object({
+  values: z.union([object(), z.array(z.unknown())]).nullish().describe('The update, as the node would return it (several updates: an array).'),
+  as_node: z.string().min(1).nullish().describe('The node the update is written as. Default: the node that ran last.'),
+  checkpoint_id: z.string().min(1).nullish().describe('Update this checkpoint instead of the current one (a fork).'),
+  checkpoint: z.object({ checkpoint_id: z.string().nullish(), checkpoint_ns: z.string().nullish() }).loose().nullish(),
+});
+
 export const threadHistoryQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(10).describe('Most states to return.'),
   before: z.string().min(1).optional().describe('Only states older than this checkpoint id.'),

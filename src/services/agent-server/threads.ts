@@ -4,24 +4,10 @@ import type { AgentEnv } from './auth.ts';
 import { matchesFilter, type Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
 import { conflict, notFound } from './errors.ts';
-import type { StateSnapshotLike } from './graphs.ts';
 import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import {
-  errorSchema,
-  runList,
-  runSchema,
-  threadCreate,
-  threadHistory,
-  threadHistoryQuery,
-  threadList,
-  threadPatch,
-  threadSchema,
-  threadSearch,
-  threadStateSchema,
-} from './schemas.ts';
-import { toPlain } from './serialize.ts';
+import { errorSchema, runList, runSchema, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Json, Thread } from './types.ts';
 
@@ -66,7 +52,7 @@ export async function visibleThread(c: Context<AgentEnv>, { store }: ServerConte
 }
 
 export function threadOperations(ctx: ServerContext): Operation[] {
-  const { store, graphs } = ctx;
+  const { store } = ctx;
   const search = async (c: Context<AgentEnv>, body: z.output<typeof threadSearch>) => {
     const value: Json = { metadata: body.metadata ?? {}, values: body.values ?? {}, status: body.status ?? null, limit: body.limit, offset: body.offset };
     const filter = await c.get('auth').authorize('threads', 'search', value);
@@ -82,26 +68,6 @@ export function threadOperations(ctx: ServerContext): Operation[] {
     return pageAnswer(c, found, body, { sortBy: 'created_at', tieBreak: 'thread_id' });
   };
   const list = { 200: { description: 'Matching threads.', schema: z.array(threadSchema), headers: { 'X-Pagination-Total': 'Number of matches.' } }, ...errors };
-  /** The thread's graph on the server's checkpointer; null before its first run (or when its graph is no longer served). */
-  const graphOf = async (thread: Thread) => {
-    const graphId = thread.metadata.graph_id;
-    if (typeof graphId !== 'string' || !graphs.has(graphId)) return null;
-    return graphs.get(graphId, { configurable: { thread_id: thread.thread_id } });
-  };
-  const history = async (c: Context<AgentEnv>, options: HistoryOptions) => {
-    const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
-    const graph = await graphOf(thread);
-    if (graph === null) return c.json([]);
-    const configurable: Record<string, unknown> = { thread_id: thread.thread_id, checkpoint_ns: options.namespace ?? '' };
-    if (options.checkpointId) configurable.checkpoint_id = options.checkpointId;
-    const states = [];
-    const found = graph.getStateHistory(
-      { configurable },
-      { limit: options.limit, before: options.before ? { configurable: { checkpoint_id: options.before } } : undefined, filter: options.metadata ?? undefined },
-    );
-    for await (const state of found) states.push(stateAnswer(state));
-    return c.json(states);
-  };
 
   return [
     operation({
@@ -178,28 +144,6 @@ export function threadOperations(ctx: ServerContext): Operation[] {
     }),
     operation({
       method: 'get',
-      path: '/threads/{thread_id}/state',
-      operationId: 'get_thread_state',
-      summary: 'Get the state of a thread',
-      tag: 'Threads',
-      responses: { 200: { description: 'The latest state.', schema: threadStateSchema }, ...errors, ...notFoundAnswer },
-      async handler(c) {
-        const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
-        const graph = await graphOf(thread);
-        if (graph === null) return c.json(emptyState());
-        return c.json(stateAnswer(await graph.getState({ configurable: { thread_id: thread.thread_id } })));
-      },
-    }),
-    operation({
-      ...historyOperation,
-      method: 'post',
-      operationId: 'get_thread_history',
-      body: threadHistory,
-      handler: (c, { body }) => history(c, { ...body, namespace: body.checkpoint?.checkpoint_ns, checkpointId: body.checkpoint?.checkpoint_id }),
-    }),
-    operation({ ...historyOperation, method: 'get', operationId: 'get_thread_history_get', query: threadHistoryQuery, handler: (c, { query }) => history(c, query) }),
-    operation({
-      method: 'get',
       path: '/threads/{thread_id}/runs',
       operationId: 'list_runs',
       summary: 'List the runs of a thread',
@@ -213,46 +157,4 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       },
     }),
   ];
-}
-
-/** What both forms of the history request (POST body, GET query) ask. */
-interface HistoryOptions {
-  readonly limit: number;
-  readonly before?: string | null | undefined;
-  readonly metadata?: Record<string, unknown> | null | undefined;
-  readonly namespace?: string | null | undefined;
-  readonly checkpointId?: string | null | undefined;
-}
-
-const historyOperation = {
-  path: '/threads/{thread_id}/history',
-  summary: 'Get the past states of a thread',
-  description:
-    'The states the thread went through, one per checkpoint, newest first (the first is the current state): what the JS client\'s `threads.getHistory` and its React `useStream` load. An empty list before the first run.',
-  tag: 'Threads',
-  responses: { 200: { description: 'States, newest first.', schema: z.array(threadStateSchema) }, ...errors, ...notFoundAnswer },
-} as const;
-
-type Checkpoint = { thread_id: string; checkpoint_ns: string; checkpoint_id: string } | null;
-
-function checkpointOf(config: StateSnapshotLike['config']): Checkpoint {
-  const c = config?.configurable;
-  if (typeof c?.thread_id !== 'string' || typeof c.checkpoint_id !== 'string') return null;
-  return { thread_id: c.thread_id, checkpoint_ns: typeof c.checkpoint_ns === 'string' ? c.checkpoint_ns : '', checkpoint_id: c.checkpoint_id };
-}
-
-function stateAnswer(s: StateSnapshotLike) {
-  return {
-    values: toPlain(s.values ?? {}),
-    next: [...s.next],
-    tasks: s.tasks.map((t) => ({ id: t.id, name: t.name, error: t.error == null ? null : String(t.error), interrupts: toPlain(t.interrupts ?? []) })),
-    checkpoint: checkpointOf(s.config),
-    parent_checkpoint: checkpointOf(s.parentConfig),
-    metadata: s.metadata === undefined ? null : toPlain(s.metadata),
-    created_at: s.createdAt ?? null,
-  };
-}
-
-function emptyState() {
-  return { values: {}, next: [], tasks: [], checkpoint: null, parent_checkpoint: null, metadata: null, created_at: null };
 }

@@ -147,6 +147,44 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         await expect(c.threads.getHistory(randomUUID())).rejects.toMatchObject({ status: 404 });
       });
 
+      it('updateState writes as a node (a new checkpoint the thread record follows); getState reads any checkpoint; 409 while busy or before a graph', async () => {
+        const c = client();
+        const fresh = await c.threads.create();
+        await expect(c.threads.updateState(fresh.thread_id, { values: { messages: [] } })).rejects.toMatchObject({ status: 409 });
+        const thread = await c.threads.create({ graphId: 'uncompiled' });
+        expect(thread.metadata).toMatchObject({ graph_id: 'uncompiled' });
+        const contents = (values: unknown) => (values as { messages: { content: string }[] }).messages.map((m) => m.content);
+
+        // The server answers {checkpoint} (the public API's ThreadStateUpdateResponse; the JS client's type says otherwise).
+        type Updated = { checkpoint: { thread_id: string; checkpoint_ns: string; checkpoint_id: string } };
+        const first = (await c.threads.updateState(thread.thread_id, { values: { messages: [{ type: 'human', content: 'typed in' }] }, asNode: 'echo' })) as unknown as Updated;
+        expect(first.checkpoint).toMatchObject({ thread_id: thread.thread_id, checkpoint_id: expect.any(String) });
+        expect(contents((await c.threads.get(thread.thread_id)).values)).toEqual(['typed in']);
+        await c.runs.wait(thread.thread_id, 'uncompiled', { input: userInput('hi') });
+        expect(contents((await c.threads.getState(thread.thread_id)).values)).toEqual(['typed in', 'hi', 'uncompiled ok']);
+
+        // Any checkpoint, by id in the path or in the body.
+        const then = await c.threads.getState(thread.thread_id, first.checkpoint.checkpoint_id);
+        expect(contents(then.values)).toEqual(['typed in']);
+        expect(then.checkpoint).toEqual(first.checkpoint);
+        expect(await c.threads.getState(thread.thread_id, { ...first.checkpoint, checkpoint_map: null })).toEqual(then);
+        await expect(c.threads.getState(thread.thread_id, randomUUID())).rejects.toMatchObject({ status: 404 });
+
+        // An edit of the last answer, as the node that wrote it.
+        await c.threads.updateState(thread.thread_id, { values: { messages: [{ type: 'ai', content: 'edited' }] }, asNode: 'echo' });
+        expect(contents((await c.threads.getState(thread.thread_id)).values).at(-1)).toBe('edited');
+        expect(contents((await c.threads.get(thread.thread_id)).values).at(-1)).toBe('edited');
+        const err = await c.threads.updateState(thread.thread_id, { values: { messages: [] }, asNode: 'nobody' }).catch((e: unknown) => e);
+        expect(err).toMatchObject({ status: 422, message: expect.stringContaining('as_node') });
+
+        // Not while a run is on the thread.
+        const busy = await c.threads.create();
+        const { runId } = await slowRun(c, busy.thread_id);
+        await waitFor(() => registry.started.has(runId));
+        await expect(c.threads.updateState(busy.thread_id, { values: { messages: [] }, asNode: 'wait' })).rejects.toMatchObject({ status: 409 });
+        await c.runs.cancel(busy.thread_id, runId, true);
+      });
+
       it('delete removes the thread, its runs and its checkpoints', async () => {
         const c = client();
         const thread = await c.threads.create();
