@@ -8,7 +8,7 @@ import type { GraphRegistry } from './graphs.ts';
 import { newId, uuid5 } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { assistantCreate, assistantDelete, assistantPatch, assistantSchema, assistantSearch, errorSchema } from './schemas.ts';
+import { assistantCount, assistantCreate, assistantDelete, assistantPatch, assistantSchema, assistantSearch, errorSchema } from './schemas.ts';
 import type { AgentStore } from './store.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Assistant, Json } from './types.ts';
@@ -58,6 +58,19 @@ async function visibleAssistant(c: Context<AgentEnv>, { store, graphs }: ServerC
 
 export function assistantOperations(ctx: ServerContext): Operation[] {
   const { store, graphs } = ctx;
+  /** Assistants matching `body` that the `assistants:search` handler lets the caller see. */
+  const matching = async (c: Context<AgentEnv>, body: z.output<typeof assistantCount>, paging: Json = {}) => {
+    const value: Json = { graph_id: body.graph_id, metadata: body.metadata ?? {}, ...paging };
+    const filter = await c.get('auth').authorize('assistants', 'search', value);
+    const name = body.name?.toLowerCase();
+    return (await store.listAssistants()).filter(
+      (a) =>
+        (body.graph_id == null || a.graph_id === body.graph_id) &&
+        (name === undefined || a.name.toLowerCase().includes(name)) &&
+        matchesExactly(a.metadata, body.metadata) &&
+        matchesFilter(a.metadata, filter),
+    );
+  };
   return [
     operation({
       method: 'post',
@@ -175,19 +188,19 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
         },
         ...errors,
       },
-      async handler(c, { body }) {
-        const value: Json = { graph_id: body.graph_id, metadata: body.metadata ?? {}, limit: body.limit, offset: body.offset };
-        const filter = await c.get('auth').authorize('assistants', 'search', value);
-        const name = body.name?.toLowerCase();
-        const found = (await store.listAssistants()).filter(
-          (a) =>
-            (body.graph_id == null || a.graph_id === body.graph_id) &&
-            (name === undefined || a.name.toLowerCase().includes(name)) &&
-            matchesExactly(a.metadata, body.metadata) &&
-            matchesFilter(a.metadata, filter),
-        );
-        return pageAnswer(c, found, body, { sortBy: 'created_at', tieBreak: 'assistant_id' });
-      },
+      handler: async (c, { body }) =>
+        pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, { sortBy: 'created_at', tieBreak: 'assistant_id' }),
+    }),
+    operation({
+      method: 'post',
+      path: '/assistants/count',
+      operationId: 'count_assistants',
+      summary: 'Count assistants',
+      description: 'How many assistants a search with the same filters would find (`assistants.count`).',
+      tag: 'Assistants',
+      body: assistantCount,
+      responses: { 200: { description: 'The number of matching assistants.', schema: z.number().int() }, ...errors },
+      handler: async (c, { body }) => c.json((await matching(c, body)).length),
     }),
   ];
 }

@@ -64,6 +64,8 @@ export const assistantSearch = z.object({
   select: z.array(z.enum(ASSISTANT_FIELDS)).nullish().describe('Fields to return; default all.'),
 });
 
+export const assistantCount = assistantSearch.pick({ metadata: true, graph_id: true, name: true });
+
 export const threadCreate = z.object({
   thread_id: z.uuid().nullish().describe('Default: a new UUID.'),
   metadata: object().nullish(),
@@ -87,6 +89,8 @@ export const threadSearch = z.object({
   sort_order: sortOrder,
   select: z.array(z.enum(THREAD_FIELDS)).nullish(),
 });
+
+export const threadCount = threadSearch.pick({ metadata: true, values: true, status: true });
 
 export const threadList = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(10),

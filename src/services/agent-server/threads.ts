@@ -7,7 +7,7 @@ import { conflict, notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { errorSchema, runList, runSchema, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
+import { errorSchema, runList, runSchema, threadCount, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Json, Thread } from './types.ts';
 
@@ -53,11 +53,12 @@ export async function visibleThread(c: Context<AgentEnv>, { store }: ServerConte
 
 export function threadOperations(ctx: ServerContext): Operation[] {
   const { store } = ctx;
-  const search = async (c: Context<AgentEnv>, body: z.output<typeof threadSearch>) => {
-    const value: Json = { metadata: body.metadata ?? {}, values: body.values ?? {}, status: body.status ?? null, limit: body.limit, offset: body.offset };
+  /** Threads matching `body` that the `threads:search` handler lets the caller see. */
+  const matching = async (c: Context<AgentEnv>, body: z.output<typeof threadCount> & { ids?: string[] | null | undefined }, paging: Json = {}) => {
+    const value: Json = { metadata: body.metadata ?? {}, values: body.values ?? {}, status: body.status ?? null, ...paging };
     const filter = await c.get('auth').authorize('threads', 'search', value);
     const ids = body.ids ? new Set(body.ids) : null;
-    const found = (await store.listThreads()).filter(
+    return (await store.listThreads()).filter(
       (t) =>
         (ids === null || ids.has(t.thread_id)) &&
         (body.status == null || t.status === body.status) &&
@@ -65,8 +66,9 @@ export function threadOperations(ctx: ServerContext): Operation[] {
         matchesExactly(t.values, body.values) &&
         matchesFilter(t.metadata, filter),
     );
-    return pageAnswer(c, found, body, { sortBy: 'created_at', tieBreak: 'thread_id' });
   };
+  const search = async (c: Context<AgentEnv>, body: z.output<typeof threadSearch>) =>
+    pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, { sortBy: 'created_at', tieBreak: 'thread_id' });
   const list = { 200: { description: 'Matching threads.', schema: z.array(threadSchema), headers: { 'X-Pagination-Total': 'Number of matches.' } }, ...errors };
 
   return [
@@ -100,6 +102,17 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       body: threadSearch,
       responses: list,
       handler: (c, { body }) => search(c, body),
+    }),
+    operation({
+      method: 'post',
+      path: '/threads/count',
+      operationId: 'count_threads',
+      summary: 'Count threads',
+      description: 'How many threads a search with the same filters would find (`threads.count`).',
+      tag: 'Threads',
+      body: threadCount,
+      responses: { 200: { description: 'The number of matching threads.', schema: z.number().int() }, ...errors },
+      handler: async (c, { body }) => c.json((await matching(c, body)).length),
     }),
     operation({
       method: 'get',

@@ -46,8 +46,17 @@ describe('the example app: bearer tokens and per-user threads', () => {
     await expect(bob.client.threads.getState(aliceThread.thread_id)).rejects.toMatchObject({ status: 404 });
     await expect(collect(bob.client.runs.stream(aliceThread.thread_id, 'agent', { input: userInput('sneaky') }))).rejects.toMatchObject({ status: 404 });
     expect((await alice.client.threads.getState<{ messages: unknown[] }>(aliceThread.thread_id)).values.messages).toHaveLength(3);
+    await expect(bob.client.threads.getHistory(aliceThread.thread_id)).rejects.toMatchObject({ status: 404 });
+    await expect(bob.client.threads.updateState(aliceThread.thread_id, { values: { messages: [] }, asNode: 'greet' })).rejects.toMatchObject({ status: 404 });
+    await expect(collect(bob.client.threads.joinStream(aliceThread.thread_id))).rejects.toMatchObject({ status: 404 });
+    // Counts see what searches see.
+    expect(await alice.client.threads.count()).toBe(aliceSees.length);
+    expect(await bob.client.threads.count()).toBe(1);
+    expect(await bob.client.threads.count({ status: 'busy' })).toBe(0);
     // Assistants have no handler in the example: shared.
     expect((await bob.client.assistants.search({ graphId: 'agent' })).length).toBe(1);
+    expect(await bob.client.assistants.count({ graphId: 'agent' })).toBe(1);
+    expect(await bob.client.assistants.count({ graphId: 'no-such-graph' })).toBe(0);
   });
 
   it("answers 404 to every update, delete and run control on another user's thread, and leaves it intact", async () => {
