@@ -13,7 +13,9 @@ import { Auth, HTTPException, isStudioUser } from '@langchain/langgraph-sdk/auth
  * every thread read, search and run is filtered to the caller's own
  * threads, so two users never see each other's conversations. The design
  * studio's user gets an empty filter: developer access to every thread.
- * Assistants have no handler: every user may read them.
+ * Assistants have no handler: every user may read them. Store items (long-term
+ * memory) must sit under a namespace starting with the caller's identity
+ * (`["alice", ...]`); anything else is 403.
  */
 const TOKENS: Readonly<Record<string, { identity: string; display_name: string; role: string }>> = {
   'alice-token': { identity: 'alice', display_name: 'Alice', role: 'admin' },
@@ -39,4 +41,6 @@ export const auth = new Auth()
     value.metadata = { ...value.metadata, owner: user.identity };
     return ownThreads(user);
   })
-  .on('threads', ({ user }) => ownThreads(user));
+  .on('threads', ({ user }) => ownThreads(user))
+  // Long-term memory: each user's items live under a namespace that starts with their identity.
+  .on('store', ({ user, value }) => isStudioUser(user) || value.namespace?.[0] === user.identity);

@@ -9,6 +9,7 @@ import { SettingsError } from '../settings.ts';
 import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth.ts';
 import { RedisCheckpointer } from './agent-server/redis-checkpointer.ts';
+import { RedisItemStore } from './agent-server/redis-item-store.ts';
 import { RedisAgentStore } from './agent-server/redis-store.ts';
 import { loadAgentServerSettings } from './agent-server/settings.ts';
 import { createControlPlane } from './control-plane/control-plane.ts';
@@ -50,7 +51,7 @@ export class BundledServices {
     await this.redisReachable();
     const settings = loadAgentServerSettings(this.env);
     const verifyApiKey = registryKeyVerifier(this.keys());
-    // With REDIS_URL, threads and their state survive a restart: store and checkpointer share the key registry's connection.
+    // With REDIS_URL, threads, their state and the long-term memory survive a restart: they share the key registry's connection.
     const redis = this.redisClient();
     const server = await createAgentServer({
       configPath: settings.appConfig,
@@ -60,6 +61,7 @@ export class BundledServices {
       ...(redis && {
         store: new RedisAgentStore(redis, { prefix: settings.storePrefix }),
         checkpointer: new RedisCheckpointer(redis, { prefix: settings.storePrefix }),
+        items: new RedisItemStore(redis, { prefix: settings.storePrefix }),
       }),
       log: this.log.child({ component: 'agent-server' }),
     });

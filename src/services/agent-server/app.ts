@@ -1,4 +1,4 @@
-import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
+import { InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from '@langchain/langgraph';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import { HTTPException } from 'hono/http-exception';
@@ -19,6 +19,7 @@ import { Runner } from './runner.ts';
 import { runControlOperations } from './run-control.ts';
 import { runOperations } from './runs.ts';
 import type { AgentStore } from './store.ts';
+import { storeOperations } from './store-items.ts';
 import { SERVER_VERSION, systemOperations } from './system.ts';
 import { threadStateOperations } from './thread-state.ts';
 import { threadStreamOperation } from './thread-stream.ts';
@@ -43,6 +44,8 @@ export interface AgentServerOptions {
   readonly store?: AgentStore;
   /** Default: in memory (LangGraph's MemorySaver). */
   readonly checkpointer?: BaseCheckpointSaver;
+  /** The long-term memory store (`/store/items`, a graph's `config.store`). Default: in memory (LangGraph's InMemoryStore). */
+  readonly items?: BaseStore;
   /** Idle time before a `: heartbeat` comment on a run stream; default 10 s. */
   readonly heartbeatMs?: number;
   /** Largest request body; default 10 MiB. */
@@ -63,7 +66,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   const { log, heartbeatMs = 10_000, maxBodyBytes = 10 * 1024 * 1024 } = options;
   const config = await readAppConfig(options.configPath);
   const checkpointer = options.checkpointer ?? new MemorySaver();
-  const graphs = await loadGraphs(config, checkpointer);
+  const items = options.items ?? new InMemoryStore();
+  const graphs = await loadGraphs(config, checkpointer, items);
   let handlers: AuthHandlers | null = null;
   if (config.auth !== null) {
     const where = `${config.configFile}: auth.path`;
@@ -72,8 +76,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   const store = options.store ?? new MemoryAgentStore();
   await ensureDefaultAssistants(store, graphs);
   const runner = new Runner({ store, graphs, checkpointer, log });
-  const ctx: ServerContext = { store, graphs, runner, checkpointer, log, heartbeatMs };
-  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...threadStateOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx)];
+  const ctx: ServerContext = { store, graphs, runner, checkpointer, items, log, heartbeatMs };
+  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...threadStateOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx), ...storeOperations(ctx)];
 
   const app = new Hono<AgentEnv>();
   app.use('*', bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413) }));
@@ -83,7 +87,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       openApiDocument(ops, {
         title: 'Agent Server API',
         version: SERVER_VERSION,
-        description: `Assistants, threads and streamed runs of this deployment. Graphs: ${graphs.names.join(', ')}.`,
+        description: `Assistants, threads, streamed runs and the long-term memory store of this deployment. Graphs: ${graphs.names.join(', ')}.`,
         customAuth: handlers?.authenticate != null,
       }),
   });

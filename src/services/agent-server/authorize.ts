@@ -14,7 +14,7 @@ import type { AuthUser, Json } from './types.ts';
  * leaves the item out. Without handlers everything is allowed.
  */
 export type Resource = 'assistants' | 'threads' | 'crons' | 'store';
-export type Action = 'create' | 'read' | 'update' | 'delete' | 'search' | 'create_run';
+export type Action = 'create' | 'read' | 'update' | 'delete' | 'search' | 'create_run' | 'put' | 'get' | 'list_namespaces';
 export type Filter = Readonly<Record<string, unknown>>;
 
 /** Runs the handler for `resource:action` on `value` (which it may change); the filter, or null for none. */

@@ -1,4 +1,4 @@
-import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import type { GraphRegistry } from './graphs.ts';
 import type { Runner } from './runner.ts';
@@ -11,6 +11,8 @@ export interface ServerContext {
   readonly runner: Runner;
   /** Where thread state lives (the graphs run on it). */
   readonly checkpointer: BaseCheckpointSaver;
+  /** The long-term memory store: graphs reach it as `config.store`, clients at `/store/items`. */
+  readonly items: BaseStore;
   readonly log: Logger;
   /** Idle time before a `: heartbeat` comment on a run stream. */
   readonly heartbeatMs: number;

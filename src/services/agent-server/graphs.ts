@@ -1,4 +1,4 @@
-import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import { AppConfigError, importExport, type AppConfig } from './app-config.ts';
 import { toPlain } from './serialize.ts';
 
@@ -7,7 +7,8 @@ import { toPlain } from './serialize.ts';
  * (`StateGraph(...).compile()`), an uncompiled StateGraph (compiled here),
  * or a factory `(config) => graph` called for each run (so a graph can
  * depend on the run's config). Every graph runs on the server's
- * checkpointer, which is what gives threads their state.
+ * checkpointer, which is what gives threads their state, and with the
+ * server's store (`config.store`, long-term memory shared by all threads).
  */
 export interface StateSnapshotLike {
   readonly values: unknown;
@@ -30,6 +31,7 @@ export interface RunnableGraph {
   ): AsyncIterable<StateSnapshotLike>;
   updateState(config: { configurable: Record<string, unknown> }, values: unknown, asNode?: string): Promise<{ configurable?: Record<string, unknown> }>;
   checkpointer?: unknown;
+  store?: unknown;
 }
 
 /** The interrupts a state waits on, by task id, as plain JSON (a thread record's `interrupts`). */
@@ -48,13 +50,13 @@ export interface GraphRegistry {
 
 type GraphSource = RunnableGraph | ((config: Record<string, unknown>) => unknown);
 
-export async function loadGraphs(config: AppConfig, checkpointer: BaseCheckpointSaver): Promise<GraphRegistry> {
+export async function loadGraphs(config: AppConfig, checkpointer: BaseCheckpointSaver, items: BaseStore): Promise<GraphRegistry> {
   const sources = new Map<string, GraphSource>();
   for (const [name, ref] of config.graphs) {
     const where = `${config.configFile}: graphs.${name}`;
     const value = await importExport(ref, where);
     if (typeof value === 'function' && !isGraph(value)) sources.set(name, value as (config: Record<string, unknown>) => unknown);
-    else sources.set(name, prepare(value, checkpointer, where));
+    else sources.set(name, prepare(value, checkpointer, items, where));
   }
   return {
     names: [...sources.keys()],
@@ -63,12 +65,12 @@ export async function loadGraphs(config: AppConfig, checkpointer: BaseCheckpoint
       const source = sources.get(name);
       if (source === undefined) throw new Error(`unknown graph ${name}`);
       if (typeof source !== 'function') return source;
-      return prepare(await source(runConfig), checkpointer, `${config.configFile}: graphs.${name} (factory)`);
+      return prepare(await source(runConfig), checkpointer, items, `${config.configFile}: graphs.${name} (factory)`);
     },
   };
 }
 
-function prepare(value: unknown, checkpointer: BaseCheckpointSaver, where: string): RunnableGraph {
+function prepare(value: unknown, checkpointer: BaseCheckpointSaver, items: BaseStore, where: string): RunnableGraph {
   let graph = value;
   if (!isGraph(graph) && hasFunction(graph, 'compile')) graph = (graph as { compile(): unknown }).compile();
   if (!isGraph(graph)) {
@@ -76,6 +78,7 @@ function prepare(value: unknown, checkpointer: BaseCheckpointSaver, where: strin
   }
   // The server owns persistence, as on the hosted platform: a graph compiled with its own checkpointer still runs on this one.
   graph.checkpointer = checkpointer;
+  graph.store = items;
   return graph;
 }
 

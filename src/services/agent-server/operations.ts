@@ -19,7 +19,7 @@ export interface ResponseSpec {
 type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
 
 export interface Operation<B extends z.ZodType | undefined = z.ZodType | undefined, Q extends z.ZodType | undefined = z.ZodType | undefined> {
-  readonly method: 'get' | 'post' | 'patch' | 'delete';
+  readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI form: `/threads/{thread_id}`. */
   readonly path: string;
   readonly operationId: string;

@@ -21,7 +21,7 @@ const serve = (configPath: string) => createAgentServer({ configPath, verifyApiK
 describe('app config', () => {
   it('maps each graph to its file and export, relative to the config file', async () => {
     const config = await readAppConfig(FIXTURE_APP);
-    expect([...config.graphs.keys()]).toEqual(['agent', 'slow', 'failing', 'custom', 'uncompiled', 'factory', 'whoami']);
+    expect([...config.graphs.keys()]).toEqual(['agent', 'slow', 'failing', 'custom', 'uncompiled', 'factory', 'whoami', 'remember']);
     expect(config.graphs.get('agent')).toMatchObject({ exportName: 'graph', file: expect.stringMatching(/\/examples\/app\/graph\.ts$/) });
     expect(config.auth).toBeNull();
   });

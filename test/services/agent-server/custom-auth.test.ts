@@ -59,6 +59,20 @@ describe('the example app: bearer tokens and per-user threads', () => {
     expect(await bob.client.assistants.count({ graphId: 'no-such-graph' })).toBe(0);
   });
 
+  it("keeps each user's store items under their own identity: another user's namespace is 403", async () => {
+    const alice = as('alice-token').client;
+    const bob = as('bob-token').client;
+    await alice.store.putItem(['alice', 'notes'], 'n1', { text: 'private' });
+    expect((await alice.store.getItem(['alice', 'notes'], 'n1'))?.value).toEqual({ text: 'private' });
+    expect((await alice.store.listNamespaces({ prefix: ['alice'] })).namespaces).toEqual([['alice', 'notes']]);
+    await expect(bob.store.getItem(['alice', 'notes'], 'n1')).rejects.toMatchObject({ status: 403 });
+    await expect(bob.store.searchItems(['alice'])).rejects.toMatchObject({ status: 403 });
+    await expect(bob.store.putItem(['alice', 'notes'], 'n1', { text: 'overwritten' })).rejects.toMatchObject({ status: 403 });
+    await expect(bob.store.deleteItem(['alice', 'notes'], 'n1')).rejects.toMatchObject({ status: 403 });
+    await expect(bob.store.listNamespaces()).rejects.toMatchObject({ status: 403 });
+    expect((await alice.store.getItem(['alice', 'notes'], 'n1'))?.value).toEqual({ text: 'private' });
+  });
+
   it("answers 404 to every update, delete and run control on another user's thread, and leaves it intact", async () => {
     const alice = as('alice-token').client;
     const bob = as('bob-token').client;

@@ -64,7 +64,7 @@ describe('assistants', () => {
     const res = await json('/assistants/search', { body: { metadata: { created_by: 'system' }, limit: 100 } });
     expect(res.status).toBe(200);
     expect(Array.isArray(res.body)).toBe(true);
-    expect(res.body.map((a: any) => a.graph_id).sort()).toEqual(['agent', 'custom', 'factory', 'failing', 'slow', 'uncompiled', 'whoami']);
+    expect(res.body.map((a: any) => a.graph_id).sort()).toEqual(['agent', 'custom', 'factory', 'failing', 'remember', 'slow', 'uncompiled', 'whoami']);
     const byName = await json('/assistants/agent');
     const agent = res.body.find((a: any) => a.graph_id === 'agent');
     expect(byName.body).toEqual(agent);
@@ -74,13 +74,13 @@ describe('assistants', () => {
   it('pages with limit and offset, X-Pagination-Total and X-Pagination-Next', async () => {
     const first = await json('/assistants/search', { body: { metadata: { created_by: 'system' }, limit: 4, offset: 0 } });
     expect(first.body).toHaveLength(4);
-    expect(first.headers.get('x-pagination-total')).toBe('7');
+    expect(first.headers.get('x-pagination-total')).toBe('8');
     expect(first.headers.get('x-pagination-next')).toBe('4');
-    const second = await json('/assistants/search', { body: { metadata: { created_by: 'system' }, limit: 4, offset: 4 } });
-    expect(second.body).toHaveLength(3);
+    const second = await json('/assistants/search', { body: { metadata: { created_by: 'system' }, limit: 5, offset: 4 } });
+    expect(second.body).toHaveLength(4);
     expect(second.headers.get('x-pagination-next')).toBeNull();
     const ids = [...first.body, ...second.body].map((a: any) => a.assistant_id);
-    expect(new Set(ids).size).toBe(7);
+    expect(new Set(ids).size).toBe(8);
   });
 
   it('filters by graph_id and exact metadata', async () => {

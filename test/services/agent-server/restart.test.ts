@@ -1,6 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisCheckpointer } from '../../../src/services/agent-server/redis-checkpointer.ts';
+import { RedisItemStore } from '../../../src/services/agent-server/redis-item-store.ts';
 import { RedisAgentStore } from '../../../src/services/agent-server/redis-store.ts';
 import { startRedis, type RedisProcess } from '../../helpers/redis-server.ts';
 import { EXAMPLE_API_KEY_APP, newKey, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';
@@ -8,7 +9,7 @@ import { EXAMPLE_API_KEY_APP, newKey, startAgentServer, userInput, type RunningA
 /**
  * With the Redis store and checkpointer, an Agent Server that is closed and
  * started again (new process state, new Redis connection, same Redis) still
- * has its threads, their runs and their values. A private redis-server, so
+ * has its threads, their runs and their values, and its long-term store. A private redis-server, so
  * nothing touches the shared one.
  */
 let redisServer: RedisProcess;
@@ -30,17 +31,18 @@ async function start(): Promise<{ agent: RunningAgentServer; redis: Redis }> {
     configPath: EXAMPLE_API_KEY_APP,
     store: new RedisAgentStore(redis, { prefix: 'agent' }),
     checkpointer: new RedisCheckpointer(redis, { prefix: 'agent' }),
+    items: new RedisItemStore(redis, { prefix: 'agent' }),
   });
   return { agent, redis };
 }
 
-async function call(agent: RunningAgentServer, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+async function call(agent: RunningAgentServer, path: string, body?: unknown, method = body === undefined ? 'GET' : 'POST'): Promise<{ status: number; body: any }> {
   const res = await fetch(`${agent.url}${path}`, {
-    method: body === undefined ? 'GET' : 'POST',
+    method,
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
-  return { status: res.status, body: await res.json() };
+  return { status: res.status, body: res.status === 204 ? null : await res.json() };
 }
 
 const texts = (values: any): string[] => (values.messages as { content: string }[]).map((m) => m.content);
@@ -60,6 +62,7 @@ describe('agent server restart over Redis', () => {
     expect(messagesBefore).toContain('Hello, acme!');
     expect(messagesBefore.length).toBeGreaterThanOrEqual(3);
     const assistantsBefore = (await call(first.agent, '/assistants/search', {})).body as { assistant_id: string }[];
+    expect((await call(first.agent, '/store/items', { namespace: ['memories', 'acme'], key: 'k', value: { kept: true } }, 'PUT')).status).toBe(204);
     await first.agent.close();
     await first.redis.quit();
 
@@ -87,6 +90,10 @@ describe('agent server restart over Redis', () => {
       // The default assistants are found again, not made twice.
       const assistantsAfter = (await call(second.agent, '/assistants/search', {})).body as { assistant_id: string }[];
       expect(assistantsAfter.map((a) => a.assistant_id).sort()).toEqual(assistantsBefore.map((a) => a.assistant_id).sort());
+
+      // The long-term store kept its items.
+      const item = await call(second.agent, '/store/items?namespace=memories.acme&key=k');
+      expect(item.body).toMatchObject({ namespace: ['memories', 'acme'], key: 'k', value: { kept: true } });
 
       // The graph resumes from the stored checkpoint: no second greeting, the old messages stay first.
       const again = await call(second.agent, `/threads/${threadId}/runs/wait`, { assistant_id: 'agent', input: userInput('still there?') });

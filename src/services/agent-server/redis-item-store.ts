@@ -1,0 +1,164 @@
+import {
+  BaseStore,
+  type GetOperation,
+  type Item,
+  type ListNamespacesOperation,
+  type MatchCondition,
+  type Operation,
+  type OperationResults,
+  type PutOperation,
+  type SearchItem,
+  type SearchOperation,
+} from '@langchain/langgraph-checkpoint';
+import type { Redis } from 'ioredis';
+
+/**
+ * LangGraph's long-term memory (a BaseStore: what graphs reach as
+ * `config.store` and clients through `/store/items`) in plain Redis, with
+ * InMemoryStore's semantics, so what an agent remembers outlives the
+ * process. Keys, under `<prefix>:items:`, where `<ns>` is the namespace as
+ * JSON (`["users","u1"]`):
+ *
+ *   namespaces    sorted set (all scores 0) of the namespaces holding items
+ *   values:<ns>   hash key → JSON {value, updated_at}
+ *   created:<ns>  hash key → ISO time of the item's first put
+ *
+ * Semantic search (`query` over an embeddings index) is not supported: a
+ * search answers the items under the prefix that pass the filter, in
+ * namespace and key order, without a score.
+ */
+export interface RedisItemStoreOptions {
+  /** Key prefix; default `agent` (the keys sit under `<prefix>:items:`). */
+  readonly prefix?: string;
+}
+
+interface StoredValue {
+  readonly value: Record<string, unknown>;
+  readonly updated_at: string;
+}
+
+/** Removes an item, and its namespace from the index once the namespace holds nothing (atomically, so a concurrent put is never unindexed). */
+const DELETE_SCRIPT = `
+redis.call('HDEL', KEYS[1], ARGV[1])
+redis.call('HDEL', KEYS[2], ARGV[1])
+if redis.call('HLEN', KEYS[1]) == 0 then redis.call('ZREM', KEYS[3], ARGV[2]) end
+return 1`;
+
+export class RedisItemStore extends BaseStore {
+  private readonly base: string;
+
+  constructor(
+    private readonly client: Redis,
+    { prefix = 'agent' }: RedisItemStoreOptions = {},
+  ) {
+    super();
+    this.base = `${prefix}:items:`;
+  }
+
+  async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
+    const results: unknown[] = [];
+    for (const op of operations) results.push(await this.run(op));
+    return results as OperationResults<Op>;
+  }
+
+  private run(op: Operation): Promise<unknown> {
+    if ('namespacePrefix' in op) return this.searchItems(op);
+    if ('value' in op) return this.write(op);
+    if ('key' in op) return this.read(op);
+    return this.namespaces(op);
+  }
+
+  private async read({ namespace, key }: GetOperation): Promise<Item | null> {
+    const ns = JSON.stringify(namespace);
+    const [stored, created] = await Promise.all([this.client.hget(this.k(`values:${ns}`), key), this.client.hget(this.k(`created:${ns}`), key)]);
+    return stored === null ? null : toItem(namespace, key, JSON.parse(stored) as StoredValue, created);
+  }
+
+  private async write({ namespace, key, value }: PutOperation): Promise<null> {
+    const ns = JSON.stringify(namespace);
+    if (value === null) {
+      await this.client.eval(DELETE_SCRIPT, 3, this.k(`values:${ns}`), this.k(`created:${ns}`), this.k('namespaces'), key, ns);
+      return null;
+    }
+    const now = new Date().toISOString();
+    await this.client
+      .multi()
+      .hset(this.k(`values:${ns}`), key, JSON.stringify({ value, updated_at: now } satisfies StoredValue))
+      .hsetnx(this.k(`created:${ns}`), key, now)
+      .zadd(this.k('namespaces'), 0, ns)
+      .exec();
+    return null;
+  }
+
+  private async searchItems({ namespacePrefix, filter, limit = 10, offset = 0 }: SearchOperation): Promise<SearchItem[]> {
+    const found: SearchItem[] = [];
+    for (const namespace of await this.allNamespaces()) {
+      if (!startsWith(namespace, namespacePrefix)) continue;
+      const ns = JSON.stringify(namespace);
+      const [values, created] = await Promise.all([this.client.hgetall(this.k(`values:${ns}`)), this.client.hgetall(this.k(`created:${ns}`))]);
+      for (const key of Object.keys(values).sort()) {
+        const item = toItem(namespace, key, JSON.parse(values[key]!) as StoredValue, created[key] ?? null);
+        if (filter === undefined || Object.entries(filter).every(([field, wanted]) => matches(item.value[field], wanted))) found.push({ ...item, score: undefined });
+      }
+    }
+    return found.slice(offset, offset + limit);
+  }
+
+  private async namespaces({ matchConditions = [], maxDepth, limit, offset = 0 }: ListNamespacesOperation): Promise<string[][]> {
+    let namespaces = (await this.allNamespaces()).filter((ns) => matchConditions.every((condition) => conditionHolds(condition, ns)));
+    if (maxDepth !== undefined) namespaces = [...new Map(namespaces.map((ns) => ns.slice(0, maxDepth)).map((ns) => [JSON.stringify(ns), ns])).values()];
+    namespaces.sort((a, b) => a.join('.').localeCompare(b.join('.')));
+    return namespaces.slice(offset, limit === undefined ? undefined : offset + limit);
+  }
+
+  /** Every namespace holding items, in the index's (JSON) order. */
+  private async allNamespaces(): Promise<string[][]> {
+    return (await this.client.zrange(this.k('namespaces'), 0, -1)).map((ns) => JSON.parse(ns) as string[]);
+  }
+
+  private k(suffix: string): string {
+    return this.base + suffix;
+  }
+}
+
+function toItem(namespace: string[], key: string, stored: StoredValue, created: string | null): Item {
+  return { namespace, key, value: stored.value, createdAt: new Date(created ?? stored.updated_at), updatedAt: new Date(stored.updated_at) };
+}
+
+function startsWith(namespace: readonly string[], prefix: readonly string[]): boolean {
+  return prefix.length <= namespace.length && prefix.every((label, i) => namespace[i] === label);
+}
+
+/** A namespace match condition as InMemoryStore reads it: a prefix or a suffix of labels, `*` matching any one label. */
+function conditionHolds({ matchType, path }: MatchCondition, namespace: readonly string[]): boolean {
+  if (path.length > namespace.length) return false;
+  const start = matchType === 'prefix' ? 0 : namespace.length - path.length;
+  return path.every((label, i) => label === '*' || namespace[start + i] === label);
+}
+
+/** A search filter on one field, as InMemoryStore reads it: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin). */
+function matches(actual: unknown, wanted: unknown): boolean {
+  if (typeof wanted !== 'object' || wanted === null || Array.isArray(wanted) || !Object.keys(wanted).some((k) => k.startsWith('$'))) return actual === wanted;
+  return Object.entries(wanted).every(([op, value]) => {
+    switch (op) {
+      case '$eq':
+        return actual === value;
+      case '$ne':
+        return actual !== value;
+      case '$gt':
+        return Number(actual) > Number(value);
+      case '$gte':
+        return Number(actual) >= Number(value);
+      case '$lt':
+        return Number(actual) < Number(value);
+      case '$lte':
+        return Number(actual) <= Number(value);
+      case '$in':
+        return Array.isArray(value) && value.includes(actual);
+      case '$nin':
+        return !Array.isArray(value) || !value.includes(actual);
+      default:
+        return !op.startsWith('$');
+    }
+  });
+}
