@@ -8,7 +8,7 @@ import type { GraphRegistry } from './graphs.ts';
 import { newId, uuid5 } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { assistantCount, assistantCreate, assistantDelete, assistantPatch, assistantSchema, assistantSearch, errorSchema } from './schemas.ts';
+import { assistantCount, assistantCreate, assistantDelete, assistantGraphQuery, assistantPatch, assistantSchema, assistantSearch, errorSchema } from './schemas.ts';
 import type { AgentStore } from './store.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Assistant, Json } from './types.ts';
@@ -121,6 +121,26 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       tag: 'Assistants',
       responses: { 200: { description: 'The assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant.', schema: errorSchema } },
       handler: async (c) => c.json(await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read')),
+    }),
+    operation({
+      method: 'get',
+      path: '/assistants/{assistant_id}/graph',
+      operationId: 'get_assistant_graph',
+      summary: 'Get the graph of an assistant',
+      description: 'Its nodes and edges, as LangGraph draws them (`assistants.getGraph`); `xray` expands subgraphs (true, or how many levels deep).',
+      tag: 'Assistants',
+      query: assistantGraphQuery,
+      responses: {
+        200: { description: 'Nodes and edges.', schema: z.object({ nodes: z.array(z.record(z.string(), z.unknown())), edges: z.array(z.record(z.string(), z.unknown())) }) },
+        ...errors,
+        404: { description: 'Unknown assistant.', schema: errorSchema },
+      },
+      async handler(c, { query }) {
+        const assistant = await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read');
+        const configurable = { ...(assistant.config as { configurable?: Json }).configurable, assistant_id: assistant.assistant_id, graph_id: assistant.graph_id };
+        const graph = await graphs.get(assistant.graph_id, { configurable });
+        return c.json((await graph.getGraphAsync({ configurable, xray: query.xray })).toJSON());
+      },
     }),
     operation({
       method: 'patch',

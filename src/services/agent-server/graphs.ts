@@ -30,6 +30,8 @@ export interface RunnableGraph {
     options?: { limit?: number; before?: { configurable: Record<string, unknown> }; filter?: Record<string, unknown> },
   ): AsyncIterable<StateSnapshotLike>;
   updateState(config: { configurable: Record<string, unknown> }, values: unknown, asNode?: string): Promise<{ configurable?: Record<string, unknown> }>;
+  /** The drawable graph (nodes and edges); `xray` expands subgraphs. */
+  getGraphAsync(config: { configurable?: Record<string, unknown>; xray?: boolean | number }): Promise<{ toJSON(): Record<string, unknown> }>;
   checkpointer?: unknown;
   store?: unknown;
 }

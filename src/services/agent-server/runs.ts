@@ -9,7 +9,7 @@ import { notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { operation, param, type Operation } from './operations.ts';
 import type { RunHandle, RunSpec } from './runner.ts';
-import { errorSchema, runCreate, runSchema, STREAM_MODES, type RunCreate, type StreamMode } from './schemas.ts';
+import { errorSchema, runBatch, runCreate, runSchema, STREAM_MODES, type RunCreate, type StreamMode } from './schemas.ts';
 import { sseResponse } from './sse.ts';
 import { createThread } from './threads.ts';
 import type { Json, Run } from './types.ts';
@@ -78,6 +78,17 @@ export function runOperations(ctx: ServerContext): Operation[] {
     c.header('Content-Location', location);
     return c.json(run);
   };
+  /** Threadless background runs, all checked before any starts (an unknown assistant fails the whole batch). */
+  const batch = async (c: Context<AgentEnv>, { body }: { body: RunCreate[] }) => {
+    for (const one of body) if ((await findAssistant(ctx.store, ctx.graphs, one.assistant_id)) === null) throw notFound('Assistant', one.assistant_id);
+    const runs: Run[] = [];
+    for (const one of body) {
+      const { handle, run } = await startRun(c, ctx, one, null, true);
+      handle.detach();
+      runs.push(run);
+    }
+    return c.json(runs);
+  };
   const common = { tag: 'Runs', body: runCreate } as const;
   return [
     operation({ ...common, method: 'post', path: '/runs/stream', operationId: 'stream_run_threadless', summary: 'Stream a threadless run', responses: { 200: streamAnswer, ...errors }, handler: stream(false) }),
@@ -86,6 +97,17 @@ export function runOperations(ctx: ServerContext): Operation[] {
     operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs/wait', operationId: 'wait_run', summary: 'Run on a thread and wait for the result', responses: { 200: waitAnswer, ...errors }, handler: wait(true) }),
     operation({ ...common, method: 'post', path: '/runs', operationId: 'create_run_threadless', summary: 'Start a threadless run in the background', responses: { 200: createAnswer, ...errors }, handler: create(false) }),
     operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs', operationId: 'create_run', summary: 'Start a run on a thread in the background', responses: { 200: createAnswer, ...errors }, handler: create(true) }),
+    operation({
+      tag: 'Runs',
+      method: 'post',
+      path: '/runs/batch',
+      operationId: 'create_runs_batch',
+      summary: 'Start threadless runs in the background',
+      description: 'Each item is a run body (`runs.createBatch`); every assistant is checked before any run starts. Answers the runs, in order.',
+      body: runBatch,
+      responses: { 200: { description: 'The runs, pending.', schema: z.array(runSchema) }, ...errors },
+      handler: batch,
+    }),
   ];
 }
 

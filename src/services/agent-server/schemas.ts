@@ -64,6 +64,15 @@ export const assistantSearch = z.object({
   select: z.array(z.enum(ASSISTANT_FIELDS)).nullish().describe('Fields to return; default all.'),
 });
 
+export const assistantGraphQuery = z.object({
+  xray: z
+    .string()
+    .regex(/^(true|false|\d{1,3})$/, 'xray is true, false or a depth (a whole number)')
+    .transform((text) => (text === 'true' ? true : text === 'false' ? false : Number(text)))
+    .optional()
+    .describe('Expand subgraphs: true, or how many levels deep.'),
+});
+
 export const assistantCount = assistantSearch.pick({ metadata: true, graph_id: true, name: true });
 
 export const threadCreate = z.object({
@@ -166,6 +175,8 @@ export const runCreate = z.object({
     .describe('Not supported.'),
 });
 export type RunCreate = z.output<typeof runCreate>;
+
+export const runBatch = z.array(runCreate).min(1).max(100);
 
 export const runCancel = z.object({
   wait: flag().default(false).describe('Answer once the run has stopped (204) instead of at once (202).'),

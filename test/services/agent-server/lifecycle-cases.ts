@@ -75,6 +75,16 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         expect(moved).toMatchObject({ graph_id: 'slow', name: 'after', metadata: { a: 1, b: 2 }, version: 3 });
       });
 
+      it('getGraph answers the nodes and edges of the graph; xray is validated', async () => {
+        const key = newKey();
+        const c = sdk(stack.url, key).client;
+        const drawn = await c.assistants.getGraph('failing', { xray: true });
+        expect(drawn.nodes.map((n) => n.id)).toEqual(['__start__', 'first', 'second', '__end__']);
+        expect(drawn.edges).toEqual(expect.arrayContaining([expect.objectContaining({ source: 'first', target: 'second', conditional: false })]));
+        expect((await fetch(`${stack.url}/assistants/failing/graph?xray=maybe`, { headers: { 'x-api-key': key } })).status).toBe(422);
+        await expect(c.assistants.getGraph(randomUUID())).rejects.toMatchObject({ status: 404 });
+      });
+
       it('update answers 404 for an unknown assistant or graph, 422 for a bad body', async () => {
         const c = client();
         await expect(c.assistants.update(randomUUID(), { name: 'x' })).rejects.toMatchObject({ status: 404 });
@@ -284,6 +294,19 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
           const only = (await collect(c.runs.joinStream(threadId, named.run_id))) as Chunk[];
           expect(new Set(only.map((ch) => ch.event))).toEqual(new Set(['metadata', 'updates']));
         }
+      });
+
+      it('createBatch starts threadless runs in the background; an unknown assistant fails the whole batch', async () => {
+        const c = client();
+        const runs = await c.runs.createBatch([
+          { assistantId: 'agent', input: userInput('first of two') },
+          { assistantId: 'uncompiled', input: userInput('second of two') },
+        ]);
+        expect(runs).toHaveLength(2);
+        const last = async (runId: string) => ((await collect(c.runs.joinStream(null, runId, { streamMode: 'values' }))) as Chunk[]).at(-1)!.data;
+        expect((await last(runs[0]!.run_id)).messages.at(-1).content).toMatch(/^You said "first of two"/);
+        expect((await last(runs[1]!.run_id)).messages.at(-1).content).toBe('uncompiled ok');
+        await expect(c.runs.createBatch([{ assistantId: 'agent', input: userInput('x') }, { assistantId: randomUUID(), input: userInput('y') }])).rejects.toMatchObject({ status: 404 });
       });
 
       it('create answers 422 naming after_seconds or webhook, which this server does not support', async () => {
