@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
@@ -137,4 +138,28 @@ export function captureLog(): { log: pino.Logger; text(): string } {
     },
   });
   return { log: pino({ level: 'trace' }, stream), text: () => text };
+}
+
+/** A TCP relay in front of `target` that breaks the first connection whose stream has reached the frame with `id: <cutAt>`. */
+export async function cuttingRelay(target: string, cutAt = 5): Promise<{ url: string; cut(): boolean; close(): void }> {
+  let cut = false;
+  const relay = createServer((client: Socket) => {
+    const upstream = connect(Number(new URL(target).port), '127.0.0.1');
+    client.pipe(upstream);
+    let relayed = '';
+    upstream.on('data', (chunk: Buffer) => {
+      client.write(chunk);
+      relayed += chunk.toString('latin1');
+      if (!cut && relayed.includes(`\nid: ${cutAt}\n`)) {
+        cut = true;
+        client.destroy();
+        upstream.destroy();
+      }
+    });
+    const end = () => (client.destroy(), upstream.destroy());
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+  });
+  await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+  return { url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`, cut: () => cut, close: () => relay.close() };
 }

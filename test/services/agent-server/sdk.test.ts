@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { registry } from './fixtures/app/graphs.ts';
-import { collect, eventually, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
+import { collect, cuttingRelay, eventually, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
 
 /**
  * The acceptance bar: the public JS client (@langchain/langgraph-sdk,
@@ -215,27 +214,9 @@ describe('client disconnects through the edge', () => {
     ['threadless', false],
   ])('resumes a broken run stream by itself (Location, Last-Event-ID), %s: no event lost, none twice', async (_, threaded) => {
     // A TCP relay in front of the edge that breaks the first connection whose stream has reached frame 5.
-    let cut = false;
-    const relay = createServer((client: Socket) => {
-      const edge = connect(Number(new URL(stack.url).port), '127.0.0.1');
-      client.pipe(edge);
-      let relayed = '';
-      edge.on('data', (chunk: Buffer) => {
-        client.write(chunk);
-        relayed += chunk.toString('latin1');
-        if (!cut && relayed.includes('\nid: 5\n')) {
-          cut = true;
-          client.destroy();
-          edge.destroy();
-        }
-      });
-      const end = () => (client.destroy(), edge.destroy());
-      client.on('error', end).on('close', end);
-      edge.on('error', end).on('close', end);
-    });
-    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const relay = await cuttingRelay(stack.url);
     try {
-      const { client: c, seen } = sdk(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, newKey());
+      const { client: c, seen } = sdk(relay.url, newKey());
       const threadId = threaded ? (await c.threads.create()).thread_id : null;
       let runId = '';
       const options = {
@@ -247,7 +228,7 @@ describe('client disconnects through the edge', () => {
       };
       const stream = threadId === null ? c.runs.stream(null, 'agent', options) : c.runs.stream(threadId, 'agent', options);
       const chunks = (await collect(stream)) as Chunk[];
-      expect(cut).toBe(true);
+      expect(relay.cut()).toBe(true);
       const joinPath = threaded ? `/threads/${threadId}/runs/${runId}/stream` : `/runs/${runId}/stream`;
       const resumedWith = seen.filter((s) => new URL(s.url).pathname === joinPath);
       expect(resumedWith.map((s) => s.status)).toEqual([200]);

@@ -1,7 +1,6 @@
-import { createServer, connect, type AddressInfo, type Socket } from 'node:net';
 import type { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { collect, eventually, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
+import { collect, cuttingRelay, eventually, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
 
 /**
  * The thread stream (`GET /threads/{thread_id}/stream`, the JS client's
@@ -105,28 +104,10 @@ describe('thread stream through the SDK', () => {
   });
 
   it('reconnects by itself when the connection breaks (Location, Last-Event-ID): no event lost, none twice', async () => {
-    // A TCP relay in front of the edge that breaks the first connection whose stream has reached event 5.
-    let cut = false;
-    const relay = createServer((client: Socket) => {
-      const edge = connect(Number(new URL(stack.url).port), '127.0.0.1');
-      client.pipe(edge);
-      let relayed = '';
-      edge.on('data', (chunk: Buffer) => {
-        client.write(chunk);
-        relayed += chunk.toString('latin1');
-        if (!cut && relayed.includes('\nid: 5\n')) {
-          cut = true;
-          client.destroy();
-          edge.destroy();
-        }
-      });
-      const end = () => (client.destroy(), edge.destroy());
-      client.on('error', end).on('close', end);
-      edge.on('error', end).on('close', end);
-    });
-    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    // A TCP relay in front of the edge that breaks the first connection whose stream has reached frame 5.
+    const relay = await cuttingRelay(stack.url);
     try {
-      const { client: c, seen } = sdk(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, newKey());
+      const { client: c, seen } = sdk(relay.url, newKey());
       const thread = await c.threads.create();
       const followed = watch((signal) => c.threads.joinStream(thread.thread_id, { signal }));
       await connected(seen, thread.thread_id, 1);
@@ -134,7 +115,7 @@ describe('thread stream through the SDK', () => {
       const total = first.length + second.length + 2;
       await waitFor(() => followed.chunks.length >= total, 15_000);
       await followed.stop();
-      expect(cut).toBe(true);
+      expect(relay.cut()).toBe(true);
       expect(seen.filter((s) => new URL(s.url).pathname === `/threads/${thread.thread_id}/stream`).map((s) => s.status)).toEqual([200, 200]);
       expect(followed.chunks.length).toBe(total);
       // The same events as a replay of everything held.
