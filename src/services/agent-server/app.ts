@@ -8,6 +8,8 @@ import { importExport, readAppConfig } from './app-config.ts';
 import { assistantOperations, ensureDefaultAssistants } from './assistants.ts';
 import { authenticate, type AgentEnv, type ApiKeyVerifier } from './auth.ts';
 import type { ServerContext } from './context.ts';
+import { CronScheduler } from './cron-scheduler.ts';
+import { cronOperations } from './crons.ts';
 import { authHandlers, type AuthHandlers } from './custom-auth.ts';
 import { mountDocs } from './docs.ts';
 import { ApiError } from './errors.ts';
@@ -50,6 +52,8 @@ export interface AgentServerOptions {
   readonly heartbeatMs?: number;
   /** Largest request body; default 10 MiB. */
   readonly maxBodyBytes?: number;
+  /** How often the cron scheduler looks for due crons; default 1 s. */
+  readonly cronTickMs?: number;
 }
 
 export interface AgentServer {
@@ -58,7 +62,9 @@ export interface AgentServer {
   readonly graphs: readonly string[];
   /** True when the app brings its own auth handler. */
   readonly customAuth: boolean;
-  /** Cancels every run, waits for them, closes the store. */
+  /** The cron scheduler (it ticks by itself; `fireDue` runs one tick now). */
+  readonly crons: Pick<CronScheduler, 'fireDue'>;
+  /** Stops the cron scheduler, cancels every run, waits for them, closes the store. */
   close(): Promise<void>;
 }
 
@@ -77,7 +83,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   await ensureDefaultAssistants(store, graphs);
   const runner = new Runner({ store, graphs, checkpointer, log });
   const ctx: ServerContext = { store, graphs, runner, checkpointer, items, log, heartbeatMs };
-  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...threadStateOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx), ...storeOperations(ctx)];
+  const scheduler = new CronScheduler(ctx, options.cronTickMs);
+  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...threadStateOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx), ...cronOperations(ctx), ...storeOperations(ctx)];
 
   const app = new Hono<AgentEnv>();
   app.use('*', bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413) }));
@@ -87,7 +94,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       openApiDocument(ops, {
         title: 'Agent Server API',
         version: SERVER_VERSION,
-        description: `Assistants, threads, streamed runs and the long-term memory store of this deployment. Graphs: ${graphs.names.join(', ')}.`,
+        description: `Assistants, threads, streamed and scheduled runs, and the long-term memory store of this deployment. Graphs: ${graphs.names.join(', ')}.`,
         customAuth: handlers?.authenticate != null,
       }),
   });
@@ -95,12 +102,15 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
   app.onError(errorHandler(log));
   log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');
+  scheduler.start();
 
   return {
     app,
     graphs: graphs.names,
     customAuth: handlers?.authenticate != null,
+    crons: scheduler,
     async close() {
+      await scheduler.stop();
       await runner.close();
       await store.close();
     },

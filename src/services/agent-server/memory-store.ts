@@ -1,12 +1,14 @@
 import type { AgentStore } from './store.ts';
-import type { Assistant, Run, Thread } from './types.ts';
+import type { Assistant, Cron, Run, Thread } from './types.ts';
 
-/** The embedded store: three maps in this process, copies in and out. */
+/** The embedded store: maps in this process, copies in and out. */
 export class MemoryAgentStore implements AgentStore {
   readonly kind = 'memory';
   private readonly assistants = new Map<string, Assistant>();
   private readonly threads = new Map<string, Thread>();
   private readonly runs = new Map<string, Run>();
+  private readonly crons = new Map<string, Cron>();
+  private readonly claims = new Map<string, number>();
 
   async getAssistant(id: string): Promise<Assistant | null> {
     return copy(this.assistants.get(id) ?? null);
@@ -58,6 +60,30 @@ export class MemoryAgentStore implements AgentStore {
       .filter((r) => r.thread_id === threadId)
       .sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0))
       .map(copy);
+  }
+
+  async getCron(id: string): Promise<Cron | null> {
+    return copy(this.crons.get(id) ?? null);
+  }
+
+  async putCron(cron: Cron): Promise<void> {
+    this.crons.set(cron.cron_id, copy(cron));
+  }
+
+  async listCrons(): Promise<Cron[]> {
+    return [...this.crons.values()].map(copy);
+  }
+
+  async deleteCron(id: string): Promise<void> {
+    this.crons.delete(id);
+  }
+
+  async claim(key: string, ms: number): Promise<boolean> {
+    const now = Date.now();
+    for (const [k, until] of this.claims) if (until <= now) this.claims.delete(k);
+    if (this.claims.has(key)) return false;
+    this.claims.set(key, now + ms);
+    return true;
   }
 
   async close(): Promise<void> {}

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { AgentStore } from './store.ts';
-import type { Assistant, Run, Thread } from './types.ts';
+import type { Assistant, Cron, Run, Thread } from './types.ts';
 
 /**
  * The Agent Server's store in Redis (plain Redis, no modules). Every key
@@ -12,6 +12,9 @@ import type { Assistant, Run, Thread } from './types.ts';
  *   threads               set of thread ids
  *   run:<id>              JSON run
  *   thread-runs:<thread>  set of the thread's run ids
+ *   cron:<id>             JSON cron
+ *   crons                 set of cron ids
+ *   claim:<key>           a claim (SET NX PX): which server fires a cron at a given time
  *
  * Each put writes the record and its index entry in one MULTI. Listing
  * reads the index then MGETs the records; callers filter, sort and page
@@ -98,6 +101,27 @@ export class RedisAgentStore implements AgentStore {
   async listRuns(threadId: string): Promise<Run[]> {
     const runs = (await this.listByIndex<Run>(this.k(`thread-runs:${threadId}`), 'run:')).filter((r) => r.thread_id === threadId);
     return runs.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
+  }
+
+  async getCron(id: string): Promise<Cron | null> {
+    return parse<Cron>(await this.client.get(this.k(`cron:${id}`)));
+  }
+
+  async putCron(cron: Cron): Promise<void> {
+    const id = cron.cron_id;
+    await this.client.multi().set(this.k(`cron:${id}`), JSON.stringify(cron)).sadd(this.k('crons'), id).exec().then(check);
+  }
+
+  async listCrons(): Promise<Cron[]> {
+    return this.listByIndex<Cron>(this.k('crons'), 'cron:');
+  }
+
+  async deleteCron(id: string): Promise<void> {
+    await this.client.multi().unlink(this.k(`cron:${id}`)).srem(this.k('crons'), id).exec().then(check);
+  }
+
+  async claim(key: string, ms: number): Promise<boolean> {
+    return (await this.client.set(this.k(`claim:${key}`), '1', 'PX', ms, 'NX')) === 'OK';
   }
 
   async close(): Promise<void> {

@@ -2,7 +2,7 @@ import { Command } from '@langchain/langgraph';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import { findAssistant } from './assistants.ts';
-import type { AgentEnv } from './auth.ts';
+import type { AgentEnv, RequestAuth } from './auth.ts';
 import { matchesFilter } from './authorize.ts';
 import type { ServerContext } from './context.ts';
 import { notFound } from './errors.ts';
@@ -54,7 +54,7 @@ const waitAnswer = { description: 'The final state values of the run (on failure
 
 export function runOperations(ctx: ServerContext): Operation[] {
   const stream = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
-    const { handle, location, onDisconnect } = await startRun(c, ctx, body, threaded ? param(c, 'thread_id') : null);
+    const { handle, location, onDisconnect } = await startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null);
     return sseResponse(handle.frames, {
       headers: { 'Content-Location': location, Location: `${location}/stream` },
       heartbeatMs: ctx.heartbeatMs,
@@ -63,7 +63,7 @@ export function runOperations(ctx: ServerContext): Operation[] {
     });
   };
   const wait = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
-    const { handle, location, onDisconnect } = await startRun(c, ctx, body, threaded ? param(c, 'thread_id') : null);
+    const { handle, location, onDisconnect } = await startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null);
     handle.detach();
     const signal = c.req.raw.signal;
     const gone = () => (onDisconnect === 'continue' ? undefined : handle.cancel('disconnect'));
@@ -73,7 +73,7 @@ export function runOperations(ctx: ServerContext): Operation[] {
     return c.json(outcome.error ? { __error__: outcome.error } : (outcome.values ?? {}));
   };
   const create = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
-    const { handle, location, run } = await startRun(c, ctx, body, threaded ? param(c, 'thread_id') : null, true);
+    const { handle, location, run } = await startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null, true);
     handle.detach();
     c.header('Content-Location', location);
     return c.json(run);
@@ -83,7 +83,7 @@ export function runOperations(ctx: ServerContext): Operation[] {
     for (const one of body) if ((await findAssistant(ctx.store, ctx.graphs, one.assistant_id)) === null) throw notFound('Assistant', one.assistant_id);
     const runs: Run[] = [];
     for (const one of body) {
-      const { handle, run } = await startRun(c, ctx, one, null, true);
+      const { handle, run } = await startRun(c.get('auth'), ctx, one, null, true);
       handle.detach();
       runs.push(run);
     }
@@ -118,9 +118,10 @@ interface Started {
   readonly onDisconnect: 'cancel' | 'continue';
 }
 
-async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreate, threadId: string | null, background = false): Promise<Started> {
+/** Starts a run as `auth`'s user (a request's, or a cron's creator): authorized, recorded, running. */
+export async function startRun(auth: RequestAuth, ctx: ServerContext, body: RunCreate, threadId: string | null, background = false): Promise<Started> {
   const { store, graphs, runner } = ctx;
-  const { user, authorize } = c.get('auth');
+  const { user, authorize } = auth;
   const assistant = await findAssistant(store, graphs, body.assistant_id);
   if (assistant === null) throw notFound('Assistant', body.assistant_id);
   const runId = newId();
@@ -140,7 +141,7 @@ async function startRun(c: Context<AgentEnv>, ctx: ServerContext, body: RunCreat
   const filter = await authorize('threads', 'create_run', value);
   if (threadId !== null) {
     const thread = await store.getThread(threadId);
-    if (thread === null && body.if_not_exists === 'create') await createThread(c, ctx, { thread_id: threadId });
+    if (thread === null && body.if_not_exists === 'create') await createThread(auth, ctx, { thread_id: threadId });
     else if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', threadId);
   }
 

@@ -1,7 +1,7 @@
-import type { Assistant, Run, Thread } from './types.ts';
+import type { Assistant, Cron, Run, Thread } from './types.ts';
 
 /**
- * Where assistants, threads and runs live. Records go in and come out as
+ * Where assistants, threads, runs and crons live. Records go in and come out as
  * plain JSON (no shared references), so an implementation may keep them
  * anywhere; filtering and paging are done by the caller over `list*`.
  * Graph state itself lives in the LangGraph checkpointer, not here.
@@ -22,5 +22,14 @@ export interface AgentStore {
   deleteRun(id: string): Promise<void>;
   /** Runs of a thread, oldest first. */
   listRuns(threadId: string): Promise<Run[]>;
+  getCron(id: string): Promise<Cron | null>;
+  putCron(cron: Cron): Promise<void>;
+  listCrons(): Promise<Cron[]>;
+  deleteCron(id: string): Promise<void>;
+  /**
+   * True for the first caller only, per `key`, for `ms`: one server of
+   * several behind the same store fires a cron at a given time.
+   */
+  claim(key: string, ms: number): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
-import type { AgentEnv } from './auth.ts';
+import type { AgentEnv, RequestAuth } from './auth.ts';
 import { matchesFilter, type Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
 import { conflict, notFound } from './errors.ts';
@@ -22,12 +22,12 @@ const notFoundAnswer = { 404: { description: 'Unknown thread (or not visible to 
 
 /** Creates a thread after the `threads:create` handler saw (and maybe changed) it. */
 export async function createThread(
-  c: Context<AgentEnv>,
+  auth: RequestAuth,
   { store }: ServerContext,
   request: { thread_id?: string | null | undefined; metadata?: Json | null | undefined; if_exists?: 'raise' | 'do_nothing' | null | undefined },
 ): Promise<Thread> {
   const value: Json = { thread_id: request.thread_id ?? newId(), metadata: { ...request.metadata }, if_exists: request.if_exists ?? 'raise' };
-  const filter = await c.get('auth').authorize('threads', 'create', value);
+  const filter = await auth.authorize('threads', 'create', value);
   const id = String(value.thread_id);
   const existing = await store.getThread(id);
   if (existing !== null) {
@@ -80,7 +80,7 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       tag: 'Threads',
       body: threadCreate,
       responses: { 200: { description: 'The thread.', schema: threadSchema }, ...errors, 409: { description: 'The thread id exists.', schema: errorSchema } },
-      handler: async (c, { body }) => c.json(await createThread(c, ctx, body)),
+      handler: async (c, { body }) => c.json(await createThread(c.get('auth'), ctx, body)),
     }),
     operation({
       method: 'get',

@@ -52,6 +52,30 @@ export interface Run {
   readonly multitask_strategy: MultitaskStrategy;
 }
 
+/** A schedule of runs: `payload` (a run body) starts on `assistant_id` at each `next_run_date`, on its thread or threadless. */
+export interface Cron {
+  readonly cron_id: string;
+  readonly assistant_id: string;
+  /** The thread each run goes to; null: a new thread per run (threadless). */
+  readonly thread_id: string | null;
+  /** The identity of the user who created it (its runs run as that user). */
+  readonly user_id: string | null;
+  /** Cron format in UTC (five fields, or six with seconds first). */
+  readonly schedule: string;
+  readonly payload: Json;
+  /** When it runs next; null once it has ended. */
+  readonly next_run_date: string | null;
+  readonly end_time: string | null;
+  readonly metadata: Json;
+  readonly enabled: boolean;
+  /** Threadless: what becomes of each run's thread ('delete' by default). */
+  readonly on_run_completed: 'delete' | 'keep';
+  readonly created_at: string;
+  readonly updated_at: string;
+  /** Who its runs run as: the creator's identity, display name and permissions (no other field of the user is kept; never answered). */
+  readonly run_as: { readonly identity: string; readonly display_name: string; readonly permissions: readonly string[] };
+}
+
 /**
  * The authenticated user: `identity` plus whatever the custom handler
  * returned (or the API key's owner). Graphs read it at

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { AgentStore } from '../../../src/services/agent-server/store.ts';
-import type { Assistant, Run, Thread } from '../../../src/services/agent-server/types.ts';
+import type { Assistant, Cron, Run, Thread } from '../../../src/services/agent-server/types.ts';
 
 /**
  * What every Agent Server store must do, run against each implementation
@@ -97,6 +97,44 @@ export function storeContract(name: string, make: () => Promise<AgentStore>): vo
       expect(await store.getRun(r1.run_id)).toBeNull();
       expect((await store.listRuns(t.thread_id)).map((r) => r.run_id)).toEqual([r2.run_id]);
       expect(await store.getThread(t.thread_id)).toEqual(t);
+    });
+
+    it('keeps crons: put, replace, list, delete', async () => {
+      const cron = (): Cron => ({
+        cron_id: randomUUID(),
+        assistant_id: randomUUID(),
+        thread_id: null,
+        user_id: 'u',
+        schedule: '*/5 * * * *',
+        payload: { input: { n: 1 } },
+        next_run_date: now,
+        end_time: null,
+        metadata: { m: 1 },
+        enabled: true,
+        on_run_completed: 'delete',
+        created_at: now,
+        updated_at: now,
+        run_as: { identity: 'u', display_name: 'U', permissions: [] },
+      });
+      const [a, b] = [cron(), cron()];
+      await store.putCron(a);
+      await store.putCron(b);
+      expect(await store.getCron(a.cron_id)).toEqual(a);
+      expect(await store.getCron(randomUUID())).toBeNull();
+      await store.putCron({ ...a, enabled: false });
+      expect((await store.getCron(a.cron_id))?.enabled).toBe(false);
+      expect((await store.listCrons()).map((c) => c.cron_id).sort()).toEqual([a.cron_id, b.cron_id].sort());
+      await store.deleteCron(a.cron_id);
+      expect((await store.listCrons()).map((c) => c.cron_id)).toEqual([b.cron_id]);
+    });
+
+    it('grants a claim once until it expires', async () => {
+      const key = randomUUID();
+      expect(await store.claim(key, 100)).toBe(true);
+      expect(await store.claim(key, 100)).toBe(false);
+      expect(await store.claim(randomUUID(), 100)).toBe(true);
+      await new Promise((r) => setTimeout(r, 150));
+      expect(await store.claim(key, 100)).toBe(true);
     });
 
     it('deletes a thread with its runs', async () => {

@@ -1,0 +1,23 @@
+import { Cron } from 'croner';
+
+/**
+ * Cron schedules, read in UTC: five fields (minute hour day month weekday),
+ * or six with seconds first. `nextRunAfter` is the first time strictly
+ * after `from`; null when the schedule never runs again.
+ */
+export function scheduleError(schedule: string): string | null {
+  try {
+    parse(schedule);
+    return null;
+  } catch (err) {
+    return (err as Error).message.replace(/^CronPattern: /, '');
+  }
+}
+
+export function nextRunAfter(schedule: string, from: Date): Date | null {
+  return parse(schedule).nextRun(from);
+}
+
+function parse(schedule: string): Cron {
+  return new Cron(schedule, { timezone: 'UTC', paused: true });
+}
