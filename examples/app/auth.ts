@@ -11,7 +11,8 @@ import { Auth, HTTPException, isStudioUser } from '@langchain/langgraph-sdk/auth
  *
  * Authorization: every thread records its creator in `metadata.owner`, and
  * every thread read, search and run is filtered to the caller's own
- * threads, so two users never see each other's conversations. The design
+ * threads, so two users never see each other's conversations; crons the
+ * same. The design
  * studio's user gets an empty filter: developer access to every thread.
  * Assistants have no handler: every user may read them. Store items (long-term
  * memory) must sit under a namespace starting with the caller's identity
@@ -42,5 +43,11 @@ export const auth = new Auth()
     return ownThreads(user);
   })
   .on('threads', ({ user }) => ownThreads(user))
+  // Crons follow the same rule as threads: each records its creator, and each user sees only their own.
+  .on('crons:create', ({ user, value }) => {
+    const metadata = value.payload?.metadata as Record<string, unknown> | undefined;
+    value.payload = { ...value.payload, metadata: { ...metadata, owner: user.identity } };
+  })
+  .on('crons', ({ user }) => ownThreads(user))
   // Long-term memory: each user's items live under a namespace that starts with their identity.
   .on('store', ({ user, value }) => isStudioUser(user) || value.namespace?.[0] === user.identity);

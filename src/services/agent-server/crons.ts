@@ -17,9 +17,10 @@ import type { Cron, Json } from './types.ts';
  * Crons (`client.crons`): a run body started on a schedule (cron format,
  * UTC), on a thread or threadless (a new thread per run), as the user who
  * created the cron. cron-scheduler.ts starts the runs. The `crons`
- * authorization handlers see each cron (`create` may write its metadata,
- * e.g. an owner) and their filters apply to its metadata: a cron they
- * exclude answers 404 and is left out of searches. A cron on a thread needs
+ * authorization handlers see each cron (`create`: `{cron_id, thread_id,
+ * user_id, schedule, end_time, payload}`, whose `payload.metadata` becomes
+ * the cron's metadata, e.g. an owner) and their filters apply to its
+ * metadata: a cron they exclude answers 404 and is left out of searches. A cron on a thread needs
  * `threads:create_run` on it, and goes when the thread is deleted.
  */
 const errors = {
@@ -67,13 +68,15 @@ export function cronOperations(ctx: ServerContext): Operation[] {
     const assistant = await findAssistant(store, graphs, body.assistant_id);
     if (assistant === null) throw notFound('Assistant', body.assistant_id);
     if (threadId !== null) await visibleThread(c, ctx, threadId, 'create_run', { thread_id: threadId, assistant_id: assistant.assistant_id });
-    const value: Json = { ...body, thread_id: threadId, metadata: { ...body.metadata } };
+    const { schedule, end_time, enabled, on_run_completed, ...runBody } = body;
+    // The public shape of `crons:create`: a handler may change the payload, e.g. write an owner into its metadata.
+    const value: Json = { cron_id: newId(), thread_id: threadId, user_id: auth.user.identity, schedule, end_time: end_time ?? null, payload: { ...runBody, metadata: { ...runBody.metadata } } };
     await auth.authorize('crons', 'create', value);
-    const { schedule, end_time, enabled, on_run_completed, ...payload } = body;
+    const payload = (value.payload ?? {}) as Json;
+    const metadata = (payload.metadata ?? {}) as Json;
     const now = new Date();
-    const metadata = (value.metadata ?? {}) as Json;
     const cron: Cron = {
-      cron_id: newId(),
+      cron_id: String(value.cron_id),
       assistant_id: assistant.assistant_id,
       thread_id: threadId,
       user_id: auth.user.identity,

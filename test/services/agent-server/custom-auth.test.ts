@@ -59,6 +59,21 @@ describe('the example app: bearer tokens and per-user threads', () => {
     expect(await bob.client.assistants.count({ graphId: 'no-such-graph' })).toBe(0);
   });
 
+  it("keeps each user's crons apart: another user's cron is invisible and 404, and nobody schedules runs on another's thread", async () => {
+    const alice = as('alice-token').client;
+    const bob = as('bob-token').client;
+    const cron = await alice.crons.create('agent', { schedule: '0 0 1 1 *', input: userInput('new year') });
+    expect(cron.metadata).toMatchObject({ owner: 'alice' });
+    expect((await alice.crons.search({ limit: 100 })).map((x) => x.cron_id)).toContain(cron.cron_id);
+    expect((await bob.crons.search({ limit: 100 })).map((x) => x.cron_id)).not.toContain(cron.cron_id);
+    expect(await bob.crons.count()).toBe(0);
+    await expect(bob.crons.update(cron.cron_id, { enabled: false })).rejects.toMatchObject({ status: 404 });
+    await expect(bob.crons.delete(cron.cron_id)).rejects.toMatchObject({ status: 404 });
+    const aliceThread = await alice.threads.create();
+    await expect(bob.crons.createForThread(aliceThread.thread_id, 'agent', { schedule: '* * * * *' })).rejects.toMatchObject({ status: 404 });
+    await alice.crons.delete(cron.cron_id);
+  });
+
   it("keeps each user's store items under their own identity: another user's namespace is 403", async () => {
     const alice = as('alice-token').client;
     const bob = as('bob-token').client;
