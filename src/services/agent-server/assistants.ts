@@ -8,7 +8,18 @@ import type { GraphRegistry } from './graphs.ts';
 import { newId, uuid5 } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { assistantCount, assistantCreate, assistantDelete, assistantGraphQuery, assistantPatch, assistantSchema, assistantSearch, errorSchema } from './schemas.ts';
+import {
+  assistantCount,
+  assistantCreate,
+  assistantDelete,
+  assistantGraphQuery,
+  assistantPatch,
+  assistantSchema,
+  assistantSearch,
+  assistantSetLatest,
+  assistantVersions,
+  errorSchema,
+} from './schemas.ts';
 import type { AgentStore } from './store.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Assistant, Json } from './types.ts';
@@ -165,11 +176,46 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
           metadata: metadata == null ? assistant.metadata : { ...assistant.metadata, ...metadata },
           name: body.name ?? assistant.name,
           description: body.description === undefined ? assistant.description : body.description,
-          version: assistant.version + 1,
+          version: Math.max(assistant.version, ...(await store.listAssistantVersions(assistant.assistant_id)).map((v) => v.version)) + 1,
           updated_at: new Date().toISOString(),
         };
         await store.putAssistant(updated);
         return c.json(updated);
+      },
+    }),
+    operation({
+      method: 'post',
+      path: '/assistants/{assistant_id}/versions',
+      operationId: 'list_assistant_versions',
+      summary: 'List the versions of an assistant',
+      description: 'Every version an update made (`assistants.getVersions`), newest first, optionally only those whose metadata has each given key.',
+      tag: 'Assistants',
+      body: assistantVersions,
+      responses: { 200: { description: 'Versions, newest first.', schema: z.array(assistantSchema.omit({ updated_at: true })) }, ...errors, 404: { description: 'Unknown assistant.', schema: errorSchema } },
+      async handler(c, { body }) {
+        const assistant = await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read');
+        const versions = (await store.listAssistantVersions(assistant.assistant_id)).filter((v) => matchesExactly(v.metadata, body.metadata));
+        versions.sort((a, b) => b.version - a.version);
+        return c.json(versions.slice(body.offset, body.offset + body.limit));
+      },
+    }),
+    operation({
+      method: 'post',
+      path: '/assistants/{assistant_id}/latest',
+      operationId: 'set_latest_assistant_version',
+      summary: 'Make a version the current one',
+      description: 'The assistant takes the graph, config, context, metadata, name and description of that version (`assistants.setLatest`); the next update makes a new version after the newest.',
+      tag: 'Assistants',
+      body: assistantSetLatest,
+      responses: { 200: { description: 'The assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant or version.', schema: errorSchema } },
+      async handler(c, { body }) {
+        const id = param(c, 'assistant_id');
+        const assistant = await visibleAssistant(c, ctx, id, 'update', { assistant_id: id, version: body.version });
+        const version = (await store.listAssistantVersions(assistant.assistant_id)).find((v) => v.version === body.version);
+        if (version === undefined) throw new ApiError(404, `Assistant ${assistant.assistant_id} has no version ${body.version}`);
+        const current: Assistant = { ...version, updated_at: new Date().toISOString() };
+        await store.putAssistant(current);
+        return c.json(current);
       },
     }),
     operation({

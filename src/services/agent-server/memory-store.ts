@@ -1,10 +1,11 @@
 import type { AgentStore } from './store.ts';
-import type { Assistant, Cron, Run, Thread } from './types.ts';
+import type { Assistant, AssistantVersion, Cron, Run, Thread } from './types.ts';
 
 /** The embedded store: maps in this process, copies in and out. */
 export class MemoryAgentStore implements AgentStore {
   readonly kind = 'memory';
   private readonly assistants = new Map<string, Assistant>();
+  private readonly versions = new Map<string, Map<number, AssistantVersion>>();
   private readonly threads = new Map<string, Thread>();
   private readonly runs = new Map<string, Run>();
   private readonly crons = new Map<string, Cron>();
@@ -16,14 +17,22 @@ export class MemoryAgentStore implements AgentStore {
 
   async putAssistant(assistant: Assistant): Promise<void> {
     this.assistants.set(assistant.assistant_id, copy(assistant));
+    const { updated_at: _, ...version } = copy(assistant);
+    const versions = this.versions.get(assistant.assistant_id) ?? new Map<number, AssistantVersion>();
+    this.versions.set(assistant.assistant_id, versions.set(assistant.version, version));
   }
 
   async listAssistants(): Promise<Assistant[]> {
     return [...this.assistants.values()].map(copy);
   }
 
+  async listAssistantVersions(id: string): Promise<AssistantVersion[]> {
+    return [...(this.versions.get(id)?.values() ?? [])].map(copy);
+  }
+
   async deleteAssistant(id: string): Promise<void> {
     this.assistants.delete(id);
+    this.versions.delete(id);
   }
 
   async getThread(id: string): Promise<Thread | null> {

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { AgentStore } from './store.ts';
-import type { Assistant, Cron, Run, Thread } from './types.ts';
+import type { Assistant, AssistantVersion, Cron, Run, Thread } from './types.ts';
 
 /**
  * The Agent Server's store in Redis (plain Redis, no modules). Every key
@@ -8,6 +8,7 @@ import type { Assistant, Cron, Run, Thread } from './types.ts';
  *
  *   assistant:<id>        JSON assistant
  *   assistants            set of assistant ids
+ *   assistant-versions:<id>  hash version → JSON assistant as of that version
  *   thread:<id>           JSON thread
  *   threads               set of thread ids
  *   run:<id>              JSON run
@@ -47,15 +48,26 @@ export class RedisAgentStore implements AgentStore {
 
   async putAssistant(assistant: Assistant): Promise<void> {
     const id = assistant.assistant_id;
-    await this.client.multi().set(this.k(`assistant:${id}`), JSON.stringify(assistant)).sadd(this.k('assistants'), id).exec().then(check);
+    const { updated_at: _, ...version } = assistant;
+    await this.client
+      .multi()
+      .set(this.k(`assistant:${id}`), JSON.stringify(assistant))
+      .sadd(this.k('assistants'), id)
+      .hset(this.k(`assistant-versions:${id}`), String(assistant.version), JSON.stringify(version))
+      .exec()
+      .then(check);
   }
 
   async listAssistants(): Promise<Assistant[]> {
     return this.listByIndex<Assistant>(this.k('assistants'), 'assistant:');
   }
 
+  async listAssistantVersions(id: string): Promise<AssistantVersion[]> {
+    return Object.values(await this.client.hgetall(this.k(`assistant-versions:${id}`))).map((raw) => JSON.parse(raw) as AssistantVersion);
+  }
+
   async deleteAssistant(id: string): Promise<void> {
-    await this.client.multi().unlink(this.k(`assistant:${id}`)).srem(this.k('assistants'), id).exec().then(check);
+    await this.client.multi().unlink(this.k(`assistant:${id}`), this.k(`assistant-versions:${id}`)).srem(this.k('assistants'), id).exec().then(check);
   }
 
   async getThread(id: string): Promise<Thread | null> {

@@ -74,6 +74,14 @@ export const assistantGraphQuery = z.object({
     .describe('Expand subgraphs: true, or how many levels deep.'),
 });
 
+export const assistantVersions = z.object({
+  metadata: object().nullish().describe('Exact match on each key.'),
+  limit: z.number().int().min(1).max(1000).default(10),
+  offset: z.number().int().min(0).default(0),
+});
+
+export const assistantSetLatest = z.object({ version: z.number().int().min(1) });
+
 export const assistantCount = assistantSearch.pick({ metadata: true, graph_id: true, name: true });
 
 export const threadCreate = z.object({

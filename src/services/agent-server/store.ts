@@ -1,4 +1,4 @@
-import type { Assistant, Cron, Run, Thread } from './types.ts';
+import type { Assistant, AssistantVersion, Cron, Run, Thread } from './types.ts';
 
 /**
  * Where assistants, threads, runs and crons live. Records go in and come out as
@@ -9,8 +9,12 @@ import type { Assistant, Cron, Run, Thread } from './types.ts';
 export interface AgentStore {
   readonly kind: 'memory' | 'redis';
   getAssistant(id: string): Promise<Assistant | null>;
+  /** Stores the assistant, and it as its version `assistant.version`. */
   putAssistant(assistant: Assistant): Promise<void>;
   listAssistants(): Promise<Assistant[]>;
+  /** Every version of the assistant that was put, in any order. */
+  listAssistantVersions(id: string): Promise<AssistantVersion[]>;
+  /** Deletes the assistant and its versions. */
   deleteAssistant(id: string): Promise<void>;
   getThread(id: string): Promise<Thread | null>;
   putThread(thread: Thread): Promise<void>;

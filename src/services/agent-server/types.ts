@@ -17,6 +17,9 @@ export interface Assistant {
   readonly updated_at: string;
 }
 
+/** An assistant as it was at one of its versions (what `assistants.getVersions` lists). */
+export type AssistantVersion = Omit<Assistant, 'updated_at'>;
+
 export const THREAD_STATUSES = ['idle', 'busy', 'interrupted', 'error'] as const;
 export type ThreadStatus = (typeof THREAD_STATUSES)[number];
 

@@ -75,6 +75,24 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         expect(moved).toMatchObject({ graph_id: 'slow', name: 'after', metadata: { a: 1, b: 2 }, version: 3 });
       });
 
+      it('getVersions lists every version newest first; setLatest brings one back, and the next update goes after the newest', async () => {
+        const c = client();
+        const made = await c.assistants.create({ graphId: 'agent', name: 'v1', metadata: { stage: 'draft' } });
+        await c.assistants.update(made.assistant_id, { name: 'v2' });
+        await c.assistants.update(made.assistant_id, { name: 'v3', metadata: { stage: 'final' } });
+        const versions = await c.assistants.getVersions(made.assistant_id);
+        expect(versions.map((v) => [v.version, v.name])).toEqual([[3, 'v3'], [2, 'v2'], [1, 'v1']]);
+        expect(versions[2]).toMatchObject({ assistant_id: made.assistant_id, graph_id: 'agent', metadata: { stage: 'draft' }, created_at: made.created_at });
+        expect((await c.assistants.getVersions(made.assistant_id, { metadata: { stage: 'final' } })).map((v) => v.version)).toEqual([3]);
+        expect((await c.assistants.getVersions(made.assistant_id, { limit: 1, offset: 1 })).map((v) => v.version)).toEqual([2]);
+        const back = await c.assistants.setLatest(made.assistant_id, 1);
+        expect(back).toMatchObject({ version: 1, name: 'v1', metadata: { stage: 'draft' } });
+        expect(await c.assistants.get(made.assistant_id)).toEqual(back);
+        expect(await c.assistants.update(made.assistant_id, { description: 'after going back' })).toMatchObject({ version: 4, name: 'v1' });
+        await expect(c.assistants.setLatest(made.assistant_id, 9)).rejects.toMatchObject({ status: 404 });
+        await expect(c.assistants.getVersions(randomUUID())).rejects.toMatchObject({ status: 404 });
+      });
+
       it('getGraph answers the nodes and edges of the graph; xray is validated', async () => {
         const key = newKey();
         const c = sdk(stack.url, key).client;

@@ -99,6 +99,19 @@ export function storeContract(name: string, make: () => Promise<AgentStore>): vo
       expect(await store.getThread(t.thread_id)).toEqual(t);
     });
 
+    it('keeps every version of an assistant that was put, and deletes them with it', async () => {
+      const a = assistant();
+      await store.putAssistant(a);
+      await store.putAssistant({ ...a, version: 2, name: 'second', updated_at: 'later' });
+      await store.putAssistant({ ...a, version: 2, name: 'second again', updated_at: 'later still' });
+      const versions = (await store.listAssistantVersions(a.assistant_id)).sort((x, y) => x.version - y.version);
+      const { updated_at: _, ...first } = a;
+      expect(versions).toEqual([first, { ...first, version: 2, name: 'second again' }]);
+      expect(await store.listAssistantVersions(randomUUID())).toEqual([]);
+      await store.deleteAssistant(a.assistant_id);
+      expect(await store.listAssistantVersions(a.assistant_id)).toEqual([]);
+    });
+
     it('keeps crons: put, replace, list, delete', async () => {
       const cron = (): Cron => ({
         cron_id: randomUUID(),
