@@ -8,6 +8,7 @@ import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { errorSchema, runList, runSchema, threadCount, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
+import { copyCheckpoints } from './thread-copy.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Json, Thread } from './types.ts';
 
@@ -153,6 +154,23 @@ export function threadOperations(ctx: ServerContext): Operation[] {
         const thread = await visibleThread(c, ctx, param(c, 'thread_id'), 'delete');
         await removeThread(ctx, thread.thread_id);
         return c.body(null, 204);
+      },
+    }),
+    operation({
+      method: 'post',
+      path: '/threads/{thread_id}/copy',
+      operationId: 'copy_thread',
+      summary: 'Copy a thread',
+      description: 'A new thread with the same metadata (as the `threads:create` handler leaves it), values and every checkpoint, so the same history (`threads.copy`); runs are not copied.',
+      tag: 'Threads',
+      responses: { 200: { description: 'The new thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      async handler(c) {
+        const source = await visibleThread(c, ctx, param(c, 'thread_id'));
+        const made = await createThread(c.get('auth'), ctx, { metadata: source.metadata });
+        await copyCheckpoints(ctx.checkpointer, source.thread_id, made.thread_id);
+        const copy: Thread = { ...made, config: source.config, values: source.values, interrupts: source.interrupts, status: source.status === 'busy' ? 'idle' : source.status };
+        await store.putThread(copy);
+        return c.json(copy);
       },
     }),
     operation({

@@ -213,6 +213,27 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         await c.runs.cancel(busy.thread_id, runId, true);
       });
 
+      it('copy makes a new thread with the same metadata, values and history; the two go their own ways', async () => {
+        const c = client();
+        const thread = await c.threads.create({ metadata: { topic: 'copy me' } });
+        await c.runs.wait(thread.thread_id, 'agent', { input: userInput('one') });
+        const copy = await c.threads.copy(thread.thread_id);
+        expect(copy.thread_id).not.toBe(thread.thread_id);
+        expect(copy.metadata).toMatchObject({ topic: 'copy me', graph_id: 'agent' });
+        expect(copy.values).toEqual((await c.threads.get(thread.thread_id)).values);
+        const [before, copied] = await Promise.all([c.threads.getHistory(thread.thread_id, { limit: 100 }), c.threads.getHistory(copy.thread_id, { limit: 100 })]);
+        expect(copied.map((s) => s.checkpoint.checkpoint_id)).toEqual(before.map((s) => s.checkpoint.checkpoint_id));
+        expect(copied.map((s) => s.values)).toEqual(before.map((s) => s.values));
+        expect(copied.every((s) => s.checkpoint.thread_id === copy.thread_id)).toBe(true);
+
+        await c.runs.wait(copy.thread_id, 'agent', { input: userInput('only in the copy') });
+        const said = async (id: string) => ((await c.threads.getState(id)).values as { messages: { content: string }[] }).messages.map((m) => m.content);
+        expect(await said(copy.thread_id)).toEqual([...(await said(thread.thread_id)), 'only in the copy', expect.stringMatching(/only in the copy/)]);
+        expect(await said(thread.thread_id)).not.toContain('only in the copy');
+        expect(await c.runs.list(copy.thread_id)).toHaveLength(1);
+        await expect(c.threads.copy(randomUUID())).rejects.toMatchObject({ status: 404 });
+      });
+
       it('delete removes the thread, its runs and its checkpoints', async () => {
         const c = client();
         const thread = await c.threads.create();
