@@ -85,6 +85,8 @@ const RETAINED_WEIGHT = 64 * 1024 * 1024;
 /** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
 interface RunEvents {
   push(frame: Frame): void;
+  /** The run starts (after the runs queued ahead of it): its thread's stream gets its `metadata`, then its frames. */
+  begin(): void;
   /** The state after a step, for the thread stream's `state_update` readers only (the run does not stream `values`). */
   state(values: unknown): void;
   close(status: RunStatus): void;
@@ -142,27 +144,32 @@ export class Runner {
     const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
 
     const events = new Broadcast<Frame>(this.held);
-    const thread = spec.threadless ? null : threadId;
-    if (thread !== null) this.threads.runStarted(thread);
+    const metadata = frame('metadata', { run_id: spec.run.run_id, attempt: 1 });
+    let thread: string | null = null; // set once the run begins: a queued run shows on its thread's stream when its turn comes
+    if (!spec.threadless) this.threads.runStarted(threadId);
     const numbered: RunEvents = {
       push: (f) => {
         events.push({ ...f, id: String(events.count + 1) });
         if (thread !== null) this.threads.publish(thread, f);
+      },
+      begin: () => {
+        if (spec.threadless) return;
+        thread = threadId;
+        this.threads.publish(thread, metadata);
       },
       state: (values) => {
         if (thread !== null) this.threads.publish(thread, frame('values', values), ['state_update']);
       },
       close: (status) => {
         events.close();
-        if (thread === null) return;
-        this.threads.publish(thread, frame('run_done', { run_id: spec.run.run_id, status }));
-        this.threads.runEnded(thread);
+        if (thread !== null) this.threads.publish(thread, frame('run_done', { run_id: spec.run.run_id, status }));
+        if (!spec.threadless) this.threads.runEnded(threadId);
       },
     };
     const first = events.subscribe();
     const controller = new AbortController();
     let cancelReason: CancelReason | null = null;
-    numbered.push(frame('metadata', { run_id: spec.run.run_id, attempt: 1 }));
+    numbered.push(metadata);
     const done = this.execute(spec, numbered, controller.signal, () => cancelReason, before);
     const handle: RunHandle = {
       runId: spec.run.run_id,
@@ -236,6 +243,7 @@ export class Runner {
     await this.setRun(run, 'pending');
     // A queued run waits for the runs ahead of it, unless it is cancelled first.
     await Promise.race([before, whenAborted(signal)]);
+    if (!signal.aborted) events.begin();
     let status: RunStatus = 'success';
     let error: RunOutcome['error'] = null;
     let state: StateSnapshotLike | null = null;

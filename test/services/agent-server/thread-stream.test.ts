@@ -79,6 +79,22 @@ describe('thread stream through the SDK', () => {
     expect(state.chunks.at(-1)!.data).toEqual(finalValues);
   });
 
+  it('shows a queued run when its turn comes, not when it is queued', async () => {
+    const { client: c, seen } = sdk(stack.url, newKey());
+    const thread = await c.threads.create();
+    const lifecycle = watch((signal) => c.threads.joinStream(thread.thread_id, { streamMode: 'lifecycle', signal }));
+    await connected(seen, thread.thread_id, 1);
+    const first = collect(c.runs.stream(thread.thread_id, 'slow', { input: userInput('first'), config: { configurable: { wait_ms: 400 } } }));
+    await waitFor(() => lifecycle.chunks.length >= 1);
+    const second = collect(c.runs.stream(thread.thread_id, 'agent', { input: userInput('second'), multitaskStrategy: 'enqueue' }));
+    await Promise.all([first, second]);
+    await waitFor(() => lifecycle.chunks.length === 4);
+    await lifecycle.stop();
+    expect(lifecycle.chunks.map((ch) => ch.event)).toEqual(['metadata', 'run_done', 'metadata', 'run_done']);
+    expect(lifecycle.chunks[1]!.data.run_id).toBe(lifecycle.chunks[0]!.data.run_id);
+    expect(lifecycle.chunks[3]!.data.run_id).toBe(lifecycle.chunks[2]!.data.run_id);
+  });
+
   it('resumes after Last-Event-ID, or from the oldest held event with "-"; a join without it starts from now', async () => {
     const { client: c, seen } = sdk(stack.url, newKey());
     const thread = await c.threads.create();
