@@ -16,10 +16,10 @@ import type { Json, Run } from './types.ts';
 
 /**
  * Runs: streamed (server-sent events), waited for, or started in the
- * background, on a thread or threadless. The stream's first event is `metadata` with the run id; the
- * response's Content-Location names the run, and its Location the run's
- * join stream, where the public client resumes after a broken connection
- * (`Last-Event-ID`, see run-control.ts). When the client goes away the run
+ * background, on a thread or threadless. The stream's first event is
+ * `metadata` with the run id; the response's Content-Location names the
+ * run, and its Location the run's join stream, where the public client
+ * resumes after a broken connection (`Last-Event-ID`, see run-control.ts). When the client goes away the run
  * is cancelled (`on_disconnect: cancel`, the default) or left to finish
  * (`continue`, the default of a `stream_resumable` run). The authenticated
  * user reaches the graph at `config.configurable.service_auth_user` (and
