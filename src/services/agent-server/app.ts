@@ -16,6 +16,7 @@ import { ApiError } from './errors.ts';
 import { loadGraphs } from './graphs.ts';
 import { MemoryAgentStore } from './memory-store.ts';
 import { openApiDocument } from './openapi.ts';
+import { settleOrphans } from './orphans.ts';
 import { mount } from './operations.ts';
 import { Runner } from './runner.ts';
 import { runControlOperations } from './run-control.ts';
@@ -83,6 +84,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   await ensureDefaultAssistants(store, graphs);
   const runner = new Runner({ store, graphs, checkpointer, log });
   const ctx: ServerContext = { store, graphs, runner, checkpointer, items, log, heartbeatMs };
+  const orphaned = await settleOrphans(ctx);
+  if (orphaned > 0) log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
   const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...threadStateOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx), ...cronOperations(ctx), ...storeOperations(ctx)];
 

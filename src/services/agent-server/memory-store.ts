@@ -88,11 +88,19 @@ export class MemoryAgentStore implements AgentStore {
   }
 
   async claim(key: string, ms: number): Promise<boolean> {
+    if (await this.held(key)) return false;
+    this.claims.set(key, Date.now() + ms);
+    return true;
+  }
+
+  async lease(key: string, ms: number): Promise<void> {
+    this.claims.set(key, Date.now() + ms);
+  }
+
+  async held(key: string): Promise<boolean> {
     const now = Date.now();
     for (const [k, until] of this.claims) if (until <= now) this.claims.delete(k);
-    if (this.claims.has(key)) return false;
-    this.claims.set(key, now + ms);
-    return true;
+    return this.claims.has(key);
   }
 
   async close(): Promise<void> {}

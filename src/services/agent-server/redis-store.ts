@@ -15,7 +15,8 @@ import type { Assistant, AssistantVersion, Cron, Run, Thread } from './types.ts'
  *   thread-runs:<thread>  set of the thread's run ids
  *   cron:<id>             JSON cron
  *   crons                 set of cron ids
- *   claim:<key>           a claim (SET NX PX): which server fires a cron at a given time
+ *   claim:<key>           a claim or lease (SET [NX] PX): which server fires a cron at a
+ *                         given time, which server is still running a run
  *
  * Each put writes the record and its index entry in one MULTI. Listing
  * reads the index then MGETs the records; callers filter, sort and page
@@ -134,6 +135,14 @@ export class RedisAgentStore implements AgentStore {
 
   async claim(key: string, ms: number): Promise<boolean> {
     return (await this.client.set(this.k(`claim:${key}`), '1', 'PX', ms, 'NX')) === 'OK';
+  }
+
+  async lease(key: string, ms: number): Promise<void> {
+    await this.client.set(this.k(`claim:${key}`), '1', 'PX', ms);
+  }
+
+  async held(key: string): Promise<boolean> {
+    return (await this.client.exists(this.k(`claim:${key}`))) === 1;
   }
 
   async close(): Promise<void> {

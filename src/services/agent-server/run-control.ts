@@ -6,7 +6,9 @@ import type { ServerContext } from './context.ts';
 import { conflict, notFound } from './errors.ts';
 import { onlyModes, type Frame } from './frames.ts';
 import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
+import { settleIfOrphaned } from './orphans.ts';
 import { operation, param, type Operation } from './operations.ts';
+import { LEASE_MS } from './runner.ts';
 import { errorSchema, runCancel, runJoinStream, runSchema, STREAM_MODES } from './schemas.ts';
 import { sseResponse } from './sse.ts';
 import { visibleThread } from './threads.ts';
@@ -17,8 +19,12 @@ import type { Json, Run } from './types.ts';
  * follow its events (join stream), delete its record. A run is addressed
  * through its thread, so the `threads` authorization handlers decide: a
  * thread the caller may not see answers 404, and so does a run of another
- * thread. Cancelling and following reach the runs of this server process;
- * a run that has finished is answered from the store.
+ * thread. A run on another server process sharing the store can be waited
+ * for (`join`, polling the store) and cancelled (through the store, seen by
+ * its server within LEASE_MS / 6), but its events can be followed only on
+ * its own server (409 here). A run that has finished is answered from the
+ * store; one that lost its server is settled as `error` when read
+ * (orphans.ts).
  *
  * Following resumes: every frame of a run carries `id: <n>`, its number in
  * the run, and a request with `Last-Event-ID: <n>` gets every frame after
@@ -49,7 +55,7 @@ async function visibleRun(c: Context<AgentEnv>, ctx: ServerContext, action: Acti
   const thread = await visibleThread(c, ctx, threadId, action, { thread_id: threadId, ...value });
   const run = await ctx.store.getRun(runId);
   if (run === null || run.thread_id !== thread.thread_id) throw notFound('Run', runId);
-  return run;
+  return settleIfOrphaned(ctx, run);
 }
 
 async function* noFrames(): AsyncGenerator<Frame> {}
@@ -69,7 +75,19 @@ async function visibleThreadlessRun(c: Context<AgentEnv>, ctx: ServerContext): P
   const thread = await ctx.store.getThread(run.thread_id);
   const starter = ctx.runner.followable(runId)?.startedBy === user.identity;
   if (!starter && !matchesFilter(thread?.metadata ?? run.metadata, filter)) throw notFound('Run', runId);
-  return run;
+  return settleIfOrphaned(ctx, run);
+}
+
+/** A run going on in another server process of this deployment (its lease is held there). */
+const elsewhere = (ctx: ServerContext, run: Run) => ctx.runner.find(run.run_id) === undefined && (run.status === 'pending' || run.status === 'running');
+
+/** Waits until a run on another server has ended (or lost its server, or the client left), polling the store. */
+async function untilFinished(ctx: ServerContext, run: Run, signal: AbortSignal): Promise<void> {
+  while (!signal.aborted) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const now = await ctx.store.getRun(run.run_id);
+    if (now === null || !elsewhere(ctx, await settleIfOrphaned(ctx, now))) return;
+  }
 }
 
 export function runControlOperations(ctx: ServerContext): Operation[] {
@@ -79,6 +97,9 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
     const seen = lastEventId(c);
     const headers = { 'Content-Location': location };
     const handle = runner.followable(run.run_id);
+    if (handle === undefined && elsewhere(ctx, run)) {
+      throw conflict(`Run ${run.run_id} is running on another server of this deployment: its events can be followed only there. Wait for it with /join, or read the thread's state when it ends.`);
+    }
     if (handle === undefined) return sseResponse(noFrames(), { headers, heartbeatMs, onCancel: () => undefined });
     const reader = handle.join(seen ?? (handle.resumable ? 0 : undefined));
     return sseResponse(query.stream_mode ? onlyModes(reader.frames, query.stream_mode) : reader.frames, {
@@ -114,8 +135,11 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
         const run = await visibleRun(c, ctx, 'update', { run_id: param(c, 'run_id'), action: query.action });
         const handle = runner.find(run.run_id);
         handle?.cancel('cancel');
+        // A run on another server: its server sees the request when it next renews the run's lease.
+        if (elsewhere(ctx, run)) await store.lease(`cancel:${run.run_id}`, LEASE_MS);
         if (!query.wait) return c.body(null, 202);
-        await handle?.done.catch(() => undefined);
+        if (handle !== undefined) await handle.done.catch(() => undefined);
+        else if (elsewhere(ctx, run)) await untilFinished(ctx, run, c.req.raw.signal);
         return c.body(null, 204);
       },
     }),
@@ -129,6 +153,7 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       responses: { 200: { description: 'The final state values.', schema: z.record(z.string(), z.unknown()) }, ...errors },
       async handler(c) {
         const run = await visibleRun(c, ctx, 'read');
+        if (elsewhere(ctx, run)) await untilFinished(ctx, run, c.req.raw.signal);
         const outcome = await runner.find(run.run_id)?.done.catch(() => undefined);
         if (outcome?.error) return c.json({ __error__: outcome.error });
         if (outcome?.values != null) return c.json(outcome.values);

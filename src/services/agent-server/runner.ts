@@ -21,6 +21,12 @@ import type { Json, MultitaskStrategy, Run, RunStatus, Thread, ThreadStatus } fr
  * (its number in the run), the last frames of each run are held (see
  * HELD), and a finished run's frames stay for RETAINED_MS after its end.
  * The frames of a thread's runs also go to the thread's stream (`threads`).
+ *
+ * Several servers may share one store. While a run goes on, its server
+ * renews the run's lease in the store (`run:<id>`, see LEASE_MS): a run
+ * recorded as running without a lease has lost its server (orphans.ts).
+ * A cancel asked on another server reaches the run as a `cancel:<id>`
+ * lease, which its server looks for at each renewal.
  */
 export interface RunSpec {
   /** The run record (stored by the runner, first as pending). */
@@ -82,6 +88,10 @@ const HELD_TOTAL = 256 * 1024 * 1024;
 const RETAINED_MS = 60_000;
 const RETAINED_WEIGHT = 64 * 1024 * 1024;
 
+/** How long a run's lease lasts; its server renews it (and looks for a cancel from another server) every LEASE_MS / RENEWALS. */
+export const LEASE_MS = 30_000;
+const RENEWALS = 6;
+
 /** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
 interface RunEvents {
   push(frame: Frame): void;
@@ -111,7 +121,11 @@ export class Runner {
   /** Each thread's stream: the frames of its runs, one run after the other. */
   readonly threads = new ThreadStreams({ ...HELD, weigh: (f: ThreadFrame) => weigh(f.frame), pool: { used: 0, limit: HELD_TOTAL } }, RETAINED_MS);
 
-  constructor(private readonly deps: RunnerDeps) {}
+  private readonly renewals: NodeJS.Timeout;
+
+  constructor(private readonly deps: RunnerDeps) {
+    this.renewals = setInterval(() => void this.renewLeases(), LEASE_MS / RENEWALS).unref();
+  }
 
   /** True while a run is active or queued on the thread. */
   busy(threadId: string): boolean {
@@ -202,6 +216,7 @@ export class Runner {
 
   /** Cancels every run and waits for them to wind down. */
   async close(): Promise<void> {
+    clearInterval(this.renewals);
     const handles = [...this.all.values()];
     for (const h of handles) h.cancel('shutdown');
     await Promise.all(handles.map((h) => h.done.catch(() => undefined)));
@@ -240,6 +255,7 @@ export class Runner {
     const { run } = spec;
     const threadId = run.thread_id;
     const runLog = log.child({ run_id: run.run_id, thread_id: spec.threadless ? undefined : threadId, graph_id: spec.graphId });
+    await store.lease(`run:${run.run_id}`, LEASE_MS);
     await this.setRun(run, 'pending');
     // A queued run waits for the runs ahead of it, unless it is cancelled first.
     await Promise.race([before, whenAborted(signal)]);
@@ -300,6 +316,19 @@ export class Runner {
     }
     runLog.debug({ status }, 'run finished');
     return { status, values, error };
+  }
+
+  /** Renews the lease of every run going on here, and cancels those another server asked to cancel. */
+  private async renewLeases(): Promise<void> {
+    const { store, log } = this.deps;
+    for (const handle of this.all.values()) {
+      try {
+        await store.lease(`run:${handle.runId}`, LEASE_MS);
+        if (await store.held(`cancel:${handle.runId}`)) handle.cancel('cancel');
+      } catch (err) {
+        log.warn({ run_id: handle.runId, err: (err as Error).message }, 'could not renew the lease of a run');
+      }
+    }
   }
 
   private async setRun(run: Run, status: RunStatus): Promise<void> {

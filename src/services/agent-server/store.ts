@@ -35,5 +35,9 @@ export interface AgentStore {
    * several behind the same store fires a cron at a given time.
    */
   claim(key: string, ms: number): Promise<boolean>;
+  /** Holds `key` for `ms` from now (again and again, to keep it): how a server shows it is still running a run. */
+  lease(key: string, ms: number): Promise<void>;
+  /** Whether `key` is held (claimed or leased, and not expired). */
+  held(key: string): Promise<boolean>;
   close(): Promise<void>;
 }

@@ -7,6 +7,7 @@ import { conflict, notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
+import { settleIfOrphaned } from './orphans.ts';
 import { errorSchema, runList, runSchema, threadCount, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
 import { copyCheckpoints } from './thread-copy.ts';
 import { removeThread } from './thread-removal.ts';
@@ -183,7 +184,8 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       responses: { 200: { description: 'Runs, newest first.', schema: z.array(runSchema) }, ...errors, ...notFoundAnswer },
       async handler(c, { query }) {
         const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
-        const runs = (await store.listRuns(thread.thread_id)).filter((r) => query.status === undefined || r.status === query.status);
+        const all = await Promise.all((await store.listRuns(thread.thread_id)).map((run) => settleIfOrphaned(ctx, run)));
+        const runs = all.filter((r) => query.status === undefined || r.status === query.status);
         return pageAnswer(c, runs, { limit: query.limit, offset: query.offset }, { sortBy: 'created_at', tieBreak: 'run_id' });
       },
     }),

@@ -150,6 +150,20 @@ export function storeContract(name: string, make: () => Promise<AgentStore>): vo
       expect(await store.claim(key, 100)).toBe(true);
     });
 
+    it('holds a lease while it is renewed, and not after', async () => {
+      const key = randomUUID();
+      expect(await store.held(key)).toBe(false);
+      await store.lease(key, 120);
+      expect(await store.held(key)).toBe(true);
+      await new Promise((r) => setTimeout(r, 80));
+      await store.lease(key, 120);
+      await new Promise((r) => setTimeout(r, 80));
+      expect(await store.held(key)).toBe(true);
+      expect(await store.claim(key, 100)).toBe(false);
+      await new Promise((r) => setTimeout(r, 80));
+      expect(await store.held(key)).toBe(false);
+    });
+
     it('deletes a thread with its runs', async () => {
       const t = thread();
       const r = run(t.thread_id);

@@ -1,0 +1,84 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RedisCheckpointer } from '../../../src/services/agent-server/redis-checkpointer.ts';
+import { RedisAgentStore } from '../../../src/services/agent-server/redis-store.ts';
+import type { Run, Thread } from '../../../src/services/agent-server/types.ts';
+import { registry } from './fixtures/app/graphs.ts';
+import { collect, eventually, newKey, sdk, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';
+
+/**
+ * Agent Servers sharing one Redis store (replicas of a deployment, or one
+ * server restarted): a run on one server can be waited for and cancelled
+ * from the other, and a run whose server died (no lease) is settled as
+ * `error` instead of staying `running` forever.
+ */
+const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
+const prefix = `test:shared:${randomUUID()}`;
+const start = () => startAgentServer({ store: new RedisAgentStore(redis, { prefix }), checkpointer: new RedisCheckpointer(redis, { prefix }) });
+const waitFor = (check: () => boolean) => eventually(async () => (check() ? true : undefined), 8000);
+
+afterAll(async () => {
+  const keys = await redis.keys(`${prefix}*`);
+  if (keys.length > 0) await redis.del(...keys);
+  await redis.quit();
+});
+
+describe('two servers on one store', () => {
+  let a: RunningAgentServer;
+  let b: RunningAgentServer;
+  beforeAll(async () => {
+    [a, b] = await Promise.all([start(), start()]);
+  });
+  afterAll(async () => {
+    await Promise.all([a?.close(), b?.close()]);
+  });
+
+  it("waits for and cancels a run of the other server; its events can be followed only there (409)", async () => {
+    const key = newKey();
+    const onA = sdk(a.url, key).client;
+    const onB = sdk(b.url, key).client;
+    const thread = await onA.threads.create();
+    let runId = '';
+    const streamed = collect(onA.runs.stream(thread.thread_id, 'slow', { input: userInput('x'), config: { configurable: { wait_ms: 30_000 } }, onRunCreated: (m) => (runId = m.run_id) }));
+    await waitFor(() => runId !== '' && registry.started.has(runId));
+
+    expect((await onB.runs.get(thread.thread_id, runId)).status).toBe('running');
+    await expect(collect(onB.runs.joinStream(thread.thread_id, runId))).rejects.toMatchObject({ status: 409, message: expect.stringContaining('another server') });
+    const joined = onB.runs.join(thread.thread_id, runId);
+    await onB.runs.cancel(thread.thread_id, runId, true);
+    expect(registry.cancelled.has(runId)).toBe(true);
+    expect((await onB.runs.get(thread.thread_id, runId)).status).toBe('interrupted');
+    await joined;
+    expect((await streamed).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
+  }, 20_000);
+
+  it('settles a run whose server died: at start for every run, and when a run is read', async () => {
+    const now = new Date().toISOString();
+    const store = new RedisAgentStore(redis, { prefix });
+    const orphan = async (): Promise<{ thread: Thread; run: Run }> => {
+      const thread: Thread = { thread_id: randomUUID(), created_at: now, updated_at: now, metadata: { graph_id: 'agent' }, status: 'busy', values: null, config: {}, interrupts: {} };
+      const run: Run = { run_id: randomUUID(), thread_id: thread.thread_id, assistant_id: randomUUID(), created_at: now, updated_at: now, status: 'running', metadata: {}, kwargs: {}, multitask_strategy: 'reject' };
+      await store.putThread(thread);
+      await store.putRun(run);
+      return { thread, run };
+    };
+    // Left by a server killed mid-run: recorded running, no lease.
+    const before = await orphan();
+    const restarted = await start();
+    try {
+      const c = sdk(restarted.url, newKey()).client;
+      expect((await store.getRun(before.run.run_id))?.status).toBe('error');
+      expect((await c.threads.get(before.thread.thread_id)).status).toBe('error');
+      const after = await orphan();
+      expect((await c.runs.list(after.thread.thread_id)).map((r) => r.status)).toEqual(['error']);
+      expect((await c.threads.get(after.thread.thread_id)).status).toBe('error');
+      // The thread runs again.
+      const values = (await c.runs.wait(after.thread.thread_id, 'agent', { input: userInput('still here') })) as { messages: unknown[] };
+      expect(values.messages.length).toBeGreaterThan(0);
+      expect((await c.threads.get(after.thread.thread_id)).status).toBe('idle');
+    } finally {
+      await restarted.close();
+    }
+  });
+});
