@@ -158,7 +158,7 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       path: '/assistants/{assistant_id}',
       operationId: 'patch_assistant',
       summary: 'Update an assistant',
-      description: 'Replaces config and context, merges metadata, sets graph, name and description when given; the version goes up by one.',
+      description: 'Replaces config and context, merges metadata, sets graph, name and description when given; a new version after the newest (see /versions).',
       tag: 'Assistants',
       body: assistantPatch,
       responses: { 200: { description: 'The updated assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant or graph.', schema: errorSchema } },
