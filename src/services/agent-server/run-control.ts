@@ -45,7 +45,11 @@ const joinStream = {
   method: 'get',
   query: runJoinStream,
   headers: { 'Last-Event-ID': LAST_EVENT_ID },
-  responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
+  responses: {
+    200: { description: 'Server-sent events.', contentType: 'text/event-stream' },
+    ...errors,
+    409: { description: 'The run is going on in another server process of this deployment: its events can be followed only there.', schema: errorSchema },
+  },
 } as const;
 
 /** The run of the path, if its thread exists and the caller may `action` it; 404 otherwise. */
