@@ -140,6 +140,8 @@ export const threadStateUpdate = z.object({
   checkpoint: z.object({ checkpoint_id: z.string().nullish(), checkpoint_ns: z.string().nullish() }).loose().nullish(),
 });
 
+export const threadStatePatch = z.object({ metadata: object().describe("Keys merged into the latest checkpoint's metadata.") });
+
 export const threadHistoryQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(10).describe('Most states to return.'),
   before: z.string().min(1).optional().describe('Only states older than this checkpoint id.'),

@@ -1,3 +1,4 @@
+import type { CheckpointMetadata } from '@langchain/langgraph-checkpoint';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { AgentEnv } from './auth.ts';
@@ -5,7 +6,7 @@ import type { ServerContext } from './context.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { interruptsOf, type RunnableGraph, type StateSnapshotLike } from './graphs.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { errorSchema, threadHistory, threadHistoryQuery, threadStateAt, threadStateSchema, threadStateUpdate } from './schemas.ts';
+import { errorSchema, threadHistory, threadHistoryQuery, threadStateAt, threadStatePatch, threadStateSchema, threadStateUpdate } from './schemas.ts';
 import { toPlain } from './serialize.ts';
 import { visibleThread } from './threads.ts';
 import type { Json, Thread } from './types.ts';
@@ -15,7 +16,7 @@ import type { Json, Thread } from './types.ts';
  * state at a checkpoint, the history (one state per checkpoint, newest
  * first: what the JS client's React `useStream` loads), and updates made
  * by hand (`threads.updateState`, e.g. a human editing what an agent is
- * about to do). Reads need `threads:read`, updates `threads:update`.
+ * about to do), and metadata added to the latest checkpoint (`patchState`). Reads need `threads:read`, updates `threads:update`.
  */
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
@@ -44,7 +45,7 @@ interface HistoryOptions {
 }
 
 export function threadStateOperations(ctx: ServerContext): Operation[] {
-  const { store, graphs, runner } = ctx;
+  const { store, graphs, runner, checkpointer } = ctx;
   /** The thread's graph on the server's checkpointer; null before its first run (or when its graph is no longer served). */
   const graphOf = async (thread: Thread): Promise<RunnableGraph | null> => {
     const graphId = thread.metadata.graph_id;
@@ -149,6 +150,27 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
           updated_at: new Date().toISOString(),
         });
         return c.json({ checkpoint: checkpointOf(written) });
+      },
+    }),
+    operation({
+      method: 'patch',
+      path: '/threads/{thread_id}/state',
+      operationId: 'patch_thread_state',
+      summary: 'Add metadata to the current state of a thread',
+      description: "Merges `metadata` into the metadata of the thread's latest checkpoint (`threads.patchState`); values and history stay as they are.",
+      tag: 'Threads',
+      body: threadStatePatch,
+      responses: { 204: { description: 'Patched.' }, ...errors, 409: { description: 'A run is on the thread, or it has no state yet.', schema: errorSchema } },
+      async handler(c, { body }) {
+        const threadId = param(c, 'thread_id');
+        await visibleThread(c, ctx, threadId, 'update', { thread_id: threadId, metadata: body.metadata });
+        if (runner.busy(threadId)) throw conflict(`Thread ${threadId} is running a task: wait for it to finish (or cancel it) before patching its state.`);
+        const latest = await checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: '' } });
+        if (latest === undefined) throw conflict(`Thread ${threadId} has no state yet: run it first.`);
+        const parentId = latest.parentConfig?.configurable?.checkpoint_id as string | undefined;
+        const at = { configurable: { thread_id: threadId, checkpoint_ns: '', ...(parentId ? { checkpoint_id: parentId } : {}) } };
+        await checkpointer.put(at, latest.checkpoint, { ...latest.metadata, ...body.metadata } as CheckpointMetadata, {});
+        return c.body(null, 204);
       },
     }),
     operation({

@@ -213,6 +213,20 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         await c.runs.cancel(busy.thread_id, runId, true);
       });
 
+      it('patchState merges metadata into the latest checkpoint; values and history stay', async () => {
+        const c = client();
+        const fresh = await c.threads.create();
+        await expect(c.threads.patchState(fresh.thread_id, { reviewed: true })).rejects.toMatchObject({ status: 409 });
+        await c.runs.wait(fresh.thread_id, 'agent', { input: userInput('review me') });
+        const before = await c.threads.getHistory(fresh.thread_id, { limit: 100 });
+        await c.threads.patchState(fresh.thread_id, { reviewed: true, by: 'qa' });
+        const after = await c.threads.getHistory(fresh.thread_id, { limit: 100 });
+        expect(after[0]!.metadata).toEqual({ ...before[0]!.metadata, reviewed: true, by: 'qa' });
+        expect(after.map((s) => [s.checkpoint, s.parent_checkpoint, s.values])).toEqual(before.map((s) => [s.checkpoint, s.parent_checkpoint, s.values]));
+        expect(after.slice(1).map((s) => s.metadata)).toEqual(before.slice(1).map((s) => s.metadata));
+        await expect(c.threads.patchState(randomUUID(), { x: 1 })).rejects.toMatchObject({ status: 404 });
+      });
+
       it('copy makes a new thread with the same metadata, values and history; the two go their own ways', async () => {
         const c = client();
         const thread = await c.threads.create({ metadata: { topic: 'copy me' } });
