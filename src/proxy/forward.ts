@@ -54,7 +54,8 @@ export function forward(
 ): Promise<ForwardResult> {
   const body = requestBody(req, options.maxBodyBytes);
   // The request is allowed and its size acceptable: now ask for the body a client holds back until told to continue.
-  if (body !== null && EXPECTS_CONTINUE.test(String(req.headers.expect ?? ''))) res.writeContinue();
+  const expect = req.headers.expect;
+  if (expect !== undefined && body !== null && EXPECTS_CONTINUE.test(expect)) res.writeContinue();
   const request: Dispatcher.DispatchOptions = {
     path: upstream.basePath + path,
     method: req.method as Dispatcher.HttpMethod,

@@ -20,7 +20,7 @@ export interface Frame {
   readonly event: string;
   /** JSON text. */
   readonly data: string;
-  /** The SSE `id`: the frame's number in its run (1, 2, ...), what a client resumes from (`Last-Event-ID`). */
+  /** The SSE `id`: the frame's number in its run (or in its thread's stream), what a client resumes from (`Last-Event-ID`). */
   readonly id?: string;
 }
 

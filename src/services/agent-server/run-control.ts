@@ -6,7 +6,7 @@ import type { ServerContext } from './context.ts';
 import { conflict, notFound } from './errors.ts';
 import { onlyModes, type Frame } from './frames.ts';
 import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
-import { settleIfOrphaned } from './orphans.ts';
+import { isUnfinished, settleIfOrphaned } from './orphans.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { LEASE_MS } from './runner.ts';
 import { errorSchema, runCancel, runJoinStream, runSchema, STREAM_MODES } from './schemas.ts';
@@ -83,7 +83,7 @@ async function visibleThreadlessRun(c: Context<AgentEnv>, ctx: ServerContext): P
 }
 
 /** A run going on in another server process of this deployment (its lease is held there). */
-const elsewhere = (ctx: ServerContext, run: Run) => ctx.runner.find(run.run_id) === undefined && (run.status === 'pending' || run.status === 'running');
+const elsewhere = (ctx: ServerContext, run: Run) => ctx.runner.find(run.run_id) === undefined && isUnfinished(run);
 
 /** Waits until a run on another server has ended (or lost its server, or the client left), polling the store. */
 async function untilFinished(ctx: ServerContext, run: Run, signal: AbortSignal): Promise<void> {

@@ -3,6 +3,7 @@ import { MemorySaver } from '@langchain/langgraph';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisAgentStore } from '../../../src/services/agent-server/redis-store.ts';
+import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { eventually, newKey, sdk, startAgentServer, startStack, userInput, type Stack } from './helpers.ts';
 
 /** Crons (`client.crons`) with the unmodified public client, through the edge; the scheduler ticks every 100 ms. */
@@ -98,8 +99,7 @@ describe('crons on two servers sharing one Redis store', () => {
   const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
   const prefix = `test:crons:${randomUUID()}`;
   afterAll(async () => {
-    const keys = await redis.keys(`${prefix}*`);
-    if (keys.length > 0) await redis.del(...keys);
+    await deleteByPrefix(redis, prefix);
     await redis.quit();
   });
 

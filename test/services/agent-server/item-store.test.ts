@@ -3,6 +3,7 @@ import { InMemoryStore, type BaseStore } from '@langchain/langgraph';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisItemStore } from '../../../src/services/agent-server/redis-item-store.ts';
+import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
 
 /**
  * One contract for the long-term memory store: LangGraph's own InMemoryStore
@@ -11,8 +12,7 @@ import { RedisItemStore } from '../../../src/services/agent-server/redis-item-st
 const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
 const prefix = `test:items:${randomUUID()}`;
 afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
+  await deleteByPrefix(redis, prefix);
   await redis.quit();
 });
 
@@ -91,6 +91,6 @@ describe('RedisItemStore', () => {
     expect(await store.listNamespaces()).toEqual([['z']]);
     await store.delete(['z'], 'k2');
     expect(await store.listNamespaces()).toEqual([]);
-    expect(await redis.keys(`${prefix}:emptied:*`)).toEqual([]);
+    expect(await keysByPrefix(redis, `${prefix}:emptied:`)).toEqual([]);
   });
 });

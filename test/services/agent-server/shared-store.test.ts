@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisCheckpointer } from '../../../src/services/agent-server/redis-checkpointer.ts';
 import { RedisAgentStore } from '../../../src/services/agent-server/redis-store.ts';
 import type { Run, Thread } from '../../../src/services/agent-server/types.ts';
+import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { registry } from './fixtures/app/graphs.ts';
 import { collect, eventually, newKey, sdk, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';
 
@@ -19,8 +20,7 @@ const start = () => startAgentServer({ store: new RedisAgentStore(redis, { prefi
 const waitFor = (check: () => boolean) => eventually(async () => (check() ? true : undefined), 8000);
 
 afterAll(async () => {
-  const keys = await redis.keys(`${prefix}*`);
-  if (keys.length > 0) await redis.del(...keys);
+  await deleteByPrefix(redis, prefix);
   await redis.quit();
 });
 
