@@ -30,7 +30,10 @@ import { countKeys, deleteKeys, redisPid as findRedisPid } from './peers/redis-k
 const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick');
 const SECONDS = Number(process.env.BENCH_SECONDS ?? (QUICK ? 2 : 10));
 const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? (QUICK ? 0.5 : 2));
-/** Added to the first warm-up of each process: a fresh process loads code lazily and runs cold for seconds on a slow machine. */
+/**
+ * Added to the first warm-up of each process: a fresh process loads code lazily and runs cold for seconds on a slow
+ * machine.
+ */
 const FIRST_WARMUP_SECONDS = Number(process.env.BENCH_FIRST_WARMUP_SECONDS ?? (QUICK ? 2 : 10));
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
@@ -40,7 +43,11 @@ const FAIL_MODE = process.env.BENCH_FAIL_MODE ?? 'closed';
 const STORE_TIMEOUT_MS = process.env.BENCH_STORE_TIMEOUT_MS;
 const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const ALT_ROOT = process.env.BENCH_EDGE_ALT ? resolve(process.env.BENCH_EDGE_ALT) : null;
-const list = (v: string | undefined) => v?.split(',').map((s) => s.trim()).filter(Boolean);
+const list = (v: string | undefined) =>
+  v
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 const PROFILE = process.env.BENCH_PROFILE === '1' ? ['edge-redis'] : (list(process.env.BENCH_PROFILE) ?? []);
 const ONLY = list(process.env.BENCH_ONLY);
 const TARGET_RATIO = 1.3;
@@ -98,7 +105,10 @@ const edgePrefix = (t: EdgeTarget) => `bench-${runId}-${t.slice(5)}`;
 const peerNamespace = `bench-${runId}-fastify-`;
 const EDGE_TARGETS = ['edge-memory', 'edge-redis', 'edge-redis-warn', 'edge-redis-alt'] as const;
 /** Redis key patterns this run writes, deleted at the end (SCAN + UNLINK; the shared Redis is never flushed). */
-const redisPatterns = [...EDGE_TARGETS.filter((t) => t !== 'edge-memory').map((t) => `${edgePrefix(t)}:*`), `${peerNamespace}*`];
+const redisPatterns = [
+  ...EDGE_TARGETS.filter((t) => t !== 'edge-memory').map((t) => `${edgePrefix(t)}:*`),
+  `${peerNamespace}*`,
+];
 
 // ---- setup -----------------------------------------------------------------
 
@@ -112,14 +122,17 @@ const tmp = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 writeFileSync(join(tmp, 'us.yaml'), BENCH_RULE + readFileSync(join(ROOT, 'rules', 'us.yaml'), 'utf8'));
 const profileDir = PROFILE.length > 0 ? mkdtempSync(join(tmpdir(), 'gateway-bench-profile-')) : null;
 /** `node --cpu-prof` flags for a target that is profiled, each into its own folder. */
-const profileFlags = (target: TargetName) => (profileDir && PROFILE.includes(target) ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, target)}`] : []);
+const profileFlags = (target: TargetName) =>
+  profileDir && PROFILE.includes(target) ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, target)}`] : [];
 
 const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
 const needsRedis = SCENARIOS.some((s) => s.target !== 'direct' && s.target !== 'edge-memory');
 let redisPid: number | null = null;
 let cleaned = false;
 
-/** Stops every child, deletes this run's Redis keys, removes the temporary rules; returns the keys deleted per pattern. */
+/**
+ * Stops every child, deletes this run's Redis keys, removes the temporary rules; returns the keys deleted per pattern.
+ */
 async function cleanup(): Promise<Record<string, number>> {
   await stopAll();
   const deleted: Record<string, number> = {};
@@ -139,15 +152,21 @@ async function abort(message: string, code = 1): Promise<never> {
 }
 
 process.once('SIGINT', () => void abort('interrupted: children stopped, Redis keys deleted', 130));
-const budgetMs = ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 6000 + 120_000;
-setTimeout(() => void abort(`FAIL the run took longer than ${Math.round(budgetMs / 1000)} s: stopped`), budgetMs).unref();
+const budgetMs =
+  ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 6000 + 120_000;
+setTimeout(
+  () => void abort(`FAIL the run took longer than ${Math.round(budgetMs / 1000)} s: stopped`),
+  budgetMs,
+).unref();
 
 if (needsRedis) {
   try {
     await redis.connect();
     redisPid = await findRedisPid(redis);
   } catch (err) {
-    await abort(`FAIL Redis at ${REDIS_URL} is not reachable (${(err as Error).message}); start it or set BENCH_REDIS_URL`);
+    await abort(
+      `FAIL Redis at ${REDIS_URL} is not reachable (${(err as Error).message}); start it or set BENCH_REDIS_URL`,
+    );
   }
 }
 
@@ -174,27 +193,57 @@ async function startEdge(target: EdgeTarget, upstreamUrl: string): Promise<Servi
   if (STORE_TIMEOUT_MS) env.STORE_TIMEOUT_MS = STORE_TIMEOUT_MS;
   if (target !== 'edge-memory') env.REDIS_URL = REDIS_URL;
   const root = target === 'edge-redis-alt' ? ALT_ROOT! : ROOT;
-  return startService(target, [...startFlags(root), ...profileFlags(target), join(root, 'bin', 'gateway.js'), 'start'], env, proxyCpu, port);
+  return startService(
+    target,
+    [...startFlags(root), ...profileFlags(target), join(root, 'bin', 'gateway.js'), 'start'],
+    env,
+    proxyCpu,
+    port,
+  );
 }
 
-/** The node flags `npm start` gives the gateway in that tree (package.json's start script): the edge is measured as it is run. */
+/**
+ * The node flags `npm start` gives the gateway in that tree (package.json's start script): the edge is measured as it
+ * is run.
+ */
 function startFlags(root: string): string[] {
-  const start = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: { start?: string } }).scripts?.start ?? '';
+  const start =
+    (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts?: { start?: string } }).scripts?.start ??
+    '';
   return /^node (.*?)\s*bin\/gateway\.js start$/.exec(start)?.[1]?.split(/\s+/).filter(Boolean) ?? [];
 }
 
 let upstream: Service | undefined;
 try {
   upstream = await startService('upstream', [...tsx, 'bench/peers/upstream.ts'], process.env, loadCpu);
-  if (runs('direct')) services.set('direct', await startService('direct upstream', [...tsx, 'bench/peers/upstream.ts'], process.env, proxyCpu));
+  if (runs('direct'))
+    services.set(
+      'direct',
+      await startService('direct upstream', [...tsx, 'bench/peers/upstream.ts'], process.env, proxyCpu),
+    );
   for (const target of EDGE_TARGETS) if (runs(target)) services.set(target, await startEdge(target, upstream.url));
   if (runs('fastify-redis')) {
     const routes = [
       { prefix: '/bench', max: ONE_KEY.count, windowMs: ONE_KEY.perSeconds * 1000 },
       { prefix: '/', max: ROTATING.count, windowMs: ROTATING.perSeconds * 1000 },
     ];
-    const env = { ...process.env, PORT: '0', UPSTREAM_URL: upstream.url, REDIS_URL, PEER_NAMESPACE: peerNamespace, PEER_ROUTES: JSON.stringify(routes) };
-    services.set('fastify-redis', await startService('fastify peer', [...profileFlags('fastify-redis'), ...tsx, 'bench/peers/fastify-proxy.ts'], env, proxyCpu));
+    const env = {
+      ...process.env,
+      PORT: '0',
+      UPSTREAM_URL: upstream.url,
+      REDIS_URL,
+      PEER_NAMESPACE: peerNamespace,
+      PEER_ROUTES: JSON.stringify(routes),
+    };
+    services.set(
+      'fastify-redis',
+      await startService(
+        'fastify peer',
+        [...profileFlags('fastify-redis'), ...tsx, 'bench/peers/fastify-proxy.ts'],
+        env,
+        proxyCpu,
+      ),
+    );
   }
 } catch (err) {
   await abort(`FAIL could not start the processes: ${(err as Error).message}`);
@@ -205,7 +254,8 @@ try {
 const problems: string[] = [];
 const direct = await get(upstream!.url + ROTATING.path);
 const upstreamBody = direct.body;
-if (direct.status !== 200 || upstreamBody.length !== 100) problems.push(`upstream: ${direct.status}, ${upstreamBody.length} bytes (want 200, 100 bytes)`);
+if (direct.status !== 200 || upstreamBody.length !== 100)
+  problems.push(`upstream: ${direct.status}, ${upstreamBody.length} bytes (want 200, 100 bytes)`);
 const checkKey = `check-${runId}`;
 // A fresh process connects to Redis and loads its script on its first requests, which can take longer than the
 // store budget (STORE_TIMEOUT_MS, 50 ms) on a slow or profiled run: a few unjudged requests first.
@@ -218,18 +268,25 @@ for (const [target, service] of services) {
   if (target === 'direct') continue;
   const flavour: Flavour = target === 'fastify-redis' ? 'fastify' : 'edge';
   for (const mode of [ONE_KEY, ROTATING]) {
-    problems.push(...(await checkPath(service.url, flavour, mode, checkKey, upstreamBody)).map((p) => `${target} ${p}`));
+    problems.push(
+      ...(await checkPath(service.url, flavour, mode, checkKey, upstreamBody)).map((p) => `${target} ${p}`),
+    );
   }
-  if (target !== 'edge-memory') problems.push(...(await countsInRedis(redis, service.url, ROTATING, checkKey)).map((p) => `${target}: ${p}`));
+  if (target !== 'edge-memory')
+    problems.push(...(await countsInRedis(redis, service.url, ROTATING, checkKey)).map((p) => `${target}: ${p}`));
 }
 if (problems.length > 0) await abort(`FAIL correctness, nothing timed:\n${problems.join('\n')}`);
-console.log(`correctness: ${[...services.keys()].join(', ')} answer 200 with the upstream's body and their rate-limit headers`);
+console.log(
+  `correctness: ${[...services.keys()].join(', ')} answer 200 with the upstream's body and their rate-limit headers`,
+);
 
 // ---- timing ------------------------------------------------------------------
 
 console.log(
   `${SCENARIOS.length} scenarios × ${ROUNDS} round(s), ${SECONDS} s each after ${WARMUP_SECONDS} s warm-up (+${FIRST_WARMUP_SECONDS} s the first time per process), ${CONNECTIONS} connections; ` +
-    (pinning ? `pinned with taskset: process under test on CPU ${proxyCpu}, load generator + upstream + this runner on CPU ${loadCpu}` : 'NOT pinned (no taskset or fewer than 2 CPUs)') +
+    (pinning
+      ? `pinned with taskset: process under test on CPU ${proxyCpu}, load generator + upstream + this runner on CPU ${loadCpu}`
+      : 'NOT pinned (no taskset or fewer than 2 CPUs)') +
     (PROFILE.length > 0 ? `; under --cpu-prof: ${PROFILE.join(', ')} (their figures are lower than unprofiled)` : ''),
 );
 const warmed = new Set<TargetName>();
@@ -254,18 +311,29 @@ try {
         loadCpu,
       });
       warmed.add(target);
-      console.log(`  ${LABELS[target]}, ${keys === 1 ? 'one key' : `${keys} keys`}: ${Math.round(m.rps_mean)} req/s, p99 ${m.latency_ms.p99} ms`);
+      console.log(
+        `  ${LABELS[target]}, ${keys === 1 ? 'one key' : `${keys} keys`}: ${Math.round(m.rps_mean)} req/s, p99 ${m.latency_ms.p99} ms`,
+      );
       round.push(m);
     }
     rounds.push(round);
   }
 } catch (err) {
-  await abort(`FAIL ${(err as Error).message}\n${[...services.values()].map((s) => `${s.name}: ${s.stderrTail()}`).join('\n')}`);
+  await abort(
+    `FAIL ${(err as Error).message}\n${[...services.values()].map((s) => `${s.name}: ${s.stderrTail()}`).join('\n')}`,
+  );
 }
 
 // ---- report ------------------------------------------------------------------
 
-const results = SCENARIOS.map(({ target, keys }, i) => scenarioRow(target, LABELS[target], keys, rounds.map((round) => round[i]!)));
+const results = SCENARIOS.map(({ target, keys }, i) =>
+  scenarioRow(
+    target,
+    LABELS[target],
+    keys,
+    rounds.map((round) => round[i]!),
+  ),
+);
 printTable(results);
 
 const PAIRS = {
@@ -298,9 +366,13 @@ const pass = {
   errors: headline ? headline.errors === 0 && headline.non2xx === 0 : null,
 };
 const verdict = (ok: boolean | null) => (ok === null ? 'SKIP' : ok ? 'PASS' : 'FAIL');
-console.log(`${verdict(pass.ratio)} edge-redis >= ${TARGET_RATIO}x fastify-redis 2xx/s, 1,000 keys (${showRatio(headRatio)})`);
+console.log(
+  `${verdict(pass.ratio)} edge-redis >= ${TARGET_RATIO}x fastify-redis 2xx/s, 1,000 keys (${showRatio(headRatio)})`,
+);
 console.log(`${verdict(pass.p99)} edge-redis p99 <= ${TARGET_P99_MS} ms, 1,000 keys (${headline?.p99_ms ?? 'n/a'} ms)`);
-console.log(`${verdict(pass.errors)} edge-redis zero errors, 1,000 keys (${headline ? `${headline.errors} connection errors/timeouts, ${headline.non2xx} non-2xx` : 'n/a'})`);
+console.log(
+  `${verdict(pass.errors)} edge-redis zero errors, 1,000 keys (${headline ? `${headline.errors} connection errors/timeouts, ${headline.non2xx} non-2xx` : 'n/a'})`,
+);
 for (const note of machineNotes(results)) console.log(note);
 
 const redisKeys: Record<string, number> = {};
@@ -315,17 +387,28 @@ for (const target of profileDir ? PROFILE : []) {
     continue;
   }
   const index = SCENARIOS.flatMap((s, i) => (s.target === target ? [i] : []));
-  const summary = { file, ...summarise(file, 40, rounds.flatMap((round) => index.map((i) => round[i]!.window_us))) };
+  const summary = {
+    file,
+    ...summarise(
+      file,
+      40,
+      rounds.flatMap((round) => index.map((i) => round[i]!.window_us)),
+    ),
+  };
   profiles[target] = summary;
   const requests = rounds.reduce((n, round) => n + index.reduce((k, i) => k + round[i]!.requests, 0), 0);
   console.log(
     `profile of ${target}: ${file}\n  ${summary.totalMs} ms busy, ${summary.idleMs} ms idle` +
-      (summary.windowed ? `, measured runs only (${requests} requests: ${Math.round((summary.totalMs * 1000) / requests)} µs CPU per request)` : ', whole life of the process') +
+      (summary.windowed
+        ? `, measured runs only (${requests} requests: ${Math.round((summary.totalMs * 1000) / requests)} µs CPU per request)`
+        : ', whole life of the process') +
       '. Self time by area:',
   );
   console.table(summary.areas.slice(0, 15).map((a) => ({ area: a.fn, 'self ms': a.ms, '%': a.percent })));
   console.log('  Top functions by self time:');
-  console.table(summary.functions.slice(0, 30).map((f) => ({ function: f.fn, where: f.where, 'self ms': f.ms, '%': f.percent })));
+  console.table(
+    summary.functions.slice(0, 30).map((f) => ({ function: f.fn, where: f.where, 'self ms': f.ms, '%': f.percent })),
+  );
 }
 
 const date = new Date().toISOString();
@@ -349,7 +432,14 @@ const result = {
   upstream_body_bytes: upstreamBody.length,
   limits: { one_key: ONE_KEY, rotating: ROTATING },
   edge_alt: ALT_ROOT,
-  redis: needsRedis ? { url: REDIS_URL.replace(/\/\/[^@]*@/, '//'), pid_visible: redisPid !== null, keys_left_at_end: redisKeys, keys_deleted: deleted } : null,
+  redis: needsRedis
+    ? {
+        url: REDIS_URL.replace(/\/\/[^@]*@/, '//'),
+        pid_visible: redisPid !== null,
+        keys_left_at_end: redisKeys,
+        keys_deleted: deleted,
+      }
+    : null,
   profiled: PROFILE,
   scenarios: results,
   ratios,

@@ -30,20 +30,60 @@ const U1 = '3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b';
 const U2 = 'A1B2C3D4-E5F6-4711-8899-AABBCCDDEEFF';
 const LONG = `/threads/${U1}/runs/${U1}/stream/${'segment-'.repeat(12)}end/${'x'.repeat(40)}`;
 
-/** [method, raw path]: every table row (hits and near misses), Agent Server traffic the table does not name, long paths. */
+/**
+ * [method, raw path]: every table row (hits and near misses), Agent Server traffic the table does not name, long paths.
+ */
 const TRAFFIC: readonly (readonly [string, string])[] = [
-  ['OPTIONS', '/threads'], ['GET', '/info'], ['POST', '/v1/metadata/submit'], ['POST', '/api/v1/metadata/submit'],
-  ['POST', '/auth/login'], ['GET', '/auth'], ['GET', '/authx'], ['POST', '/v1/beacon'], ['GET', '/repos/org/name'],
-  ['POST', '/runs/batch'], ['POST', '/otel/v1/traces'], ['POST', '/api/charts/abc'], ['POST', '/runs/multipart'],
-  ['POST', '/runs/query'], ['POST', '/runs/query/'], ['POST', '/generate/prompt'], ['GET', '/commits/org/repo/abc'],
-  ['DELETE', `/sessions/${U1}`], ['GET', '/sessions'], ['POST', `/datasets/${U1}/trigger`], ['POST', '/runs'],
-  ['PATCH', `/runs/${U1}`], ['POST', '/feedback'], ['POST', '/feedback/tokens'], ['GET', `/runs/${U1}`],
-  ['GET', `/runs/${U2}`], ['GET', `/api/v1/runs/${U1}`], ['GET', '/runs/not-a-uuid'], ['GET', '/datasets/examples'],
-  ['GET', '/public/download/file.tar.gz'], ['GET', '/runs/stats'], ['POST', '/runs/stats/x'], ['GET', '/xv1/metadata/submit'],
-  ['GET', '/'], ['GET', '/threads'], ['POST', '/threads/search'], ['GET', `/threads/${U1}`], ['POST', `/threads/${U1}/runs/stream`],
-  ['GET', `/threads/${U1}/runs/${U1}/join`], ['POST', '/assistants/search'], ['PUT', '/store/items'], ['GET', '/ok'],
-  ['GET', '/v2/deployments'], ['HEAD', '/api-host/v2/workspaces/current'], ['GET', LONG], ['POST', LONG], ['PATCH', LONG],
-  ['GET', `${LONG}/`], ['PURGE', '/cache'], ['DELETE', `/threads/${U1}`],
+  ['OPTIONS', '/threads'],
+  ['GET', '/info'],
+  ['POST', '/v1/metadata/submit'],
+  ['POST', '/api/v1/metadata/submit'],
+  ['POST', '/auth/login'],
+  ['GET', '/auth'],
+  ['GET', '/authx'],
+  ['POST', '/v1/beacon'],
+  ['GET', '/repos/org/name'],
+  ['POST', '/runs/batch'],
+  ['POST', '/otel/v1/traces'],
+  ['POST', '/api/charts/abc'],
+  ['POST', '/runs/multipart'],
+  ['POST', '/runs/query'],
+  ['POST', '/runs/query/'],
+  ['POST', '/generate/prompt'],
+  ['GET', '/commits/org/repo/abc'],
+  ['DELETE', `/sessions/${U1}`],
+  ['GET', '/sessions'],
+  ['POST', `/datasets/${U1}/trigger`],
+  ['POST', '/runs'],
+  ['PATCH', `/runs/${U1}`],
+  ['POST', '/feedback'],
+  ['POST', '/feedback/tokens'],
+  ['GET', `/runs/${U1}`],
+  ['GET', `/runs/${U2}`],
+  ['GET', `/api/v1/runs/${U1}`],
+  ['GET', '/runs/not-a-uuid'],
+  ['GET', '/datasets/examples'],
+  ['GET', '/public/download/file.tar.gz'],
+  ['GET', '/runs/stats'],
+  ['POST', '/runs/stats/x'],
+  ['GET', '/xv1/metadata/submit'],
+  ['GET', '/'],
+  ['GET', '/threads'],
+  ['POST', '/threads/search'],
+  ['GET', `/threads/${U1}`],
+  ['POST', `/threads/${U1}/runs/stream`],
+  ['GET', `/threads/${U1}/runs/${U1}/join`],
+  ['POST', '/assistants/search'],
+  ['PUT', '/store/items'],
+  ['GET', '/ok'],
+  ['GET', '/v2/deployments'],
+  ['HEAD', '/api-host/v2/workspaces/current'],
+  ['GET', LONG],
+  ['POST', LONG],
+  ['PATCH', LONG],
+  ['GET', `${LONG}/`],
+  ['PURGE', '/cache'],
+  ['DELETE', `/threads/${U1}`],
 ];
 
 const HEADER_SETS: readonly Record<string, string>[] = [
@@ -66,7 +106,12 @@ interface Region {
 function buildRegion(name: (typeof REGIONS)[number]): Region {
   const { rules } = loadRuleFile(regionRuleFile(join(import.meta.dirname, '..', 'rules'), name));
   const byRow = TRAFFIC.map(([method, raw], t) =>
-    HEADER_SETS.map((headers, h) => ({ method, path: normalizePath(raw), headers: { ...headers, accept: '*/*' }, ip: `10.1.${h}.${t}` })),
+    HEADER_SETS.map((headers, h) => ({
+      method,
+      path: normalizePath(raw),
+      headers: { ...headers, accept: '*/*' },
+      ip: `10.1.${h}.${t}`,
+    })),
   );
   const requests = byRow.flat();
   // Shuffle deterministically so that no branch sees a long run of one shape.
@@ -89,9 +134,16 @@ for (const { name, rules, matcher, requests } of regions) {
   for (const req of requests) {
     const got = matcher.match(req);
     const want = referenceMatch(rules, req);
-    const same = got === null ? want === null : want !== null && got.rule.id === want.ruleId && got.limits.map((l) => l.policy).join() === want.policies.join();
+    const same =
+      got === null
+        ? want === null
+        : want !== null &&
+          got.rule.id === want.ruleId &&
+          got.limits.map((l) => l.policy).join() === want.policies.join();
     if (!same && differences++ < 5) {
-      console.error(`${name}: ${req.method} ${req.path} ${JSON.stringify(req.headers)}: compiled ${got ? got.rule.id : null}, reference ${want ? want.ruleId : null}`);
+      console.error(
+        `${name}: ${req.method} ${req.path} ${JSON.stringify(req.headers)}: compiled ${got ? got.rule.id : null}, reference ${want ? want.ruleId : null}`,
+      );
     }
   }
 }
@@ -99,7 +151,9 @@ if (differences > 0) {
   console.error(`FAIL correctness: ${differences} of ${mixSize} requests differ; nothing timed.`);
   process.exit(1);
 }
-console.log(`correctness: compiled and reference agree on all ${mixSize} requests (${regions.map((r) => r.name).join(', ')})`);
+console.log(
+  `correctness: compiled and reference agree on all ${mixSize} requests (${regions.map((r) => r.name).join(', ')})`,
+);
 
 // ---- timing ----------------------------------------------------------------
 
@@ -202,18 +256,30 @@ const row = (x: ReturnType<typeof summary>) => ({
   'wall-clock matches/s': fmt(x.wallMps),
 });
 
-console.log(`${ROUNDS} rounds of ${ROUND_MS} ms per side (alternating ${SLICE_MS} ms slices), ${mixSize} requests in the mix; per CPU-second of this process`);
+console.log(
+  `${ROUNDS} rounds of ${ROUND_MS} ms per side (alternating ${SLICE_MS} ms slices), ${mixSize} requests in the mix; per CPU-second of this process`,
+);
 console.table({ compiled: row(compiled), reference: row(reference) });
 const verdict = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-console.log(`ratio compiled/reference: ${ratio.toFixed(2)}x   (node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} CPUs)`);
+console.log(
+  `ratio compiled/reference: ${ratio.toFixed(2)}x   (node ${process.version}, load average ${loadavg()[0]!.toFixed(2)} on ${cpus().length} CPUs)`,
+);
 console.log(`${verdict(compiled.mps >= TARGET_MPS)} compiled >= ${fmt(TARGET_MPS)} matches/s (${fmt(compiled.mps)})`);
 console.log(`${verdict(ratio >= TARGET_RATIO)} compiled >= ${TARGET_RATIO}x reference (${ratio.toFixed(2)}x)`);
 
 if (process.env.BENCH_BREAKDOWN) {
   // Where the compiled matcher's time goes: each traffic row alone (all header sets, both regions).
   const rows = TRAFFIC.map(([method, raw], t) => {
-    const { matches, cpuUs } = slice(passCompiled, regions.map((r) => ({ ...r, requests: r.byRow[t]! })), 200);
-    return { method, path: raw.length > 60 ? `${raw.slice(0, 57)}...` : raw, 'ns/match': Number(((cpuUs * 1000) / matches).toFixed(1)) };
+    const { matches, cpuUs } = slice(
+      passCompiled,
+      regions.map((r) => ({ ...r, requests: r.byRow[t]! })),
+      200,
+    );
+    return {
+      method,
+      path: raw.length > 60 ? `${raw.slice(0, 57)}...` : raw,
+      'ns/match': Number(((cpuUs * 1000) / matches).toFixed(1)),
+    };
   });
   console.table(rows.sort((a, b) => b['ns/match'] - a['ns/match']));
 }

@@ -40,7 +40,10 @@ const SAMPLE_MS = 2000;
 const TARGET_ACCURACY = [0.99, 1.0] as const;
 /** Largest growth allowed after warm-up (fitted line, start to end of the window, relative to its mean). */
 const MAX_GROWTH = 0.1;
-/** Every this often the edge's heap is collected (full GC through its inspector) before a sample: the live heap, not garbage. */
+/**
+ * Every this often the edge's heap is collected (full GC through its inspector) before a sample: the live heap, not
+ * garbage.
+ */
 const GC_SAMPLE_MS = 10_000;
 /** Entries per generation of the edge's identity-digest cache (`cachedBucketKeys` in src/limiter/bucket-key.ts). */
 const DIGEST_CACHE_GENERATION = 50_000;
@@ -81,10 +84,58 @@ interface Bucket {
 const ipOf = (n: number) => `10.${1 + (n >> 16)}.${(n >> 8) & 255}.${n & 255}`;
 
 const HOT = [
-  { cls: 'hot runs-query (api-key 15/10s)', ids: 20, perSecond: 3, shot: (k: number): Shot => ({ cls: '', method: 'POST', path: '/runs/query', headers: { 'x-api-key': `soak-hot-q-${k}` }, ip: '10.199.0.1', rule: 'runs-query' }) },
-  { cls: 'hot runs-stats (api-key 1/10s)', ids: 10, perSecond: 0.5, shot: (k: number): Shot => ({ cls: '', method: 'GET', path: '/runs/stats', headers: { 'x-api-key': `soak-hot-s-${k}` }, ip: '10.199.0.1', rule: 'runs-stats' }) },
-  { cls: 'hot repos (user-ip 100/60s)', ids: 10, perSecond: 6, shot: (k: number): Shot => ({ cls: '', method: 'GET', path: '/repos/soak', headers: { 'x-user-id': `soak-hot-u-${k}` }, ip: `10.200.0.${k}`, rule: 'repos' }) },
-  { cls: 'hot public (ip 100/60s)', ids: 10, perSecond: 6, shot: (k: number): Shot => ({ cls: '', method: 'GET', path: `/pages/${k}`, headers: {}, ip: `10.201.0.${k}`, rule: 'public' }) },
+  {
+    cls: 'hot runs-query (api-key 15/10s)',
+    ids: 20,
+    perSecond: 3,
+    shot: (k: number): Shot => ({
+      cls: '',
+      method: 'POST',
+      path: '/runs/query',
+      headers: { 'x-api-key': `soak-hot-q-${k}` },
+      ip: '10.199.0.1',
+      rule: 'runs-query',
+    }),
+  },
+  {
+    cls: 'hot runs-stats (api-key 1/10s)',
+    ids: 10,
+    perSecond: 0.5,
+    shot: (k: number): Shot => ({
+      cls: '',
+      method: 'GET',
+      path: '/runs/stats',
+      headers: { 'x-api-key': `soak-hot-s-${k}` },
+      ip: '10.199.0.1',
+      rule: 'runs-stats',
+    }),
+  },
+  {
+    cls: 'hot repos (user-ip 100/60s)',
+    ids: 10,
+    perSecond: 6,
+    shot: (k: number): Shot => ({
+      cls: '',
+      method: 'GET',
+      path: '/repos/soak',
+      headers: { 'x-user-id': `soak-hot-u-${k}` },
+      ip: `10.200.0.${k}`,
+      rule: 'repos',
+    }),
+  },
+  {
+    cls: 'hot public (ip 100/60s)',
+    ids: 10,
+    perSecond: 6,
+    shot: (k: number): Shot => ({
+      cls: '',
+      method: 'GET',
+      path: `/pages/${k}`,
+      headers: {},
+      ip: `10.201.0.${k}`,
+      rule: 'public',
+    }),
+  },
 ].map((h) => ({ ...h, shot: (k: number): Shot => ({ ...h.shot(k), cls: h.cls }) }));
 
 /** The n-th identity of the population, as one request (the kind and the rule rotate with n). */
@@ -92,17 +143,52 @@ function coldShot(n: number): Shot {
   const ip = ipOf(n);
   switch (n % 6) {
     case 0:
-      return { cls: 'cold default (api-key)', method: 'GET', path: `/threads/${n}`, headers: { 'x-api-key': `soak-key-${n}` }, ip, rule: 'default' };
+      return {
+        cls: 'cold default (api-key)',
+        method: 'GET',
+        path: `/threads/${n}`,
+        headers: { 'x-api-key': `soak-key-${n}` },
+        ip,
+        rule: 'default',
+      };
     case 1:
-      return { cls: 'cold default (user-ip)', method: 'GET', path: `/threads/${n}/state`, headers: { 'x-user-id': `soak-user-${n}` }, ip, rule: 'default' };
+      return {
+        cls: 'cold default (user-ip)',
+        method: 'GET',
+        path: `/threads/${n}/state`,
+        headers: { 'x-user-id': `soak-user-${n}` },
+        ip,
+        rule: 'default',
+      };
     case 2:
       return { cls: 'cold public (ip)', method: 'GET', path: `/docs/${n}`, headers: {}, ip, rule: 'public' };
     case 3:
-      return { cls: 'cold runs-query (api-key)', method: 'POST', path: '/runs/query', headers: { 'x-api-key': `soak-key-${n}` }, ip, rule: 'runs-query' };
+      return {
+        cls: 'cold runs-query (api-key)',
+        method: 'POST',
+        path: '/runs/query',
+        headers: { 'x-api-key': `soak-key-${n}` },
+        ip,
+        rule: 'runs-query',
+      };
     case 4:
-      return { cls: 'cold deletion (api-key)', method: 'DELETE', path: `/sessions/${n}`, headers: { 'x-api-key': `soak-key-${n}` }, ip, rule: 'deletion' };
+      return {
+        cls: 'cold deletion (api-key)',
+        method: 'DELETE',
+        path: `/sessions/${n}`,
+        headers: { 'x-api-key': `soak-key-${n}` },
+        ip,
+        rule: 'deletion',
+      };
     default:
-      return { cls: 'cold commits (user-ip)', method: 'GET', path: `/commits/${n}`, headers: { 'x-user-id': `soak-user-${n}` }, ip, rule: 'commits' };
+      return {
+        cls: 'cold commits (user-ip)',
+        method: 'GET',
+        path: `/commits/${n}`,
+        headers: { 'x-user-id': `soak-user-${n}` },
+        ip,
+        rule: 'commits',
+      };
   }
 }
 
@@ -113,12 +199,28 @@ function bucketOf(shot: Shot): Bucket {
   const request: MatchRequest = { method: shot.method, path: shot.path, headers: shot.headers, ip: shot.ip };
   const match = matcher.match(request);
   if (!match || match.rule.id !== shot.rule || match.limits.length !== 1) {
-    throw new Error(`${shot.cls}: ${shot.method} ${shot.path} decides ${match?.rule.id} with ${match?.limits.length} limits, not ${shot.rule} with one`);
+    throw new Error(
+      `${shot.cls}: ${shot.method} ${shot.path} decides ${match?.rule.id} with ${match?.limits.length} limits, not ${shot.rule} with one`,
+    );
   }
   const limit = match.limits[0]!;
   const id = `${match.rule.id}\u0000${limit.by}\u0000${identityOf(request, limit.by)}`;
   let b = buckets.get(id);
-  if (!b) buckets.set(id, (b = { cls: shot.cls, capacity: limit.count, perSeconds: limit.perSeconds, sent: 0, admitted: 0, denied: 0, errors: 0, first: Infinity, last: 0 }));
+  if (!b)
+    buckets.set(
+      id,
+      (b = {
+        cls: shot.cls,
+        capacity: limit.count,
+        perSeconds: limit.perSeconds,
+        sent: 0,
+        admitted: 0,
+        denied: 0,
+        errors: 0,
+        first: Infinity,
+        last: 0,
+      }),
+    );
   return b;
 }
 
@@ -202,7 +304,9 @@ function fit(xs: readonly number[], ys: readonly number[]): { slope: number; mea
 
 /** The edge's V8 inspector, for one command: HeapProfiler.collectGarbage. */
 async function connectInspector(port: number): Promise<{ collectGarbage(): Promise<void>; close(): void }> {
-  const [target] = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
+  const [target] = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as {
+    webSocketDebuggerUrl: string;
+  }[];
   const ws = new WebSocket(target!.webSocketDebuggerUrl);
   await new Promise((resolve, reject) => {
     ws.addEventListener('open', resolve, { once: true });
@@ -241,12 +345,17 @@ async function abort(message: string, code = 1): Promise<never> {
   process.exit(code);
 }
 process.once('SIGINT', () => void abort('interrupted: children stopped, Redis keys deleted', 130));
-setTimeout(() => void abort(`FAIL the soak took longer than ${SECONDS + 120} s: stopped`), (SECONDS + 120) * 1000).unref();
+setTimeout(
+  () => void abort(`FAIL the soak took longer than ${SECONDS + 120} s: stopped`),
+  (SECONDS + 120) * 1000,
+).unref();
 
 try {
   await redis.connect();
 } catch (err) {
-  await abort(`FAIL Redis at ${REDIS_URL} is not reachable (${(err as Error).message}); start it or set SOAK_REDIS_URL`);
+  await abort(
+    `FAIL Redis at ${REDIS_URL} is not reachable (${(err as Error).message}); start it or set SOAK_REDIS_URL`,
+  );
 }
 
 // Correctness first: every planned request shape maps to exactly one bucket of the intended rule.
@@ -276,13 +385,20 @@ const edgeEnv: NodeJS.ProcessEnv = {
 };
 // The inspector (loopback only) lets the soak force a full GC before a memory sample.
 const inspectPort = await freePort();
-const edge = await startService('edge', [`--inspect=127.0.0.1:${inspectPort}`, join(ROOT, 'bin', 'gateway.js'), 'start'], edgeEnv, null);
+const edge = await startService(
+  'edge',
+  [`--inspect=127.0.0.1:${inspectPort}`, join(ROOT, 'bin', 'gateway.js'), 'start'],
+  edgeEnv,
+  null,
+);
 const inspector = await connectInspector(inspectPort);
 const adminUrl = `http://127.0.0.1:${adminPort}`;
 const coldPool = new Pool(edge.url, { connections: COLD_WORKERS });
 const hotPool = new Pool(edge.url, { connections: 32 });
 
-console.log(`soak ${runId}: ${SECONDS} s, ${IDENTITIES} identities, ${COLD_WORKERS} cold workers, edge ${edge.url} (admin ${adminUrl}), Redis ${REDIS_URL} prefix ${KEY_PREFIX}`);
+console.log(
+  `soak ${runId}: ${SECONDS} s, ${IDENTITIES} identities, ${COLD_WORKERS} cold workers, edge ${edge.url} (admin ${adminUrl}), Redis ${REDIS_URL} prefix ${KEY_PREFIX}`,
+);
 const samples: Sample[] = [];
 const touched = new Set<number>();
 const t0 = performance.now();
@@ -309,10 +425,13 @@ const gcSampler = setInterval(() => void sample(true).catch(() => {}), GC_SAMPLE
 const inFlight = new Set<Promise<void>>();
 const hotTimers = HOT.map((h) => {
   let k = 0;
-  return setInterval(() => {
-    const p = send(hotPool, h.shot(k++ % h.ids)).finally(() => inFlight.delete(p));
-    inFlight.add(p);
-  }, 1000 / (h.ids * h.perSecond));
+  return setInterval(
+    () => {
+      const p = send(hotPool, h.shot(k++ % h.ids)).finally(() => inFlight.delete(p));
+      inFlight.add(p);
+    },
+    1000 / (h.ids * h.perSecond),
+  );
 });
 
 // Cold: closed loop over the population.
@@ -360,7 +479,17 @@ const clean = { admitted: 0, allowed: 0 };
 for (const b of buckets.values()) {
   const seconds = Math.max(0, (b.last - b.first) / 1000);
   const allowed = Math.min(b.sent, b.capacity + Math.floor((seconds * b.capacity) / b.perSeconds));
-  const row = byClass.get(b.cls) ?? { cls: b.cls, buckets: 0, sent: 0, admitted: 0, denied: 0, errors: 0, allowed: 0, accuracy: 0, worst_bucket: Infinity };
+  const row = byClass.get(b.cls) ?? {
+    cls: b.cls,
+    buckets: 0,
+    sent: 0,
+    admitted: 0,
+    denied: 0,
+    errors: 0,
+    allowed: 0,
+    accuracy: 0,
+    worst_bucket: Infinity,
+  };
   row.buckets++;
   row.sent += b.sent;
   row.admitted += b.admitted;
@@ -374,18 +503,31 @@ for (const b of buckets.values()) {
   row.worst_bucket = Math.min(row.worst_bucket, allowed === 0 ? 1 : b.admitted / allowed);
   byClass.set(b.cls, row);
 }
-const rows = [...byClass.values()].sort((a, b) => a.cls.localeCompare(b.cls)).map((r) => ({ ...r, accuracy: round(r.admitted / r.allowed), worst_bucket: round(r.worst_bucket) }));
-const totals = rows.reduce((t, r) => ({ sent: t.sent + r.sent, admitted: t.admitted + r.admitted, denied: t.denied + r.denied, allowed: t.allowed + r.allowed }), { sent: 0, admitted: 0, denied: 0, allowed: 0 });
+const rows = [...byClass.values()]
+  .sort((a, b) => a.cls.localeCompare(b.cls))
+  .map((r) => ({ ...r, accuracy: round(r.admitted / r.allowed), worst_bucket: round(r.worst_bucket) }));
+const totals = rows.reduce(
+  (t, r) => ({
+    sent: t.sent + r.sent,
+    admitted: t.admitted + r.admitted,
+    denied: t.denied + r.denied,
+    allowed: t.allowed + r.allowed,
+  }),
+  { sent: 0, admitted: 0, denied: 0, allowed: 0 },
+);
 const accuracy = round(totals.admitted / totals.allowed);
 
 const collected = samples.filter((s) => s.gc);
-const at = (share: number) => collected.reduce((best, s) => (Math.abs(s.t - share * elapsed) < Math.abs(best.t - share * elapsed) ? s : best));
+const at = (share: number) =>
+  collected.reduce((best, s) => (Math.abs(s.t - share * elapsed) < Math.abs(best.t - share * elapsed) ? s : best));
 // Warm-up also lasts until the edge's bounded identity-digest cache has seen as many identities as it holds (or
 // the whole population): until then its growth is filling, not a trend. Three GC samples after that are needed.
 const cacheFill = Math.min(IDENTITIES, 2 * DIGEST_CACHE_GENERATION);
 const cacheFullAt = collected.find((s) => s.identities >= cacheFill)?.t;
 const warmFrom =
-  cacheFullAt !== undefined && collected.filter((s) => s.t >= cacheFullAt).length >= 3 ? Math.max(WARMUP_SHARE * SECONDS, cacheFullAt) : WARMUP_SHARE * SECONDS;
+  cacheFullAt !== undefined && collected.filter((s) => s.t >= cacheFullAt).length >= 3
+    ? Math.max(WARMUP_SHARE * SECONDS, cacheFullAt)
+    : WARMUP_SHARE * SECONDS;
 const warm = collected.filter((s) => s.t >= warmFrom);
 const trend = (pick: (s: Sample) => number) => {
   const { slope, mean } = fit(
@@ -399,13 +541,19 @@ const firstWarm = warm[0];
 const lastWarm = warm[warm.length - 1];
 /** Live-heap growth after warm-up per population identity first seen in that time. */
 const bytesPerNewIdentity =
-  firstWarm && lastWarm && lastWarm.identities > firstWarm.identities ? Math.round((lastWarm.heapUsed - firstWarm.heapUsed) / (lastWarm.identities - firstWarm.identities)) : null;
+  firstWarm && lastWarm && lastWarm.identities > firstWarm.identities
+    ? Math.round((lastWarm.heapUsed - firstWarm.heapUsed) / (lastWarm.identities - firstWarm.identities))
+    : null;
 const memory = {
   start: at(0),
   warm: warm[0] ?? at(WARMUP_SHARE),
   middle: at(0.5),
   end: collected[collected.length - 1]!,
-  trend_after_warmup: { rss: trend((s) => s.rss), heap_used: trend((s) => s.heapUsed), heap_bytes_per_new_identity: bytesPerNewIdentity },
+  trend_after_warmup: {
+    rss: trend((s) => s.rss),
+    heap_used: trend((s) => s.heapUsed),
+    heap_bytes_per_new_identity: bytesPerNewIdentity,
+  },
 };
 const errorCount = [...errors.status.values(), ...errors.network.values()].reduce((a, b) => a + b, 0);
 const edgeCounts = {
@@ -415,23 +563,53 @@ const edgeCounts = {
 };
 function sumOf(text: string, decision: string): number {
   let n = 0;
-  for (const m of text.matchAll(new RegExp(`^gateway_requests_total\\{[^}]*decision="${decision}"[^}]*\\} (\\d+)$`, 'gm'))) n += Number(m[1]);
+  for (const m of text.matchAll(
+    new RegExp(`^gateway_requests_total\\{[^}]*decision="${decision}"[^}]*\\} (\\d+)$`, 'gm'),
+  ))
+    n += Number(m[1]);
   return n;
 }
 
 const accuracyOk = accuracy >= TARGET_ACCURACY[0] && accuracy <= TARGET_ACCURACY[1];
-const growthOk = memory.trend_after_warmup.rss.growth <= MAX_GROWTH && memory.trend_after_warmup.heap_used.growth <= MAX_GROWTH;
+const growthOk =
+  memory.trend_after_warmup.rss.growth <= MAX_GROWTH && memory.trend_after_warmup.heap_used.growth <= MAX_GROWTH;
 
-console.log(`\n${requests} requests in ${elapsed.toFixed(1)} s (${Math.round(requests / elapsed)}/s); ${touched.size} of ${IDENTITIES} population identities used, ${buckets.size} buckets`);
-console.log(`errors: ${errorCount} ${JSON.stringify({ status: Object.fromEntries(errors.status), network: Object.fromEntries(errors.network) })}; edge store errors ${edgeCounts.store_errors}`);
+console.log(
+  `\n${requests} requests in ${elapsed.toFixed(1)} s (${Math.round(requests / elapsed)}/s); ${touched.size} of ${IDENTITIES} population identities used, ${buckets.size} buckets`,
+);
+console.log(
+  `errors: ${errorCount} ${JSON.stringify({ status: Object.fromEntries(errors.status), network: Object.fromEntries(errors.network) })}; edge store errors ${edgeCounts.store_errors}`,
+);
 console.log(`redis: ${redisKeys} keys under ${KEY_PREFIX}:*, ${deleted} deleted\n`);
-console.table(rows.map((r) => ({ class: r.cls, buckets: r.buckets, sent: r.sent, admitted: r.admitted, denied: r.denied, errors: r.errors, 'allowed (math)': r.allowed, accuracy: r.accuracy, 'worst bucket': r.worst_bucket })));
-console.log(`total: admitted ${totals.admitted} / allowed ${totals.allowed} = accuracy ${accuracy}; buckets without errors: ${round(clean.admitted / clean.allowed)}\n`);
+console.table(
+  rows.map((r) => ({
+    class: r.cls,
+    buckets: r.buckets,
+    sent: r.sent,
+    admitted: r.admitted,
+    denied: r.denied,
+    errors: r.errors,
+    'allowed (math)': r.allowed,
+    accuracy: r.accuracy,
+    'worst bucket': r.worst_bucket,
+  })),
+);
+console.log(
+  `total: admitted ${totals.admitted} / allowed ${totals.allowed} = accuracy ${accuracy}; buckets without errors: ${round(clean.admitted / clean.allowed)}\n`,
+);
 console.log('edge memory, each right after a full GC (live heap):');
 console.table(
-  (['start', 'warm', 'middle', 'end'] as const).map((k) => ({ at: k, 't (s)': round(memory[k].t, 1), 'rss MB': mb(memory[k].rss), 'heap used MB': mb(memory[k].heapUsed), 'heap total MB': mb(memory[k].heapTotal) })),
+  (['start', 'warm', 'middle', 'end'] as const).map((k) => ({
+    at: k,
+    't (s)': round(memory[k].t, 1),
+    'rss MB': mb(memory[k].rss),
+    'heap used MB': mb(memory[k].heapUsed),
+    'heap total MB': mb(memory[k].heapTotal),
+  })),
 );
-console.log(`trend after warm-up (t ≥ ${round(warmFrom, 1)} s): rss ${JSON.stringify(memory.trend_after_warmup.rss)}, heap used ${JSON.stringify(memory.trend_after_warmup.heap_used)}`);
+console.log(
+  `trend after warm-up (t ≥ ${round(warmFrom, 1)} s): rss ${JSON.stringify(memory.trend_after_warmup.rss)}, heap used ${JSON.stringify(memory.trend_after_warmup.heap_used)}`,
+);
 console.log(`live heap growth after warm-up per identity first seen then: ${bytesPerNewIdentity ?? '-'} bytes`);
 console.log(`${accuracyOk ? 'PASS' : 'FAIL'} accuracy ${accuracy} within [${TARGET_ACCURACY.join(', ')}]`);
 if (cacheFullAt === undefined || warmFrom < cacheFullAt) {
@@ -440,7 +618,9 @@ if (cacheFullAt === undefined || warmFrom < cacheFullAt) {
       `per new identity until then, so live-heap growth in this run may be that cache filling: a longer run (SOAK_SECONDS=300) shows whether it levels off`,
   );
 }
-console.log(`${growthOk ? 'PASS' : 'FAIL'} memory growth after warm-up ≤ ${MAX_GROWTH * 100}% (rss ${round(memory.trend_after_warmup.rss.growth * 100, 1)}%, heap ${round(memory.trend_after_warmup.heap_used.growth * 100, 1)}%)`);
+console.log(
+  `${growthOk ? 'PASS' : 'FAIL'} memory growth after warm-up ≤ ${MAX_GROWTH * 100}% (rss ${round(memory.trend_after_warmup.rss.growth * 100, 1)}%, heap ${round(memory.trend_after_warmup.heap_used.growth * 100, 1)}%)`,
+);
 
 const result = {
   run: runId,
@@ -449,7 +629,17 @@ const result = {
   cpus: cpus().length,
   cpu_model: cpus()[0]?.model,
   load_avg_1m: round(loadavg()[0]!, 2),
-  config: { seconds: SECONDS, identities: IDENTITIES, cold_workers: COLD_WORKERS, hot: HOT.map(({ cls, ids, perSecond }) => ({ cls, ids, per_second: perSecond })), rules: 'rules/us.yaml', log_level: 'info', fail_mode: 'closed', redis: REDIS_URL, key_prefix: KEY_PREFIX },
+  config: {
+    seconds: SECONDS,
+    identities: IDENTITIES,
+    cold_workers: COLD_WORKERS,
+    hot: HOT.map(({ cls, ids, perSecond }) => ({ cls, ids, per_second: perSecond })),
+    rules: 'rules/us.yaml',
+    log_level: 'info',
+    fail_mode: 'closed',
+    redis: REDIS_URL,
+    key_prefix: KEY_PREFIX,
+  },
   requests,
   seconds: round(elapsed, 2),
   rps: Math.round(requests / elapsed),
@@ -458,9 +648,20 @@ const result = {
   errors: { total: errorCount, status: Object.fromEntries(errors.status), network: Object.fromEntries(errors.network) },
   edge_counts: edgeCounts,
   redis: { keys: redisKeys, deleted },
-  accuracy: { total: accuracy, ...totals, buckets_without_errors: round(clean.admitted / clean.allowed), by_class: rows },
+  accuracy: {
+    total: accuracy,
+    ...totals,
+    buckets_without_errors: round(clean.admitted / clean.allowed),
+    by_class: rows,
+  },
   memory: { ...memory, samples },
-  targets: { accuracy: TARGET_ACCURACY, max_growth_after_warmup: MAX_GROWTH, warmup_share: WARMUP_SHARE, warmup_until_s: round(warmFrom, 1), identity_cache_full_at_s: cacheFullAt ?? null },
+  targets: {
+    accuracy: TARGET_ACCURACY,
+    max_growth_after_warmup: MAX_GROWTH,
+    warmup_share: WARMUP_SHARE,
+    warmup_until_s: round(warmFrom, 1),
+    identity_cache_full_at_s: cacheFullAt ?? null,
+  },
   pass: { accuracy: accuracyOk, memory: growthOk },
 };
 mkdirSync(RESULTS, { recursive: true });

@@ -48,7 +48,11 @@ class ApiCallFailed extends Error {}
 
 const stdio: Out = { log: (line) => console.log(line), err: (line) => console.error(line) };
 
-export async function deployClient(argv: readonly string[], env: NodeJS.ProcessEnv = process.env, out: Out = stdio): Promise<number> {
+export async function deployClient(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+  out: Out = stdio,
+): Promise<number> {
   let opts: ReturnType<typeof options>;
   try {
     opts = options(argv, env);
@@ -65,11 +69,14 @@ export async function deployClient(argv: readonly string[], env: NodeJS.ProcessE
       signal: AbortSignal.timeout(30_000),
     });
     const text = await res.text();
-    if (res.status !== expected) throw new ApiCallFailed(`${method} ${path}: expected ${expected}, got ${res.status}: ${text.slice(0, 500)}`);
+    if (res.status !== expected)
+      throw new ApiCallFailed(`${method} ${path}: expected ${expected}, got ${res.status}: ${text.slice(0, 500)}`);
     return text === '' ? null : JSON.parse(text);
   };
 
-  /** Polls until DEPLOYED, a failure, or the timeout; transient errors (429, 5xx, network) are retried on the next tick. */
+  /**
+   * Polls until DEPLOYED, a failure, or the timeout; transient errors (429, 5xx, network) are retried on the next tick.
+   */
   const poll = async (deploymentId: string, revisionId: string): Promise<'ok' | 'failed' | 'timeout'> => {
     const deadline = Date.now() + timeoutMs;
     let last = '';
@@ -105,7 +112,13 @@ export async function deployClient(argv: readonly string[], env: NodeJS.ProcessE
       {
         name: opts.name,
         source: 'github',
-        source_config: { repo_url: opts.repoUrl, deployment_type: 'dev', build_on_push: false, custom_url: null, resource_spec: null },
+        source_config: {
+          repo_url: opts.repoUrl,
+          deployment_type: 'dev',
+          build_on_push: false,
+          custom_url: null,
+          resource_spec: null,
+        },
         source_revision_config: { repo_ref: opts.ref, langgraph_config_path: opts.configPath, image_uri: null },
         secrets: [],
       },
@@ -116,7 +129,9 @@ export async function deployClient(argv: readonly string[], env: NodeJS.ProcessE
     let outcome = await poll(deploymentId, created.latest_revision_id);
     if (outcome === 'ok') {
       out.log(`deployed revision=${created.latest_revision_id}`);
-      await call('PATCH', `/v2/deployments/${deploymentId}`, { source_revision_config: { repo_ref: opts.nextRef, langgraph_config_path: opts.configPath } });
+      await call('PATCH', `/v2/deployments/${deploymentId}`, {
+        source_revision_config: { repo_ref: opts.nextRef, langgraph_config_path: opts.configPath },
+      });
       const revisions = await call('GET', `/v2/deployments/${deploymentId}/revisions`);
       const latest = revisions.resources[0] as Revision;
       out.log(`patched deployment=${deploymentId} revision=${latest.id}`);
@@ -137,7 +152,9 @@ export async function deployClient(argv: readonly string[], env: NodeJS.ProcessE
       if (code === EXIT.ok) code = EXIT.api;
     }
   }
-  out.log(`result ${code === EXIT.ok ? 'ok' : (Object.keys(EXIT) as (keyof typeof EXIT)[]).find((k) => EXIT[k] === code)} exit=${code}`);
+  out.log(
+    `result ${code === EXIT.ok ? 'ok' : (Object.keys(EXIT) as (keyof typeof EXIT)[]).find((k) => EXIT[k] === code)} exit=${code}`,
+  );
   return code;
 }
 
@@ -160,13 +177,15 @@ function options(argv: readonly string[], env: NodeJS.ProcessEnv) {
   });
   const pick = (flag: string | undefined, variable: string, fallback?: string): string => {
     const v = flag ?? env[variable] ?? fallback;
-    if (v === undefined || v === '') throw new Error(`--${variable.toLowerCase().replaceAll('_', '-')} (or ${variable}) is required`);
+    if (v === undefined || v === '')
+      throw new Error(`--${variable.toLowerCase().replaceAll('_', '-')} (or ${variable}) is required`);
     return v;
   };
   const seconds = (flag: string | undefined, variable: string, fallback: string): number => {
     const v = pick(flag, variable, fallback);
     const n = Number(v);
-    if (!/^\d+(\.\d+)?$/.test(v) || !(n > 0)) throw new Error(`${variable} must be a positive number of seconds, got "${v}"`);
+    if (!/^\d+(\.\d+)?$/.test(v) || !(n > 0))
+      throw new Error(`${variable} must be a positive number of seconds, got "${v}"`);
     return n * 1000;
   };
   const ref = pick(values.ref, 'REPO_REF', 'main');

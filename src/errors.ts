@@ -20,8 +20,10 @@ export class GatewayError extends Error {
 }
 
 export const badRequest = (detail: string, code = 'bad_request') => new GatewayError(400, code, detail);
-export const payloadTooLarge = (limit: number) => new GatewayError(413, 'body_too_large', `Request body larger than ${limit} bytes`);
-export const badGateway = (detail: string, cause?: unknown) => new GatewayError(502, 'upstream_unreachable', detail, { cause });
+export const payloadTooLarge = (limit: number) =>
+  new GatewayError(413, 'body_too_large', `Request body larger than ${limit} bytes`);
+export const badGateway = (detail: string, cause?: unknown) =>
+  new GatewayError(502, 'upstream_unreachable', detail, { cause });
 export const gatewayTimeout = (detail: string) => new GatewayError(504, 'upstream_timeout', detail);
 export const storeUnavailable = () => new GatewayError(503, 'store_unavailable', 'Rate limit store unavailable');
 export const unknownApiKey = () => new GatewayError(401, 'unknown_api_key', 'Unknown API key');

@@ -24,7 +24,10 @@ export interface Gateway {
   readonly metrics: Metrics;
   /** Re-reads the rule file; invalid files are logged and the old rules keep serving. */
   reload(): void;
-  /** Graceful stop: refuse new connections, answer /readyz 503, let requests and streams finish within DRAIN_SECONDS, then close everything. */
+  /**
+   * Graceful stop: refuse new connections, answer /readyz 503, let requests and streams finish within DRAIN_SECONDS,
+   * then close everything.
+   */
   close(): Promise<void>;
 }
 
@@ -40,13 +43,20 @@ function keyCheckOn(settings: Settings): boolean {
   const bundled = settings.controlPlaneUrl === null && settings.agentServerUrl === null;
   const on = settings.keyCheck === 'on' || (settings.keyCheck === null && bundled);
   if (on && settings.controlPlaneUrl !== null && settings.redisUrl === null) {
-    throw new SettingsError('KEY_CHECK', 'on with CONTROL_PLANE_URL needs REDIS_URL, where the platform keeps its key registry');
+    throw new SettingsError(
+      'KEY_CHECK',
+      'on with CONTROL_PLANE_URL needs REDIS_URL, where the platform keeps its key registry',
+    );
   }
   return on;
 }
 
 /** Boot: settings → rules → store → upstreams → edge and admin listeners. */
-export async function startGateway(settings: Settings, log: Logger, env: NodeJS.ProcessEnv = process.env): Promise<Gateway> {
+export async function startGateway(
+  settings: Settings,
+  log: Logger,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<Gateway> {
   const checkKeys = keyCheckOn(settings);
   const metrics = createMetrics();
   let storeFailing = false;
@@ -58,7 +68,10 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
     onStateChange: (state) => {
       metrics.setBreaker(state);
       if (state === 'closed') storeFailing = false;
-      (state === 'closed' ? log.info.bind(log) : log.warn.bind(log))({ store: store.kind, breaker: state }, `rate limit store circuit ${state}`);
+      (state === 'closed' ? log.info.bind(log) : log.warn.bind(log))(
+        { store: store.kind, breaker: state },
+        `rate limit store circuit ${state}`,
+      );
     },
   });
   // Upstreams: the configured URLs, else the bundled services in this process.
@@ -66,7 +79,11 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
   const owned: BundledService[] = [];
   // As many upstream connections as client connections: every request in flight (an open stream included) has
   // its own, so minutes-long streams never queue the requests behind them in the pool.
-  const upstreamAt = async (name: string, url: string | null, bundled: () => Promise<BundledService>): Promise<Upstream> => {
+  const upstreamAt = async (
+    name: string,
+    url: string | null,
+    bundled: () => Promise<BundledService>,
+  ): Promise<Upstream> => {
     if (url !== null) return createUpstream(name, url, settings.maxConnections);
     const service = await bundled();
     owned.push(service);
@@ -106,7 +123,10 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
   if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {
     log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
   }
-  const edge = await listen(edgeApp(handle), settings.port, '0.0.0.0', { maxConnections: settings.maxConnections, deferContinue: true });
+  const edge = await listen(edgeApp(handle), settings.port, '0.0.0.0', {
+    maxConnections: settings.maxConnections,
+    deferContinue: true,
+  });
   const admin = await listen(
     adminApp({
       metrics,
@@ -124,7 +144,8 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
 
   const report = (r: ReloadResult) => {
     metrics.reloads.inc({ result: r.result });
-    if (r.result === 'invalid') log.error({ file: rules.file, reason: r.error.message }, 'rule reload rejected: the old rules keep serving');
+    if (r.result === 'invalid')
+      log.error({ file: rules.file, reason: r.error.message }, 'rule reload rejected: the old rules keep serving');
     else if (r.result === 'ok') {
       metrics.setRules(settings.region, r.version);
       log.info({ file: rules.file, version: r.version }, 'rules reloaded');
@@ -133,7 +154,17 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
   const reload = () => report(rules.reload());
   // The watcher has already reloaded: report its result (reloading again would only ever say "unchanged").
   rules.watch(report);
-  log.info({ port: edge.port, adminPort: admin.port, region: settings.region, rules: rules.file, version: rules.version, store: store.kind }, 'gateway listening');
+  log.info(
+    {
+      port: edge.port,
+      adminPort: admin.port,
+      region: settings.region,
+      rules: rules.file,
+      version: rules.version,
+      store: store.kind,
+    },
+    'gateway listening',
+  );
 
   return {
     edge,
@@ -146,7 +177,12 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
       rules.close();
       await edge.close(settings.drainMs);
       await admin.close(0);
-      await Promise.all([limiter.close(), upstreams.controlPlane.pool.close(), upstreams.agentServer.pool.close(), ...owned.map((o) => o.close())]);
+      await Promise.all([
+        limiter.close(),
+        upstreams.controlPlane.pool.close(),
+        upstreams.agentServer.pool.close(),
+        ...owned.map((o) => o.close()),
+      ]);
       await bundled.close();
     },
   };
@@ -154,5 +190,7 @@ export async function startGateway(settings: Settings, log: Logger, env: NodeJS.
 
 function withinMs(p: Promise<boolean>, ms: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
-  return Promise.race([p, new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)))]).finally(() => clearTimeout(timer));
+  return Promise.race([p, new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)))]).finally(() =>
+    clearTimeout(timer),
+  );
 }

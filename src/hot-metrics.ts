@@ -48,7 +48,12 @@ abstract class HotMetric<L extends string> {
     for (const name of this.labelNames) key += `${labels[name]}\u0000`;
     let s = this.series.get(key);
     if (s === undefined) {
-      s = { labels: { ...labels }, count: 0, sum: 0, buckets: this.bucketCount > 0 ? new Float64Array(this.bucketCount) : null };
+      s = {
+        labels: { ...labels },
+        count: 0,
+        sum: 0,
+        buckets: this.bucketCount > 0 ? new Float64Array(this.bucketCount) : null,
+      };
       this.series.set(key, s);
     }
     return s;

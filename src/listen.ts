@@ -41,12 +41,22 @@ const IDLE_SWEEP_MS = 50;
  */
 function adapterError(err: unknown): Response {
   const malformed = err instanceof RequestError;
-  const body = malformed ? { detail: `Malformed request: ${err.message}`, code: 'bad_request' } : { detail: 'Internal gateway error', code: 'internal_error' };
-  return new Response(JSON.stringify(body), { status: malformed ? 400 : 500, headers: { 'content-type': 'application/json' } });
+  const body = malformed
+    ? { detail: `Malformed request: ${err.message}`, code: 'bad_request' }
+    : { detail: 'Internal gateway error', code: 'internal_error' };
+  return new Response(JSON.stringify(body), {
+    status: malformed ? 400 : 500,
+    headers: { 'content-type': 'application/json' },
+  });
 }
 
 /** Serves a Hono app with @hono/node-server and resolves once the port is bound. */
-export async function listen(app: Hono<any>, port: number, host = '0.0.0.0', options: ListenOptions = {}): Promise<Listening> {
+export async function listen(
+  app: Hono<any>,
+  port: number,
+  host = '0.0.0.0',
+  options: ListenOptions = {},
+): Promise<Listening> {
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
   const server = createServer(

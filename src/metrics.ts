@@ -37,16 +37,39 @@ export function createMetrics() {
       ['store', 'result'],
       [0.0002, 0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
     ),
-    storeErrors: new Counter({ name: 'gateway_store_errors_total', help: 'Bucket-store calls that failed or timed out', labelNames: ['store'] as const, registers: [registry] }),
+    storeErrors: new Counter({
+      name: 'gateway_store_errors_total',
+      help: 'Bucket-store calls that failed or timed out',
+      labelNames: ['store'] as const,
+      registers: [registry],
+    }),
     fallbackDecisions: new Counter({
       name: 'gateway_store_fallback_total',
       help: 'Requests decided by per-process buckets because the store failed (FAIL_MODE=open)',
       registers: [registry],
     }),
-    breakerState: new Gauge({ name: 'gateway_store_breaker_state', help: 'Store circuit breaker: 0 closed, 1 half-open, 2 open', registers: [registry] }),
-    rulesInfo: new Gauge({ name: 'gateway_rules_info', help: 'The rule file in force (value 1)', labelNames: ['region', 'version'] as const, registers: [registry] }),
-    reloads: new Counter({ name: 'gateway_rules_reloads_total', help: 'Rule reloads by result (ok, invalid, unchanged)', labelNames: ['result'] as const, registers: [registry] }),
-    sseStreams: new Gauge({ name: 'gateway_sse_streams_active', help: 'Server-sent event streams open through the edge', registers: [registry] }),
+    breakerState: new Gauge({
+      name: 'gateway_store_breaker_state',
+      help: 'Store circuit breaker: 0 closed, 1 half-open, 2 open',
+      registers: [registry],
+    }),
+    rulesInfo: new Gauge({
+      name: 'gateway_rules_info',
+      help: 'The rule file in force (value 1)',
+      labelNames: ['region', 'version'] as const,
+      registers: [registry],
+    }),
+    reloads: new Counter({
+      name: 'gateway_rules_reloads_total',
+      help: 'Rule reloads by result (ok, invalid, unchanged)',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    sseStreams: new Gauge({
+      name: 'gateway_sse_streams_active',
+      help: 'Server-sent event streams open through the edge',
+      registers: [registry],
+    }),
     setBreaker(state: BreakerState) {
       metrics.breakerState.set(BREAKER_VALUE[state]);
     },

@@ -55,7 +55,10 @@ export class SettingsError extends Error {
   }
 }
 
-/** Used when IDENTITY_SECRET is unset. Every process then derives the same keys, which is what a local setup wants; production sets its own. */
+/**
+ * Used when IDENTITY_SECRET is unset. Every process then derives the same keys, which is what a local setup wants;
+ * production sets its own.
+ */
 export const DEVELOPMENT_IDENTITY_SECRET = 'development-identity-secret-set-IDENTITY_SECRET-in-production';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
@@ -70,7 +73,13 @@ export function loadSettings(env: Env = process.env): Settings {
     adminPort: port(env, 'ADMIN_PORT', 9090),
     region: oneOf(env, 'REGION', REGIONS, 'us'),
     rulesDir: text(env, 'RULES_DIR', 'rules'),
-    keyPrefix: matching(env, 'KEY_PREFIX', /^[A-Za-z0-9_.-]{1,32}$/, 'rl', 'letters, digits, "_", "." or "-", at most 32'),
+    keyPrefix: matching(
+      env,
+      'KEY_PREFIX',
+      /^[A-Za-z0-9_.-]{1,32}$/,
+      'rl',
+      'letters, digits, "_", "." or "-", at most 32',
+    ),
     identitySecret: secret || DEVELOPMENT_IDENTITY_SECRET,
     identitySecretIsDefault: secret === '',
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
@@ -87,7 +96,10 @@ export function loadSettings(env: Env = process.env): Settings {
     memoryMaxKeys: integer(env, 'MEMORY_MAX_KEYS', 500_000, 1_000, 50_000_000),
     expectedInstances: integer(env, 'EXPECTED_INSTANCES', 1, 1, 10_000),
     shadowAll: oneOf(env, 'SHADOW', ['off', 'all'] as const, 'off') === 'all',
-    keyCheck: env.KEY_CHECK === undefined || env.KEY_CHECK === '' ? null : oneOf(env, 'KEY_CHECK', ['on', 'off'] as const, 'on'),
+    keyCheck:
+      env.KEY_CHECK === undefined || env.KEY_CHECK === ''
+        ? null
+        : oneOf(env, 'KEY_CHECK', ['on', 'off'] as const, 'on'),
     drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
   });

@@ -40,20 +40,30 @@ export interface LimitedPath {
 export type Flavour = 'edge' | 'fastify';
 
 /** Problems with one target on one path; empty when it answers as it must. */
-export async function checkPath(url: string, flavour: Flavour, limited: LimitedPath, apiKey: string, upstreamBody: Buffer): Promise<string[]> {
+export async function checkPath(
+  url: string,
+  flavour: Flavour,
+  limited: LimitedPath,
+  apiKey: string,
+  upstreamBody: Buffer,
+): Promise<string[]> {
   let reply: Reply;
   try {
     reply = await get(url + limited.path, { 'x-api-key': apiKey });
   } catch (err) {
     return [`GET ${limited.path}: ${(err as Error).message}`];
   }
-  const fault = (why: string) => [`GET ${limited.path}: ${why}\n  ${JSON.stringify(reply.headers)}\n  ${reply.body.toString().slice(0, 200)}`];
+  const fault = (why: string) => [
+    `GET ${limited.path}: ${why}\n  ${JSON.stringify(reply.headers)}\n  ${reply.body.toString().slice(0, 200)}`,
+  ];
   if (reply.status !== 200) return fault(`status ${reply.status}, want 200`);
   if (!reply.body.equals(upstreamBody)) return fault(`the body is not the upstream's ${upstreamBody.length} bytes`);
   if (flavour === 'edge') {
     const policy = `"${limited.rule}.api-key";q=${limited.count};w=${limited.perSeconds}`;
-    if (!String(reply.headers['ratelimit-policy'] ?? '').includes(policy)) return fault(`RateLimit-Policy lacks ${policy}`);
-    if (!String(reply.headers.ratelimit ?? '').startsWith(`"${limited.rule}.api-key";r=`)) return fault('no RateLimit item for the rule');
+    if (!String(reply.headers['ratelimit-policy'] ?? '').includes(policy))
+      return fault(`RateLimit-Policy lacks ${policy}`);
+    if (!String(reply.headers.ratelimit ?? '').startsWith(`"${limited.rule}.api-key";r=`))
+      return fault('no RateLimit item for the rule');
   } else if (reply.headers['x-ratelimit-limit'] !== String(limited.count)) {
     return fault(`x-ratelimit-limit is ${reply.headers['x-ratelimit-limit']}, want ${limited.count}`);
   }
@@ -67,7 +77,13 @@ export async function checkPath(url: string, flavour: Flavour, limited: LimitedP
  * a shared Redis can only add to the count; a target that never reached
  * Redis adds nothing.
  */
-export async function countsInRedis(redis: Redis, url: string, limited: LimitedPath, keyPrefix: string, n = 20): Promise<string[]> {
+export async function countsInRedis(
+  redis: Redis,
+  url: string,
+  limited: LimitedPath,
+  keyPrefix: string,
+  n = 20,
+): Promise<string[]> {
   const before = await scriptCalls(redis);
   for (let i = 0; i < n; i++) await get(url + limited.path, { 'x-api-key': `${keyPrefix}-${i}` });
   const calls = (await scriptCalls(redis)) - before;

@@ -9,7 +9,12 @@ import { join } from 'node:path';
 
 interface ProfileNode {
   readonly id: number;
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number; readonly columnNumber: number };
+  readonly callFrame: {
+    readonly functionName: string;
+    readonly url: string;
+    readonly lineNumber: number;
+    readonly columnNumber: number;
+  };
   readonly children?: readonly number[];
 }
 
@@ -37,7 +42,9 @@ export interface ProfileSummary {
   readonly areas: readonly SelfTime[];
 }
 
-/** `file:///work/main/node_modules/undici/lib/x.js` → `undici/lib/x.js`; `/work/main/src/edge/a.ts` → `src/edge/a.ts`. */
+/**
+ * `file:///work/main/node_modules/undici/lib/x.js` → `undici/lib/x.js`; `/work/main/src/edge/a.ts` → `src/edge/a.ts`.
+ */
 function shortUrl(url: string): string {
   const path = url.replace(/^file:\/\//, '');
   const nm = path.lastIndexOf('/node_modules/');
@@ -63,7 +70,11 @@ function area(url: string): string {
  * clock of `process.hrtime`); when given and some samples fall inside, only
  * those count, so start-up, warm-ups and idle gaps stay out of the figures.
  */
-export function summarise(file: string, top = 30, windows: readonly (readonly [number, number])[] = []): ProfileSummary {
+export function summarise(
+  file: string,
+  top = 30,
+  windows: readonly (readonly [number, number])[] = [],
+): ProfileSummary {
   const profile = JSON.parse(readFileSync(file, 'utf8')) as Profile;
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const at: number[] = [];
@@ -104,8 +115,14 @@ export function summarise(file: string, top = 30, windows: readonly (readonly [n
     totalMs: Math.round(totalUs / 1000),
     idleMs: Math.round(idleUs / 1000),
     windowed,
-    functions: [...fns.values()].sort((a, b) => b.us - a.us).slice(0, top).map((f) => asRow(f.fn, f.where, f.us)),
-    areas: [...areas].sort((a, b) => b[1] - a[1]).slice(0, top).map(([a, us]) => asRow(a, '', us)),
+    functions: [...fns.values()]
+      .sort((a, b) => b.us - a.us)
+      .slice(0, top)
+      .map((f) => asRow(f.fn, f.where, f.us)),
+    areas: [...areas]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([a, us]) => asRow(a, '', us)),
   };
 }
 

@@ -68,7 +68,9 @@ for (const route of routes) {
 
 await app.listen({ port: Number(process.env.PORT ?? 0), host: '127.0.0.1' });
 const address = app.server.address();
-console.log(JSON.stringify({ msg: 'peer listening', port: typeof address === 'object' && address ? address.port : null }));
+console.log(
+  JSON.stringify({ msg: 'peer listening', port: typeof address === 'object' && address ? address.port : null }),
+);
 
 process.once('SIGTERM', async () => {
   await app.close();

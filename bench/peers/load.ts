@@ -33,8 +33,16 @@ export interface LoadResult {
   readonly errors: number;
   readonly timeouts: number;
   readonly mismatches: number;
-  /** Latency over all responses, ms, from our own timings (autocannon's histogram has 1 ms steps and counts 2xx only). */
-  readonly latency_ms: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number; readonly mean: number };
+  /**
+   * Latency over all responses, ms, from our own timings (autocannon's histogram has 1 ms steps and counts 2xx only).
+   */
+  readonly latency_ms: {
+    readonly p50: number;
+    readonly p90: number;
+    readonly p99: number;
+    readonly max: number;
+    readonly mean: number;
+  };
   /** autocannon's own p50/p99 (2xx only, whole ms). */
   readonly autocannon_latency_ms: { readonly p50: number; readonly p99: number };
   readonly seconds: number;
@@ -92,7 +100,8 @@ class Samples {
   }
 }
 
-const quantile = (sorted: Float64Array, q: number) => (sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!);
+const quantile = (sorted: Float64Array, q: number) =>
+  sorted.length === 0 ? NaN : sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 const round = (x: number, digits = 2) => Number(x.toFixed(digits));
 
 if (spec.warmupSeconds > 0) await run(spec.warmupSeconds, () => {});

@@ -63,7 +63,8 @@ export function measure({ spec, pids, proxyCpu, loadCpu }: MeasureOptions): Prom
       resolve({
         ...result,
         proxy_cpu_percent: proxy,
-        proxy_core_others_percent: core === null || proxy === null ? null : Math.max(0, Math.round((core - proxy) * 10) / 10),
+        proxy_core_others_percent:
+          core === null || proxy === null ? null : Math.max(0, Math.round((core - proxy) * 10) / 10),
         proxy_core_irq_percent: share(before.core?.irq, after.core?.irq, ms),
         proxy_core_steal_percent: share(before.core?.steal, after.core?.steal, ms),
         upstream_cpu_percent: share(before.cpu[1], after.cpu[1], ms),

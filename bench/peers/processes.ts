@@ -9,7 +9,10 @@ import { readFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 
-/** Two CPUs this process may run on (first: the process under test; second: load generator, upstream, this runner), or null. */
+/**
+ * Two CPUs this process may run on (first: the process under test; second: load generator, upstream, this runner), or
+ * null.
+ */
 export function pinningCpus(): readonly [number, number] | null {
   if (process.platform !== 'linux' || spawnSync('taskset', ['-V']).status !== 0) return null;
   const out = spawnSync('taskset', ['-pc', String(process.pid)], { encoding: 'utf8' }).stdout ?? '';
@@ -120,7 +123,8 @@ export function startService(
       } catch {
         return;
       }
-      if (typeof msg.msg === 'string' && msg.msg.endsWith('listening') && typeof msg.port === 'number') listening(msg.port);
+      if (typeof msg.msg === 'string' && msg.msg.endsWith('listening') && typeof msg.port === 'number')
+        listening(msg.port);
     });
     if (knownPort !== undefined) {
       const poll = async () => {
@@ -175,7 +179,9 @@ export function processName(pid: number): string | null {
   }
 }
 
-/** Busy, interrupt (of which loopback networking) and stolen time of one CPU, in seconds (Linux /proc/stat), or null. */
+/**
+ * Busy, interrupt (of which loopback networking) and stolen time of one CPU, in seconds (Linux /proc/stat), or null.
+ */
 export function coreSeconds(cpu: number): { busy: number; irq: number; steal: number } | null {
   try {
     const line = readFileSync('/proc/stat', 'utf8')
@@ -185,7 +191,11 @@ export function coreSeconds(cpu: number): { busy: number; irq: number; steal: nu
     clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
     // user nice system idle iowait irq softirq steal
     const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number) as number[];
-    return { busy: (user! + nice! + system! + irq! + softirq!) / clockTicks, irq: (irq! + softirq!) / clockTicks, steal: steal! / clockTicks };
+    return {
+      busy: (user! + nice! + system! + irq! + softirq!) / clockTicks,
+      irq: (irq! + softirq!) / clockTicks,
+      steal: steal! / clockTicks,
+    };
   } catch {
     return null;
   }

@@ -24,7 +24,10 @@ export async function deleteKeys(redis: Redis, pattern: string): Promise<number>
 /** Scripts run so far by this Redis (EVAL, EVALSHA and their read-only forms, FCALL). */
 export async function scriptCalls(redis: Redis): Promise<number> {
   const stats = await redis.info('commandstats');
-  return [...stats.matchAll(/^cmdstat_(?:evalsha|eval|evalsha_ro|eval_ro|fcall):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  return [...stats.matchAll(/^cmdstat_(?:evalsha|eval|evalsha_ro|eval_ro|fcall):calls=(\d+)/gm)].reduce(
+    (n, m) => n + Number(m[1]),
+    0,
+  );
 }
 
 /** The pid of the Redis server when it is a process on this machine we can see, else null. */

@@ -13,7 +13,8 @@ export const median = (xs: readonly number[]) => {
 };
 const round2 = (x: number) => Math.round(x * 100) / 100;
 const fix3 = (x: number) => Number(x.toFixed(3));
-const medianOrNull = (xs: readonly (number | null)[]) => (xs.some((x) => x === null) ? null : round2(median(xs as number[])));
+const medianOrNull = (xs: readonly (number | null)[]) =>
+  xs.some((x) => x === null) ? null : round2(median(xs as number[]));
 
 /** req/s counting 2xx answers only: a fast 503 or 429 is not throughput. */
 const goodRps = (m: Measured) => {
@@ -35,7 +36,9 @@ export function scenarioRow<S extends string>(scenario: S, label: string, keys: 
     errors: all.reduce((n, m) => n + m.errors + m.timeouts, 0),
     proxy_cpu_percent: medianOrNull(all.map((m) => m.proxy_cpu_percent)),
     /** Requests per CPU-second of the process under test: its cost per request, whatever else held its core. */
-    rps_per_cpu: medianOrNull(all.map((m) => (m.proxy_cpu_percent ? Math.round(goodRps(m) / (m.proxy_cpu_percent / 100)) : null))),
+    rps_per_cpu: medianOrNull(
+      all.map((m) => (m.proxy_cpu_percent ? Math.round(goodRps(m) / (m.proxy_cpu_percent / 100)) : null)),
+    ),
     proxy_core_others_percent: medianOrNull(all.map((m) => m.proxy_core_others_percent)),
     proxy_core_irq_percent: medianOrNull(all.map((m) => m.proxy_core_irq_percent)),
     proxy_core_steal_percent: medianOrNull(all.map((m) => m.proxy_core_steal_percent)),
@@ -80,7 +83,9 @@ type Pair = readonly [string, number, string, number];
 export function pairRatios<P extends Record<string, Pair>>(pairs: P, rows: readonly Row[]) {
   const find = (scenario: string, keys: number) => rows.find((r) => r.scenario === scenario && r.keys === keys);
   const each = <T>(f: (a: Row | undefined, b: Row | undefined) => T) =>
-    Object.fromEntries(Object.entries(pairs).map(([name, [a, ka, b, kb]]) => [name, f(find(a, ka), find(b, kb))])) as Record<keyof P, T>;
+    Object.fromEntries(
+      Object.entries(pairs).map(([name, [a, ka, b, kb]]) => [name, f(find(a, ka), find(b, kb))]),
+    ) as Record<keyof P, T>;
   return {
     ratios: each((x, y) => (x && y && y.rps > 0 ? fix3(x.rps / y.rps) : null)),
     perCpu: each((x, y) => (x?.rps_per_cpu && y?.rps_per_cpu ? fix3(x.rps_per_cpu / y.rps_per_cpu) : null)),
@@ -95,7 +100,9 @@ export function machineNotes(rows: readonly Row[]): string[] {
   const notes: string[] = [];
   const denied = rows.filter((r) => r.non2xx > 0);
   if (denied.length > 0) {
-    notes.push(`note: non-2xx answers in ${denied.map((r) => `${r.scenario}/${r.keys} (${JSON.stringify(r.rounds.map((m) => m.status))})`).join(', ')}`);
+    notes.push(
+      `note: non-2xx answers in ${denied.map((r) => `${r.scenario}/${r.keys} (${JSON.stringify(r.rounds.map((m) => m.status))})`).join(', ')}`,
+    );
   }
   const crowded = rows.filter((r) => (r.proxy_core_others_percent ?? 0) > 10);
   if (crowded.length > 0) {
@@ -105,7 +112,11 @@ export function machineNotes(rows: readonly Row[]): string[] {
     );
   }
   const stolen = rows.flatMap((r) =>
-    r.rounds.flatMap((m, i) => ((m.proxy_core_steal_percent ?? 0) > 10 ? [`${r.scenario}/${r.keys} round ${i + 1} (${m.proxy_core_steal_percent} %)`] : [])),
+    r.rounds.flatMap((m, i) =>
+      (m.proxy_core_steal_percent ?? 0) > 10
+        ? [`${r.scenario}/${r.keys} round ${i + 1} (${m.proxy_core_steal_percent} %)`]
+        : [],
+    ),
   );
   if (stolen.length > 0) {
     notes.push(

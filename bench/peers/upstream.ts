@@ -20,7 +20,9 @@ import { createServer, type Socket } from 'node:net';
 
 const BODY = 'upstream-ok '.padEnd(100, '.');
 const response = (status: string, close: boolean, body: string) =>
-  Buffer.from(`HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: ${close ? 'close' : 'keep-alive'}\r\n\r\n${body}`);
+  Buffer.from(
+    `HTTP/1.1 ${status}\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: ${close ? 'close' : 'keep-alive'}\r\n\r\n${body}`,
+  );
 const OK = response('200 OK', false, BODY);
 const OK_CLOSE = response('200 OK', true, BODY);
 const CHUNKED = response('501 Not Implemented', true, 'chunked request bodies are not read here\n');

@@ -24,16 +24,22 @@ const TOKENS: Readonly<Record<string, { identity: string; display_name: string; 
 };
 
 /** Only the caller's own threads; everything for the design studio's user. */
-const ownThreads = (user: Parameters<typeof isStudioUser>[0]): Record<string, string> => (isStudioUser(user) ? {} : { owner: user.identity });
+const ownThreads = (user: Parameters<typeof isStudioUser>[0]): Record<string, string> =>
+  isStudioUser(user) ? {} : { owner: user.identity };
 
 export const auth = new Auth()
   .authenticate(async (request: Request) => {
     const header = request.headers.get('authorization') ?? '';
     const match = /^Bearer\s+(\S+)$/i.exec(header.trim());
-    if (match === null) throw new HTTPException(401, { message: 'Missing bearer token: send Authorization: Bearer <token>.' });
+    if (match === null)
+      throw new HTTPException(401, { message: 'Missing bearer token: send Authorization: Bearer <token>.' });
     const user = TOKENS[match[1]!];
     if (user === undefined) throw new HTTPException(401, { message: 'Invalid bearer token.' });
-    return { ...user, permissions: user.role === 'admin' ? ['threads:write', 'threads:read', 'admin'] : ['threads:write', 'threads:read'] };
+    return {
+      ...user,
+      permissions:
+        user.role === 'admin' ? ['threads:write', 'threads:read', 'admin'] : ['threads:write', 'threads:read'],
+    };
   })
   .on('threads:create', ({ user, value }) => {
     value.metadata = { ...value.metadata, owner: user.identity };

@@ -20,7 +20,9 @@ export function adminApp({ ready, metrics }: { ready: () => Readiness; metrics: 
     const ok = !r.draining && r.store !== 'down';
     return c.json({ status: ok ? 'ready' : 'not ready', ...r }, ok ? 200 : 503);
   });
-  app.get('/metrics', async (c) => c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }));
+  app.get('/metrics', async (c) =>
+    c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }),
+  );
   app.notFound((c) => c.json({ detail: 'Not found', code: 'not_found' }, 404));
   return app;
 }

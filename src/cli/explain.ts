@@ -38,7 +38,9 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
     category: l.category,
     key: bucketKey(scheme, match!.rule.id, l.by, identityOf(request, l.by)),
   }));
-  const passedOver = steps.filter((s) => !s.decides).map((s) => ({ rule: s.rule.id, line: s.rule.source.line, reason: s.reason }));
+  const passedOver = steps
+    .filter((s) => !s.decides)
+    .map((s) => ({ rule: s.rule.id, line: s.rule.source.line, reason: s.reason }));
 
   if (req.json) {
     out.log(
@@ -67,7 +69,9 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
     out.log('\nNo rule decides: no limit applies to this request.');
     return 0;
   }
-  out.log(`  ==>   ${match.rule.id} (line ${match.rule.source.line}): ${decided.reason}${match.rule.shadow ? ' [shadow: counts, never denies]' : ''}`);
+  out.log(
+    `  ==>   ${match.rule.id} (line ${match.rule.source.line}): ${decided.reason}${match.rule.shadow ? ' [shadow: counts, never denies]' : ''}`,
+  );
   out.log('');
   out.log('Buckets (a request passes only if every one has a token; a denied request takes none):');
   for (const l of limits) {
@@ -75,6 +79,7 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
     out.log(`      key ${l.key}`);
   }
   const absent = match.rule.limits.filter((l) => !match.limits.includes(l));
-  for (const l of absent) out.log(`  (${l.policy} does not apply: the request carries no ${l.by === 'api-key' ? 'x-api-key' : 'x-user-id'})`);
+  for (const l of absent)
+    out.log(`  (${l.policy} does not apply: the request carries no ${l.by === 'api-key' ? 'x-api-key' : 'x-user-id'})`);
   return 0;
 }

@@ -49,7 +49,9 @@ export async function keysCommand(
     if (registry === undefined) {
       const settings = loadControlPlaneSettings(env);
       if (settings.redisUrl === null) {
-        out.err('gateway keys create: REDIS_URL is not set. Without it the registry lives inside the running gateway (its development key is printed at start); set REDIS_URL to the Redis the gateway uses.');
+        out.err(
+          'gateway keys create: REDIS_URL is not set. Without it the registry lives inside the running gateway (its development key is printed at start); set REDIS_URL to the Redis the gateway uses.',
+        );
         return 2;
       }
       const client = new Redis(settings.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 5000, lazyConnect: true });
@@ -60,9 +62,20 @@ export async function keysCommand(
     const reg = registry ?? owned!.registry;
     await reg.addWorkspace(values.org, values.workspace);
     const { key, record } = await reg.createKey(values.org);
-    if (values.json) out.log(JSON.stringify({ key, id: record.id, org: values.org, workspace: values.workspace, created_at: record.createdAt }));
+    if (values.json)
+      out.log(
+        JSON.stringify({
+          key,
+          id: record.id,
+          org: values.org,
+          workspace: values.workspace,
+          created_at: record.createdAt,
+        }),
+      );
     else out.log(key);
-    out.err(`created key ${record.id} of organisation "${values.org}" (workspace "${values.workspace}"); it is shown once, only its hash is stored`);
+    out.err(
+      `created key ${record.id} of organisation "${values.org}" (workspace "${values.workspace}"); it is shown once, only its hash is stored`,
+    );
     return 0;
   } catch (err) {
     if (err instanceof KeyRegistryError) {

@@ -48,7 +48,12 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
         return 2;
     }
   } catch (err) {
-    if (err instanceof SettingsError || err instanceof RuleFileError || err instanceof InvalidPathError || err instanceof UsageError) {
+    if (
+      err instanceof SettingsError ||
+      err instanceof RuleFileError ||
+      err instanceof InvalidPathError ||
+      err instanceof UsageError
+    ) {
       out.err(`gateway ${command}: ${err.message}`);
       return err instanceof RuleFileError ? 1 : 2;
     }
@@ -77,9 +82,17 @@ function runExplain(args: readonly string[], out: Output): number {
   const settings = loadSettings(env);
   if (isIP(values.ip) === 0) throw new UsageError(`--ip must be an IP address, got "${values.ip}"`);
   const region = (values.region ?? settings.region).toLowerCase();
-  if (!REGIONS.includes(region as Region)) throw new UsageError(`--region must be one of ${REGIONS.join(', ')}, got "${region}"`);
+  if (!REGIONS.includes(region as Region))
+    throw new UsageError(`--region must be one of ${REGIONS.join(', ')}, got "${region}"`);
   return explain(
-    { method: method.toUpperCase(), target, headers: parseHeaders(values.header), ip: values.ip, region: region as Region, json: values.json },
+    {
+      method: method.toUpperCase(),
+      target,
+      headers: parseHeaders(values.header),
+      ip: values.ip,
+      region: region as Region,
+      json: values.json,
+    },
     settings,
     out,
   );

@@ -9,7 +9,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
  * and answers by itself: the Web Request/Response layer costs most of a
  * proxy's time and is kept off this path.
  */
-export function edgeApp(handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>): Hono<{ Bindings: HttpBindings }> {
+export function edgeApp(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+): Hono<{ Bindings: HttpBindings }> {
   const app = new Hono<{ Bindings: HttpBindings }>();
   app.all('*', async (c) => {
     await handle(c.env.incoming, c.env.outgoing);

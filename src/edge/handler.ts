@@ -61,7 +61,9 @@ export function edgeHandler(options: EdgeOptions) {
       // An unknown key buys no bucket of its own: the request is counted as one without identity headers.
       const headers = unknownKey ? withoutIdentity(req.headers) : req.headers;
       verdict = await limit({ method, path, headers, ip: ipIdentity(ip, ipv6PrefixBits) });
-      const extra: OutgoingHttpHeaders = verdict ? { ...verdict.headers, 'x-request-id': requestId } : { 'x-request-id': requestId };
+      const extra: OutgoingHttpHeaders = verdict
+        ? { ...verdict.headers, 'x-request-id': requestId }
+        : { 'x-request-id': requestId };
       if (draining()) extra.connection = 'close';
       if (verdict?.decision === 'store-down') throw storeUnavailable();
       if (verdict?.decision === 'denied') {
@@ -78,7 +80,8 @@ export function edgeHandler(options: EdgeOptions) {
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
       const forwarded = upstreamRequestHeaders(req.headers, {
-        forwardedFor: trust.isTrusted(peer) && req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${peer}` : ip,
+        forwardedFor:
+          trust.isTrusted(peer) && req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${peer}` : ip,
         proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
         requestId,
       });
@@ -91,7 +94,12 @@ export function edgeHandler(options: EdgeOptions) {
       sendError(res, error, { ...verdict?.headers, 'x-request-id': requestId });
     } finally {
       const decision = verdict?.decision ?? 'unlimited';
-      metrics?.requests.inc({ rule: verdict?.match.rule.id ?? '', category: verdict?.category ?? '', decision, status });
+      metrics?.requests.inc({
+        rule: verdict?.match.rule.id ?? '',
+        category: verdict?.category ?? '',
+        decision,
+        status,
+      });
       logRequest({
         requestId,
         method,

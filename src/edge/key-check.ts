@@ -23,7 +23,10 @@ const KNOWN = Infinity;
  * the check keeps fake keys from buying buckets, it is not authentication
  * (the upstream still authenticates every request).
  */
-export function keyCheck(registry: Pick<KeyRegistry, 'findKey'>, { size = 50_000, unknownForMs = 10_000, now = Date.now }: KeyCheckOptions = {}): KeyCheck {
+export function keyCheck(
+  registry: Pick<KeyRegistry, 'findKey'>,
+  { size = 50_000, unknownForMs = 10_000, now = Date.now }: KeyCheckOptions = {},
+): KeyCheck {
   const answers = new RecentlyUsed<string, number>(size); // KNOWN, or until when the key counts as unknown
   return (key) => {
     const until = answers.get(key);

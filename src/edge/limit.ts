@@ -57,14 +57,22 @@ export function limitStep(options: LimitStepOptions) {
   };
 
   /** The store failed: the rule's fail mode says closed (null: answer 503) or open (per-process buckets decide). */
-  async function onStoreFailure(err: unknown, match: Match, buckets: Bucket[], started: number): Promise<LimitOutcome | null> {
+  async function onStoreFailure(
+    err: unknown,
+    match: Match,
+    buckets: Bucket[],
+    started: number,
+  ): Promise<LimitOutcome | null> {
     if (!(err instanceof StoreError)) throw err;
     metrics?.storeSeconds.observe({ store: storeName, result: 'error' }, (performance.now() - started) / 1000);
     metrics?.storeErrors.inc({ store: storeName });
     onStoreError?.(err);
     if ((match.rule.fail ?? failMode) === 'closed') return null;
     metrics?.fallbackDecisions.inc();
-    const shares = instances === 1 ? buckets : buckets.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / instances)) }));
+    const shares =
+      instances === 1
+        ? buckets
+        : buckets.map((b) => ({ ...b, capacity: Math.max(1, Math.ceil(b.capacity / instances)) }));
     return fallback.consume(shares);
   }
 
@@ -72,7 +80,11 @@ export function limitStep(options: LimitStepOptions) {
     const match = matcher().match(request);
     if (match === null) return null;
     const { rule, limits } = match;
-    const buckets = limits.map((l) => ({ key: keyOf(rule.id, l.by, identityOf(request, l.by)), capacity: l.count, perSeconds: l.perSeconds }));
+    const buckets = limits.map((l) => ({
+      key: keyOf(rule.id, l.by, identityOf(request, l.by)),
+      capacity: l.count,
+      perSeconds: l.perSeconds,
+    }));
     const started = performance.now();
     let outcome: LimitOutcome | null;
     let fellBack = false;
@@ -83,9 +95,13 @@ export function limitStep(options: LimitStepOptions) {
       outcome = await onStoreFailure(err, match, buckets, started);
       fellBack = outcome !== null;
     }
-    if (outcome === null) return { match, decision: 'store-down', fellBack, category: limits[0]!.category, headers: {} };
+    if (outcome === null)
+      return { match, decision: 'store-down', fellBack, category: limits[0]!.category, headers: {} };
 
-    const headers: Record<string, string> = { 'ratelimit-policy': policyOf(match), ratelimit: rateLimitHeader(limits, outcome.buckets) };
+    const headers: Record<string, string> = {
+      'ratelimit-policy': policyOf(match),
+      ratelimit: rateLimitHeader(limits, outcome.buckets),
+    };
     if (outcome.allowed) return { match, decision: 'allowed', fellBack, category: limits[0]!.category, headers };
     const empty = outcome.buckets.findIndex((b) => b.msToToken > 0);
     const category = limits[empty === -1 ? 0 : empty]!.category;

@@ -28,7 +28,10 @@ export function keyHash(key: string): string | null {
 /** Organisation and workspace ids: letters, digits, `.`, `_`, `-`, at most 64, starting with a letter or digit. */
 export function checkName(what: 'organisation' | 'workspace', value: string): string {
   if (!NAME.test(value)) {
-    throw new KeyRegistryError('invalid_name', `${what} must be 1-64 letters, digits, ".", "_" or "-" (starting with a letter or digit), got "${value}"`);
+    throw new KeyRegistryError(
+      'invalid_name',
+      `${what} must be 1-64 letters, digits, ".", "_" or "-" (starting with a letter or digit), got "${value}"`,
+    );
   }
   return value;
 }

@@ -21,7 +21,10 @@ export class MemoryKeyRegistry implements KeyRegistry {
   }
 
   async workspaces(org: string): Promise<string[]> {
-    return [...this.workspaceOwner].filter(([, o]) => o === org).map(([w]) => w).sort();
+    return [...this.workspaceOwner]
+      .filter(([, o]) => o === org)
+      .map(([w]) => w)
+      .sort();
   }
 
   async createKey(org: string): Promise<CreatedKey> {

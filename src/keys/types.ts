@@ -20,7 +20,10 @@ export interface CreatedKey {
 
 export interface KeyRegistry {
   readonly kind: 'memory' | 'redis';
-  /** Gives `workspace` to `org` (a no-op when it already has it). Throws `workspace_taken` when another organisation owns it. */
+  /**
+   * Gives `workspace` to `org` (a no-op when it already has it). Throws `workspace_taken` when another organisation
+   * owns it.
+   */
   addWorkspace(org: string, workspace: string): Promise<void>;
   /** The organisation owning `workspace`, or null when none does. */
   workspaceOrg(workspace: string): Promise<string | null>;

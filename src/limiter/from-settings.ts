@@ -33,7 +33,11 @@ export function storeFromSettings(settings: Settings): Store {
     client.on('error', ignoreConnectionError);
     return { kind: 'redis', limiter: new RedisLimiter(client, options), connected: () => connected(client) };
   }
-  return { kind: 'memory', limiter: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }), connected: async () => true };
+  return {
+    kind: 'memory',
+    limiter: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }),
+    connected: async () => true,
+  };
 }
 
 /**

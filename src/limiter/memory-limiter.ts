@@ -49,7 +49,8 @@ export class MemoryLimiter implements Limiter {
   private readonly tats: TatTable;
 
   constructor({ maxKeys = DEFAULT_MAX_KEYS, now = monotonicNow }: MemoryLimiterOptions = {}) {
-    if (!Number.isInteger(maxKeys) || maxKeys < 1) throw new TypeError(`maxKeys must be a positive integer, got ${maxKeys}`);
+    if (!Number.isInteger(maxKeys) || maxKeys < 1)
+      throw new TypeError(`maxKeys must be a positive integer, got ${maxKeys}`);
     this.maxKeys = maxKeys;
     this.now = now;
     this.tats = new TatTable(maxKeys);

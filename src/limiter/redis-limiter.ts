@@ -35,7 +35,10 @@ import { StoreError, type Bucket, type BucketOutcome, type Limiter, type LimitOu
 
 const LUA = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
 
-/** The script as an ioredis command (EVALSHA, EVAL on NOSCRIPT, the client's keyPrefix applied): key count first, for a batch. */
+/**
+ * The script as an ioredis command (EVALSHA, EVAL on NOSCRIPT, the client's keyPrefix applied): key count first, for a
+ * batch.
+ */
 const COMMAND = 'gatewayTokenBucket';
 /** Buckets per cluster script; a longer call is split like a cross-slot one. */
 const MAX_KEYS_PER_SCRIPT = 16;
@@ -117,7 +120,9 @@ export class RedisLimiter implements Limiter {
     this.timeoutMs = timeoutMs;
     this.ownsClient = ownsClient;
     // Defined up front: an ioredis pipeline copies the defined scripts when it is created.
-    if (this.cluster) for (let n = 1; n <= MAX_KEYS_PER_SCRIPT; n++) client.defineCommand(SCRIPT_NAMES[n]!, { numberOfKeys: n, lua: LUA });
+    if (this.cluster)
+      for (let n = 1; n <= MAX_KEYS_PER_SCRIPT; n++)
+        client.defineCommand(SCRIPT_NAMES[n]!, { numberOfKeys: n, lua: LUA });
     else client.defineCommand(COMMAND, { lua: LUA });
   }
 
@@ -168,7 +173,10 @@ export class RedisLimiter implements Limiter {
       // Judged after the I/O already waiting has been read (setImmediate runs after this loop turn's poll
       // phase): when the edge's own event loop was blocked past the budget, a reply that arrived in time
       // is taken instead of being counted as a store failure.
-      const timer = setTimeout(() => setImmediate(() => reject(new StoreError(`redis: no answer within ${this.timeoutMs} ms`))), this.timeoutMs);
+      const timer = setTimeout(
+        () => setImmediate(() => reject(new StoreError(`redis: no answer within ${this.timeoutMs} ms`))),
+        this.timeoutMs,
+      );
       work.then(
         (value) => {
           clearTimeout(timer);
@@ -199,7 +207,11 @@ export class RedisLimiter implements Limiter {
     );
     if (failed) throw failed.reason;
     const settled = refunds.map((r, i) => (r.status === 'fulfilled' && r.value ? r.value : results[i]!));
-    return combine(buckets.length, groups, settled.map((r) => ({ ...r, allowed: false })));
+    return combine(
+      buckets.length,
+      groups,
+      settled.map((r) => ({ ...r, allowed: false })),
+    );
   }
 
   /** Indices of the call's buckets, grouped by slot so each group can run as one script. */
@@ -235,19 +247,27 @@ function addCall(keys: string[], argv: (string | number)[], mode: Mode, buckets:
 }
 
 function storeError(err: unknown): StoreError {
-  return err instanceof StoreError ? err : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  return err instanceof StoreError
+    ? err
+    : new StoreError(`redis: ${(err as Error)?.message ?? String(err)}`, { cause: err });
 }
 
 /** The script's flat reply, cut into one result per call (`sizes`: each call's bucket count). */
 function readReply(reply: unknown, sizes: readonly number[]): GroupResult[] {
   const expected = sizes.reduce((sum, n) => sum + 1 + 3 * n, 0);
-  if (!Array.isArray(reply) || reply.length !== expected) throw new StoreError(`redis: unexpected script reply (${Array.isArray(reply) ? reply.length : typeof reply})`);
+  if (!Array.isArray(reply) || reply.length !== expected)
+    throw new StoreError(`redis: unexpected script reply (${Array.isArray(reply) ? reply.length : typeof reply})`);
   const results: GroupResult[] = [];
   let at = 0;
   for (const n of sizes) {
     const allowed = reply[at++] === 1;
     const buckets: BucketOutcome[] = [];
-    for (let j = 0; j < n; j++, at += 3) buckets.push({ remaining: Number(reply[at]), msToNextToken: Number(reply[at + 1]), msToToken: Number(reply[at + 2]) });
+    for (let j = 0; j < n; j++, at += 3)
+      buckets.push({
+        remaining: Number(reply[at]),
+        msToNextToken: Number(reply[at + 1]),
+        msToToken: Number(reply[at + 2]),
+      });
     results.push({ allowed, buckets });
   }
   return results;

@@ -21,7 +21,11 @@ export interface Upstream {
 /** `connections`: most sockets to this upstream at once; a request beyond them waits in the pool for a free one. */
 export function createUpstream(name: string, url: string, connections: number): Upstream {
   const parsed = new URL(url);
-  return { name, basePath: parsed.pathname.replace(/\/$/, ''), pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }) };
+  return {
+    name,
+    basePath: parsed.pathname.replace(/\/$/, ''),
+    pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }),
+  };
 }
 
 export interface ForwardOptions {
@@ -123,7 +127,10 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { res, metrics } = this;
     this.status = statusCode;
     this.retryable = false;
-    metrics?.upstreamSeconds.observe({ upstream: this.upstream.name, status: statusCode }, (performance.now() - this.started) / 1000);
+    metrics?.upstreamSeconds.observe(
+      { upstream: this.upstream.name, status: statusCode },
+      (performance.now() - this.started) / 1000,
+    );
     const out = Object.assign(clientResponseHeaders(headers), this.extraHeaders);
     this.eventStream = String(out['content-type'] ?? '').startsWith('text/event-stream');
     if (this.eventStream) metrics?.sseStreams.inc();
@@ -187,7 +194,10 @@ function requestBody(req: IncomingMessage, maxBytes: number): Readable | null {
   return req.pipe(guard);
 }
 
-/** A response already under way cannot turn into an error: an event stream ends cleanly, anything else is cut so the client sees it is incomplete. */
+/**
+ * A response already under way cannot turn into an error: an event stream ends cleanly, anything else is cut so the
+ * client sees it is incomplete.
+ */
 function endStarted(res: ServerResponse, eventStream: boolean): void {
   if (eventStream) res.end();
   else res.destroy();

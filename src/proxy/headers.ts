@@ -32,11 +32,20 @@ export interface Forwarded {
   readonly requestId: string;
 }
 
-export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, fwd: Forwarded): Record<string, string | string[]> {
+export function upstreamRequestHeaders(
+  incoming: IncomingHttpHeaders,
+  fwd: Forwarded,
+): Record<string, string | string[]> {
   const named = connectionTokens(incoming.connection);
   const out: Record<string, string | string[]> = {};
   for (const name in incoming) {
-    if (HOP_BY_HOP.has(name) || name === 'host' || name.startsWith('x-forwarded-') || (named !== null && named.has(name))) continue;
+    if (
+      HOP_BY_HOP.has(name) ||
+      name === 'host' ||
+      name.startsWith('x-forwarded-') ||
+      (named !== null && named.has(name))
+    )
+      continue;
     const v = incoming[name];
     if (v !== undefined) out[name] = v;
   }

@@ -106,7 +106,9 @@ const ENTRY_ORDER: readonly Method[] = ['GET', 'POST', 'PATCH', 'PUT', 'DELETE',
 
 export function compile(rules: readonly Rule[]): Matcher {
   const tests = rules.map((r) => r.alternatives.map((a) => (a.path ? compileCondition(a.path) : null)));
-  const exactPaths = new Set(rules.flatMap((r) => r.alternatives.flatMap((a) => (a.path?.kind === 'path' ? [a.path.value] : []))));
+  const exactPaths = new Set(
+    rules.flatMap((r) => r.alternatives.flatMap((a) => (a.path?.kind === 'path' ? [a.path.value] : []))),
+  );
   // Per rule, its decision for each identity presence (null: it counts by none of them).
   const decisions = rules.map((rule) =>
     PRESENCES.map((presence) => {
@@ -118,13 +120,18 @@ export function compile(rules: readonly Rule[]): Matcher {
   // tables[slot]: the decision function of each method (of SLOTS), given the path and the presence
   const tables: Decide<Match>[] = SLOTS.map((method) => {
     const candidates = rules.flatMap((_, i) => {
-      const alts = rules[i]!.alternatives.flatMap((a, j) => (admits(a.methods, method) ? [{ alt: a, test: tests[i]![j]! }] : []));
+      const alts = rules[i]!.alternatives.flatMap((a, j) =>
+        admits(a.methods, method) ? [{ alt: a, test: tests[i]![j]! }] : [],
+      );
       return alts.length > 0 && decisions[i]!.some((d) => d !== null) ? [{ byPresence: decisions[i]!, alts }] : [];
     });
     const exact = new Map<string, (Match | null)[]>();
     for (const p of exactPaths) {
       const fitting = candidates.filter((c) => c.alts.some(({ test }) => test === null || test(p)));
-      exact.set(p, PRESENCES.map((q) => fitting.find((c) => c.byPresence[q] !== null)?.byPresence[q] ?? null));
+      exact.set(
+        p,
+        PRESENCES.map((q) => fitting.find((c) => c.byPresence[q] !== null)?.byPresence[q] ?? null),
+      );
     }
     // An exact path never reaches the scan: its decision is known.
     const scan = candidates.flatMap(({ byPresence, alts }) =>

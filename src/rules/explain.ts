@@ -26,15 +26,27 @@ export function explainMatch(rules: readonly Rule[], method: string, normalizedP
     }
     const fits = forMethod.find((a) => a.path === null || compileCondition(a.path)(path));
     if (!fits) {
-      steps.push({ rule, decides: false, reason: `path ${path} fits none of: ${forMethod.map(describePath).join('; ')}` });
+      steps.push({
+        rule,
+        decides: false,
+        reason: `path ${path} fits none of: ${forMethod.map(describePath).join('; ')}`,
+      });
       continue;
     }
     if (applicableLimits(rule, presence) === null) {
       const kinds = rule.limits.map((l) => l.by).join(', ');
-      steps.push({ rule, decides: false, reason: `fits (${describeAlternative(fits)}), but the request carries none of its identities (${kinds})` });
+      steps.push({
+        rule,
+        decides: false,
+        reason: `fits (${describeAlternative(fits)}), but the request carries none of its identities (${kinds})`,
+      });
       continue;
     }
-    steps.push({ rule, decides: true, reason: `fits (${describeAlternative(fits)}) and the request carries an identity it counts by` });
+    steps.push({
+      rule,
+      decides: true,
+      reason: `fits (${describeAlternative(fits)}) and the request carries an identity it counts by`,
+    });
     break;
   }
   return steps;

@@ -58,6 +58,9 @@ function blame(by: ReadonlyMap<Presence, Rule>): string {
   const perRule = new Map<Rule, Presence[]>();
   for (const [p, r] of by) perRule.set(r, [...(perRule.get(r) ?? []), p]);
   return [...perRule]
-    .map(([r, ps]) => `earlier rule "${r.id}" (line ${r.source.line}) fits all its requests and decides first for ${ps.map((p) => CALLERS[p]).join(', ')}`)
+    .map(
+      ([r, ps]) =>
+        `earlier rule "${r.id}" (line ${r.source.line}) fits all its requests and decides first for ${ps.map((p) => CALLERS[p]).join(', ')}`,
+    )
     .join('; ');
 }

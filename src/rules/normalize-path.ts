@@ -99,9 +99,7 @@ function decodeUnreserved(path: string): string {
     }
     const byte = hi * 16 + lo;
     out += path.slice(last, i);
-    out += isUnreserved(byte)
-      ? String.fromCharCode(byte)
-      : '%' + path.slice(i + 1, i + 3).toUpperCase();
+    out += isUnreserved(byte) ? String.fromCharCode(byte) : '%' + path.slice(i + 1, i + 3).toUpperCase();
     i += 3;
     last = i;
   }

@@ -71,9 +71,16 @@ type At = (path: YamlPath, reason: string, key?: string) => void;
 function buildRule(raw: RawRule, source: Rule['source'], at: At): Rule {
   const byKinds = new Set<string>();
   const limits: Limit[] = raw.limits.map((l, j) => {
-    if (byKinds.has(l.by)) at(['limits', j, 'by'], `two limits count by "${l.by}"; a rule has at most one bucket per identity`);
+    if (byKinds.has(l.by))
+      at(['limits', j, 'by'], `two limits count by "${l.by}"; a rule has at most one bucket per identity`);
     byKinds.add(l.by);
-    return { by: l.by, count: l.count, perSeconds: parseDuration(l.per)!, category: l.category, policy: `${raw.id}.${l.by}` };
+    return {
+      by: l.by,
+      count: l.count,
+      perSeconds: parseDuration(l.per)!,
+      category: l.category,
+      policy: `${raw.id}.${l.by}`,
+    };
   });
   return {
     id: raw.id,
@@ -95,7 +102,10 @@ function buildAlternatives(match: RawMatch | undefined, at: At): Alternative[] {
     const own = asMethods(alt.method);
     const methods = top && own ? top.filter((m) => own.includes(m)) : (top ?? own);
     if (methods && methods.length === 0) {
-      at([...where, 'method'], `alternative ${k + 1} can never match: its method is outside the rule's (${top!.join(', ')})`);
+      at(
+        [...where, 'method'],
+        `alternative ${k + 1} can never match: its method is outside the rule's (${top!.join(', ')})`,
+      );
     }
     return { methods, path: pathCondition(alt, where, at, false) };
   });
@@ -110,7 +120,11 @@ function pathCondition(fields: RawAlternative, where: YamlPath, at: At, hasAny: 
   const present = PATH_FIELDS.filter((k) => fields[k] !== undefined);
   if (present.length + (hasAny ? 1 : 0) > 1) {
     const names = hasAny ? [...present, 'any'] : present;
-    at(where, `two path conditions in one match (${names.join(' and ')}); list alternatives under "any:" instead`, names[1]);
+    at(
+      where,
+      `two path conditions in one match (${names.join(' and ')}); list alternatives under "any:" instead`,
+      names[1],
+    );
     return null;
   }
   const kind = present[0];
@@ -139,7 +153,16 @@ function locate(doc: Document, lines: LineCounter, path: YamlPath, key?: string)
 
 function describeIssue(issue: z.core.$ZodIssue): string {
   const field = fieldName(issue.path);
-  const got = (input: unknown) => (Array.isArray(input) ? (input.length === 0 ? 'an empty list' : 'a list') : input === null ? 'null' : typeof input === 'object' ? 'a mapping' : JSON.stringify(input));
+  const got = (input: unknown) =>
+    Array.isArray(input)
+      ? input.length === 0
+        ? 'an empty list'
+        : 'a list'
+      : input === null
+        ? 'null'
+        : typeof input === 'object'
+          ? 'a mapping'
+          : JSON.stringify(input);
   switch (issue.code) {
     case 'unrecognized_keys':
       return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}${field ? ` in ${field}` : ''}`;

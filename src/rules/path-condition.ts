@@ -46,7 +46,8 @@ export function conditionProblem(c: PathCondition): string | null {
 
 function normalProblem(kind: string, v: string): string | null {
   if (v[0] !== '/') return `${kind} "${v}" must start with "/"`;
-  if (v.length > 1 && v.endsWith('/')) return `${kind} "${v}" must not end with "/" (trailing slashes are ignored when matching)`;
+  if (v.length > 1 && v.endsWith('/'))
+    return `${kind} "${v}" must not end with "/" (trailing slashes are ignored when matching)`;
   let normal: string;
   try {
     normal = normalizePath(v);

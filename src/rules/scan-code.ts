@@ -65,7 +65,10 @@ interface Refs<D> {
   /** Exact paths. */
   readonly paths: string[];
   readonly matchers: PathTest[];
-  /** Index in `matchers` of the matcher of each glob or template, by kind and text: one per condition, whichever cases test it. */
+  /**
+   * Index in `matchers` of the matcher of each glob or template, by kind and text: one per condition, whichever cases
+   * test it.
+   */
   readonly matcherOf: Map<string, number>;
   readonly maps: Map<string, readonly (D | null)[]>[];
 }
@@ -74,7 +77,11 @@ interface Refs<D> {
  * `name` names the generated function (stack traces, profiles); it must be a
  * plain identifier chosen by the caller, never text from a rule file.
  */
-export function compileTable<D>(name: string, exact: ReadonlyMap<string, readonly (D | null)[]>, entries: readonly ScanEntry<D>[]): Decide<D> {
+export function compileTable<D>(
+  name: string,
+  exact: ReadonlyMap<string, readonly (D | null)[]>,
+  entries: readonly ScanEntry<D>[],
+): Decide<D> {
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new Error(`not an identifier: ${name}`);
   const refs: Refs<D> = { decisions: [], texts: [], paths: [], matchers: [], matcherOf: new Map(), maps: [] };
   const scan = entries.map(({ condition, byPresence }) => ({
@@ -93,7 +100,9 @@ export function compileTable<D>(name: string, exact: ReadonlyMap<string, readonl
 
   // The scan of paths whose second character is `c` (null: a character no condition fixes).
   const scanLines = (c: number | null) =>
-    upToUnconditional(scan.filter((t) => t.second === null || t.second === c).map((t) => testLine(t, c !== null, refs)));
+    upToUnconditional(
+      scan.filter((t) => t.second === null || t.second === c).map((t) => testLine(t, c !== null, refs)),
+    );
   const exactLines = (paths: readonly string[]) => {
     const byLength = new Map<number, string[]>();
     for (const path of paths) byLength.set(path.length, [...(byLength.get(path.length) ?? []), path]);
@@ -104,23 +113,30 @@ export function compileTable<D>(name: string, exact: ReadonlyMap<string, readonl
         return [`case ${n}: { const d = X[${m}].get(p); if (d !== undefined) return d[q]; break; }`];
       }
       const lines = same.map(
-        (path) => `if (z === ${path.charCodeAt(n - 1)} && p === E[${refs.paths.push(path) - 1}]) return D[${refs.decisions.push(exact.get(path)!) - 1}][q];`,
+        (path) =>
+          `if (z === ${path.charCodeAt(n - 1)} && p === E[${refs.paths.push(path) - 1}]) return D[${refs.decisions.push(exact.get(path)!) - 1}][q];`,
       );
       return [`case ${n}:`, ...indent([...lines, 'break;'])];
     });
     return ['switch (n) {', ...indent(cases.flat()), '}'];
   };
 
-  const chars = [...new Set([...scan.flatMap((t) => (t.second === null ? [] : [t.second])), ...exactBySecond.keys()])].filter(
-    (c) => c !== NO_SECOND_CHAR,
-  );
-  const cases = chars.map((c) => [`case ${c}: {`, ...indent(orNull([...exactLines(exactBySecond.get(c) ?? []), ...scanLines(c)])), '}']);
+  const chars = [
+    ...new Set([...scan.flatMap((t) => (t.second === null ? [] : [t.second])), ...exactBySecond.keys()]),
+  ].filter((c) => c !== NO_SECOND_CHAR);
+  const cases = chars.map((c) => [
+    `case ${c}: {`,
+    ...indent(orNull([...exactLines(exactBySecond.get(c) ?? []), ...scanLines(c)])),
+    '}',
+  ]);
   // Exact paths shorter than two characters ("/") meet the default case, with everything else no case takes.
   const fallback = orNull([...exactLines(exactBySecond.get(NO_SECOND_CHAR) ?? []), ...scanLines(null)]);
 
   const body = [
     'const n = p.length;',
-    ...(scan.some((t) => t.condition?.kind === 'template' && fixedLayout(t.condition.value)?.includes('hex')) ? ['let c = 0; // a character under a hex test'] : []),
+    ...(scan.some((t) => t.condition?.kind === 'template' && fixedLayout(t.condition.value)?.includes('hex'))
+      ? ['let c = 0; // a character under a hex test']
+      : []),
     `switch (n > 1 ? p.charCodeAt(1) : ${NO_SECOND_CHAR}) {`,
     ...indent([...cases.flat(), 'default: {', ...indent(fallback), '}']),
     '}',
@@ -130,7 +146,13 @@ export function compileTable<D>(name: string, exact: ReadonlyMap<string, readonl
   // array) to the array it holds. (Not the inner arrays: V8 reads a frozen
   // array at a variable index, `[q]`, through a generic call.)
   const decisions = Object.freeze([...refs.decisions]);
-  return new Function('D', 'T', 'E', 'M', 'X', source)(decisions, refs.texts, refs.paths, refs.matchers, refs.maps) as Decide<D>;
+  return new Function('D', 'T', 'E', 'M', 'X', source)(
+    decisions,
+    refs.texts,
+    refs.paths,
+    refs.matchers,
+    refs.maps,
+  ) as Decide<D>;
 }
 
 function indent(lines: readonly string[]): string[] {
@@ -227,12 +249,17 @@ function withHead(head: string, secondKnown: boolean, r: number): string {
  * most paths that do not fit are told apart before the costlier hex tests.
  */
 function layoutTest(layout: readonly CharTest[], secondKnown: boolean): string {
-  const fixed = charTests(layout.map((t) => (typeof t === 'number' ? t : null)), secondKnown);
+  const fixed = charTests(
+    layout.map((t) => (typeof t === 'number' ? t : null)),
+    secondKnown,
+  );
   const hex = layout.flatMap((t, i) => (t === 'hex' ? [hexTest(i)] : []));
   return [`n === ${layout.length}`, ...fixed, ...hex].join(' && ');
 }
 
-/** Is the character at `i` a hex digit: `isHex` of template.ts, inlined (a call per character costs more than the test). */
+/**
+ * Is the character at `i` a hex digit: `isHex` of template.ts, inlined (a call per character costs more than the test).
+ */
 function hexTest(i: number): string {
   return `(((c = p.charCodeAt(${i})) - 48) >>> 0 < 10 || ((c | 32) - 97) >>> 0 < 6)`;
 }
@@ -251,7 +278,9 @@ function charsFrom(text: string, secondKnown: boolean): string {
  */
 function charTests(expected: readonly (number | null)[], secondKnown: boolean): string[] {
   const order = [...expected.keys()].slice(1).concat(expected.length > 0 ? [0] : []);
-  return order.flatMap((i) => (expected[i] === null || (i === 1 && secondKnown) ? [] : [`p.charCodeAt(${i}) === ${expected[i]}`]));
+  return order.flatMap((i) =>
+    expected[i] === null || (i === 1 && secondKnown) ? [] : [`p.charCodeAt(${i}) === ${expected[i]}`],
+  );
 }
 
 /** `p` ends with `text`; `z` is its last character, already read. */

@@ -51,7 +51,8 @@ export class BundledServices {
     await this.redisReachable();
     const settings = loadAgentServerSettings(this.env);
     const verifyApiKey = registryKeyVerifier(this.keys());
-    // With REDIS_URL, threads, their state and the long-term memory survive a restart: they share the key registry's connection.
+    // With REDIS_URL, threads, their state and the long-term memory survive a restart: they share the key registry's
+    // connection.
     const redis = this.redisClient();
     const server = await createAgentServer({
       configPath: settings.appConfig,
@@ -76,7 +77,10 @@ export class BundledServices {
     else this.redis?.disconnect();
   }
 
-  /** The key registry the bundled services check keys against (in Redis with REDIS_URL, else in memory); the edge's KEY_CHECK asks it too. */
+  /**
+   * The key registry the bundled services check keys against (in Redis with REDIS_URL, else in memory); the edge's
+   * KEY_CHECK asks it too.
+   */
   keys(): KeyRegistry {
     if (this.registry) return this.registry;
     const { keysPrefix } = loadControlPlaneSettings(this.env);
@@ -100,7 +104,10 @@ export class BundledServices {
             (err: Error) => {
               const url = new URL(loadControlPlaneSettings(this.env).redisUrl!);
               url.password = url.password && '***';
-              throw new SettingsError('REDIS_URL', `the bundled services keep their state in Redis and could not reach ${url.href} at start (${this.lastRedisError ?? err.message})`);
+              throw new SettingsError(
+                'REDIS_URL',
+                `the bundled services keep their state in Redis and could not reach ${url.href} at start (${this.lastRedisError ?? err.message})`,
+              );
             },
           );
     return this.reachable;

@@ -25,7 +25,9 @@ describe('gateway check', () => {
     expect(r.code).toBe(1);
     const lines = r.stdout.split('\n');
     const stats = lines.find((l) => l.includes('rule "runs-stats"'));
-    expect(stats).toMatch(/^test\/fixtures\/seed-order\.yaml:\d+: rule "runs-stats": shadowed: never decides: earlier rule "default-api-key"/);
+    expect(stats).toMatch(
+      /^test\/fixtures\/seed-order\.yaml:\d+: rule "runs-stats": shadowed: never decides: earlier rule "default-api-key"/,
+    );
     const download = lines.find((l) => l.includes('rule "public-download"'));
     expect(download).toMatch(/partly-shadowed: .*"default-api-key".*x-api-key.*"default-user".*x-user-id/);
     // Only those two: the catch-all after the defaults is the intended fallback.
@@ -63,7 +65,16 @@ describe('gateway explain', () => {
   };
 
   it('POST /runs/query with key and user: both buckets, digested keys', async () => {
-    const r = await explainJson('POST', '/runs/query', '-H', 'x-api-key: secret-key-123', '-H', 'x-user-id: alice', '--ip', '10.0.0.1');
+    const r = await explainJson(
+      'POST',
+      '/runs/query',
+      '-H',
+      'x-api-key: secret-key-123',
+      '-H',
+      'x-user-id: alice',
+      '--ip',
+      '10.0.0.1',
+    );
     expect(r.rule).toBe('runs-query');
     expect(r.limits.map(({ by, count, per_seconds, category }) => ({ by, count, per_seconds, category }))).toEqual([
       { by: 'api-key', count: 15, per_seconds: 10, category: 'Run query (API)' },
@@ -88,7 +99,9 @@ describe('gateway explain', () => {
   it('explains why a rule was passed over for lack of identity', async () => {
     const r = await explainJson('GET', '/repos');
     expect(r.rule).toBe('public');
-    expect(r.passed_over.find((p) => p.rule === 'repos')!.reason).toMatch(/carries none of its identities \(api-key, user-ip\)/);
+    expect(r.passed_over.find((p) => p.rule === 'repos')!.reason).toMatch(
+      /carries none of its identities \(api-key, user-ip\)/,
+    );
     expect(r.passed_over.find((p) => p.rule === 'default')!.reason).toMatch(/carries none/);
   });
 
@@ -101,7 +114,9 @@ describe('gateway explain', () => {
   it('prints a readable trace without --json', async () => {
     const r = await gateway('explain', 'GET', '/runs/not-a-uuid', '-H', 'x-api-key: k');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(/pass {2}run-lookup \(line \d+\): path \/runs\/not-a-uuid fits none of: template \/runs\/\{uuid\}/);
+    expect(r.stdout).toMatch(
+      /pass {2}run-lookup \(line \d+\): path \/runs\/not-a-uuid fits none of: template \/runs\/\{uuid\}/,
+    );
     expect(r.stdout).toMatch(/==> {3}default \(line \d+\)/);
     expect(r.stdout).toContain('default.api-key: 1000 per 10s, by api-key, category "Default (API key)"');
   });
@@ -120,20 +135,30 @@ describe('the gateway program', () => {
     const run = promisify(execFile);
     const ok = await run(process.execPath, ['bin/gateway.js', 'check', 'rules/us.yaml']);
     expect(ok.stdout).toContain('no findings');
-    await expect(run(process.execPath, ['bin/gateway.js', 'check', 'test/fixtures/seed-order.yaml'])).rejects.toMatchObject({ code: 1 });
+    await expect(
+      run(process.execPath, ['bin/gateway.js', 'check', 'test/fixtures/seed-order.yaml']),
+    ).rejects.toMatchObject({ code: 1 });
   });
 
   it('start with the bundled services and a Redis that refuses connections exits 2 at once, naming REDIS_URL, password hidden', async () => {
     const run = promisify(execFile);
     const port = await closedPort();
-    const env: NodeJS.ProcessEnv = { ...process.env, REDIS_URL: `redis://user:hunter2@127.0.0.1:${port}`, PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'silent' };
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      REDIS_URL: `redis://user:hunter2@127.0.0.1:${port}`,
+      PORT: '0',
+      ADMIN_PORT: '0',
+      LOG_LEVEL: 'silent',
+    };
     for (const name of ['AGENT_SERVER_URL', 'CONTROL_PLANE_URL', 'REDIS_CLUSTER_NODES']) delete env[name];
     const failed = await run(process.execPath, ['bin/gateway.js', 'start'], { env, timeout: 20_000 }).then(
       () => null,
       (err: { code?: number; stderr?: string }) => err,
     );
     expect(failed?.code).toBe(2);
-    expect(failed?.stderr).toContain(`gateway start: REDIS_URL: the bundled services keep their state in Redis and could not reach redis://user:***@127.0.0.1:${port}`);
+    expect(failed?.stderr).toContain(
+      `gateway start: REDIS_URL: the bundled services keep their state in Redis and could not reach redis://user:***@127.0.0.1:${port}`,
+    );
     expect(failed?.stderr).toContain('ECONNREFUSED');
     expect(failed?.stderr).not.toContain('hunter2');
     expect(failed?.stderr).not.toMatch(/\n\s+at /); // no stack trace

@@ -48,7 +48,14 @@ describe('accessLog', () => {
 
   it('leaves out what a request did not have, and says when fallback buckets decided', async () => {
     const { root, lines } = capture();
-    accessLog(root)({ ...ENTRY, rule: undefined, upstream: undefined, fellBack: true, decision: 'unlimited', status: 400 });
+    accessLog(root)({
+      ...ENTRY,
+      rule: undefined,
+      upstream: undefined,
+      fellBack: true,
+      decision: 'unlimited',
+      status: 400,
+    });
     await held();
     const line = JSON.parse(lines()[0]!) as Record<string, unknown>;
     expect(line).not.toHaveProperty('rule');
@@ -73,7 +80,11 @@ describe('accessLog', () => {
     expect(writes).toEqual([]);
     await held();
     expect(writes).toHaveLength(1);
-    expect(lines().map((l) => (JSON.parse(l) as { requestId: string }).requestId)).toEqual(['turn-0', 'turn-1', 'turn-2']);
+    expect(lines().map((l) => (JSON.parse(l) as { requestId: string }).requestId)).toEqual([
+      'turn-0',
+      'turn-1',
+      'turn-2',
+    ]);
     for (let i = 0; i < 500; i++) log({ ...ENTRY, requestId: `big-${i}` }); // past 64 KiB at once
     expect(writes.length).toBeGreaterThan(1);
     await held();
@@ -92,7 +103,9 @@ describe('accessLog', () => {
       `process.exit(0);`,
     ].join('\n');
     try {
-      await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: join(import.meta.dirname, '../..') });
+      await promisify(execFile)(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+        cwd: join(import.meta.dirname, '../..'),
+      });
       expect(JSON.parse(readFileSync(file, 'utf8'))).toMatchObject({ requestId: 'at-exit', msg: 'request' });
     } finally {
       rmSync(dir, { recursive: true, force: true });

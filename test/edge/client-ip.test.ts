@@ -136,7 +136,12 @@ describe('through the edge', () => {
   });
 
   async function gateway(env: Record<string, string> = {}): Promise<TestGateway> {
-    const gw = await startTestGateway({ RULES_DIR: rules.dir, AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url, ...env });
+    const gw = await startTestGateway({
+      RULES_DIR: rules.dir,
+      AGENT_SERVER_URL: upstream.url,
+      CONTROL_PLANE_URL: upstream.url,
+      ...env,
+    });
     started.push(gw);
     return gw;
   }
@@ -147,7 +152,11 @@ describe('through the edge', () => {
     const res = await request(`${gw.url}/anything`, { headers });
     await res.body.text();
     const seen = upstream.seen.find((r) => r.headers['x-request-id'] === id);
-    return { status: res.statusCode, ratelimit: res.headers['ratelimit'], forwardedFor: seen?.headers['x-forwarded-for'] };
+    return {
+      status: res.statusCode,
+      ratelimit: res.headers['ratelimit'],
+      forwardedFor: seen?.headers['x-forwarded-for'],
+    };
   }
 
   it('without TRUST_PROXY a spoofed X-Forwarded-For changes nothing: one bucket, and the upstream sees the peer only', async () => {
@@ -196,7 +205,11 @@ describe('through the edge', () => {
     const one = await get(gw, '2001:db8:0:1::1', 'v6-one');
     const sameNet = await get(gw, '2001:db8:0:1:ffff:ffff:ffff:ffff', 'v6-same');
     const otherNet = await get(gw, '[2001:db8:0:2::1]:443', 'v6-other');
-    expect([one, sameNet, otherNet].map((r) => r.ratelimit)).toEqual(['"public.ip";r=99;t=36', '"public.ip";r=98;t=36', '"public.ip";r=99;t=36']);
+    expect([one, sameNet, otherNet].map((r) => r.ratelimit)).toEqual([
+      '"public.ip";r=99;t=36',
+      '"public.ip";r=98;t=36',
+      '"public.ip";r=99;t=36',
+    ]);
   });
 
   it('with a trusted proxy, a garbage X-Forwarded-For counts the proxy itself, not a fresh identity per value', async () => {
@@ -204,6 +217,10 @@ describe('through the edge', () => {
     const a = await get(gw, 'garbage-1', 'garbage-a');
     const b = await get(gw, 'garbage-2', 'garbage-b');
     const peer = await get(gw, undefined, 'garbage-peer');
-    expect([a, b, peer].map((r) => r.ratelimit)).toEqual(['"public.ip";r=99;t=36', '"public.ip";r=98;t=36', '"public.ip";r=97;t=36']);
+    expect([a, b, peer].map((r) => r.ratelimit)).toEqual([
+      '"public.ip";r=99;t=36',
+      '"public.ip";r=98;t=36',
+      '"public.ip";r=97;t=36',
+    ]);
   });
 });

@@ -82,9 +82,12 @@ async function post(pool: Pool, key: string): Promise<number> {
 
 describe('exactness across two edge processes sharing Redis', () => {
   it(`a burst of ${BURST} over ${2 * CONNECTIONS_PER_EDGE} connections admits exactly ${COUNT} plus the computed refill`, async () => {
-    // Warm up on another key: opens every connection of both pools and loads the script, so the burst measures the limiter.
+    // Warm up on another key: opens every connection of both pools and loads the script, so the burst measures the
+    // limiter.
     const warm = `warm-${randomBytes(8).toString('hex')}`;
-    const warmed = await Promise.all(pools.flatMap((p) => Array.from({ length: CONNECTIONS_PER_EDGE }, () => post(p, warm))));
+    const warmed = await Promise.all(
+      pools.flatMap((p) => Array.from({ length: CONNECTIONS_PER_EDGE }, () => post(p, warm))),
+    );
     expect(warmed).toEqual(Array(2 * CONNECTIONS_PER_EDGE).fill(200));
 
     const key = `lsv2_burst_${randomBytes(12).toString('hex')}`;
@@ -96,8 +99,12 @@ describe('exactness across two edge processes sharing Redis', () => {
     const denied = statuses.filter((s) => s === 429).length;
     const slack = Math.floor((elapsedS * COUNT) / PER_SECONDS);
     expect(admitted + denied, `statuses other than 200/429: ${[...new Set(statuses)].join(', ')}`).toBe(BURST);
-    expect(admitted, `elapsed ${elapsedS.toFixed(3)} s allows ${slack} refilled token(s)`).toBeGreaterThanOrEqual(COUNT);
-    expect(admitted, `elapsed ${elapsedS.toFixed(3)} s allows ${slack} refilled token(s)`).toBeLessThanOrEqual(COUNT + slack);
+    expect(admitted, `elapsed ${elapsedS.toFixed(3)} s allows ${slack} refilled token(s)`).toBeGreaterThanOrEqual(
+      COUNT,
+    );
+    expect(admitted, `elapsed ${elapsedS.toFixed(3)} s allows ${slack} refilled token(s)`).toBeLessThanOrEqual(
+      COUNT + slack,
+    );
     expect(denied).toBe(BURST - admitted);
     expect(upstream.seen.filter((r) => r.headers['x-api-key'] === key)).toHaveLength(admitted);
 
@@ -106,7 +113,8 @@ describe('exactness across two edge processes sharing Redis', () => {
       const expected = CONNECTIONS_PER_EDGE + BURST / 2;
       const burstLines = () => edge.lines().filter((l) => l.msg === 'request' && l.rule === 'burst');
       // The child writes its log asynchronously: give the last lines a moment to arrive.
-      for (let waited = 0; burstLines().length < expected && waited < 3000; waited += 25) await new Promise((r) => setTimeout(r, 25));
+      for (let waited = 0; burstLines().length < expected && waited < 3000; waited += 25)
+        await new Promise((r) => setTimeout(r, 25));
       const lines = burstLines();
       expect(lines).toHaveLength(expected);
       expect(lines.filter((l) => l.fellBack)).toHaveLength(0);

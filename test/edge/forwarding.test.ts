@@ -45,7 +45,8 @@ describe('headers', () => {
     const [seen] = seenById(agent, minted!);
     expect(seen).toBeDefined();
     const h = seen!.headers;
-    for (const gone of ['x-foo', 'keep-alive', 'te', 'upgrade', 'proxy-connection', 'proxy-authorization']) expect(h[gone], gone).toBeUndefined();
+    for (const gone of ['x-foo', 'keep-alive', 'te', 'upgrade', 'proxy-connection', 'proxy-authorization'])
+      expect(h[gone], gone).toBeUndefined();
     expect(String(h.connection ?? '')).not.toMatch(/x-foo|close/i);
     expect(h['x-kept']).toBe('end-to-end');
     expect(h['x-forwarded-for']).toBe('127.0.0.1');
@@ -95,7 +96,14 @@ describe('headers', () => {
         const chunks: Buffer[] = [];
         socket.on('data', (c: Buffer) => chunks.push(c));
         socket.on('close', () => resolve(Buffer.concat(chunks)));
-        socket.write(head('POST /expecting HTTP/1.1', [['Host', 'x'], ['Expect', '100-continue'], ['Content-Length', '5000'], ['X-Request-Id', id]]));
+        socket.write(
+          head('POST /expecting HTTP/1.1', [
+            ['Host', 'x'],
+            ['Expect', '100-continue'],
+            ['Content-Length', '5000'],
+            ['X-Request-Id', id],
+          ]),
+        );
       });
     });
     expect(data.toString('latin1')).not.toContain('100 Continue');
@@ -120,7 +128,13 @@ describe('headers', () => {
       });
       res.end('ok');
     });
-    const res = await rawRequest(main.port, head('GET /hop-response HTTP/1.1', [['Host', 'edge.test'], ['Connection', 'close']]));
+    const res = await rawRequest(
+      main.port,
+      head('GET /hop-response HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['Connection', 'close'],
+      ]),
+    );
     expect(res.status).toBe(200);
     expect(res.body.toString()).toBe('ok');
     expect(res.headers['x-kept-response']).toEqual(['end-to-end']);
@@ -133,10 +147,18 @@ describe('headers', () => {
 describe('upstream failures', () => {
   it('an upstream that refuses connections answers 502 JSON {detail, code}', async () => {
     const port = await closedPort();
-    const gw = await startTestGateway({ RULES_DIR: setup.rulesDir, AGENT_SERVER_URL: `http://127.0.0.1:${port}`, CONTROL_PLANE_URL: control.url });
+    const gw = await startTestGateway({
+      RULES_DIR: setup.rulesDir,
+      AGENT_SERVER_URL: `http://127.0.0.1:${port}`,
+      CONTROL_PLANE_URL: control.url,
+    });
     try {
       const id = randomUUID();
-      const res = await request(`${gw.url}/threads`, { method: 'POST', body: '{}', headers: { 'x-request-id': id, 'content-type': 'application/json' } });
+      const res = await request(`${gw.url}/threads`, {
+        method: 'POST',
+        body: '{}',
+        headers: { 'x-request-id': id, 'content-type': 'application/json' },
+      });
       expect(res.statusCode).toBe(502);
       expect(res.headers['content-type']).toMatch(/^application\/json/);
       expect(res.headers['x-request-id']).toBe(id);
@@ -186,16 +208,30 @@ describe('routing', () => {
     ];
     for (const [path, expected, seenAs] of cases) {
       const id = randomUUID();
-      const res = await rawRequest(main.port, head(`GET ${path} HTTP/1.1`, [['Host', 'edge.test'], ['x-request-id', id], ['Connection', 'close']]));
+      const res = await rawRequest(
+        main.port,
+        head(`GET ${path} HTTP/1.1`, [
+          ['Host', 'edge.test'],
+          ['x-request-id', id],
+          ['Connection', 'close'],
+        ]),
+      );
       expect(res.status, path).toBe(200);
       const [hit, miss] = expected === 'control' ? [control, agent] : [agent, control];
-      expect(seenById(hit, id).map((r) => r.url), path).toEqual([seenAs]);
+      expect(
+        seenById(hit, id).map((r) => r.url),
+        path,
+      ).toEqual([seenAs]);
       expect(seenById(miss, id), path).toHaveLength(0);
     }
   });
 
   it('an upstream URL with a base path is prepended to the forwarded path', async () => {
-    const gw = await startTestGateway({ RULES_DIR: setup.rulesDir, AGENT_SERVER_URL: `${agent.url}/base/`, CONTROL_PLANE_URL: control.url });
+    const gw = await startTestGateway({
+      RULES_DIR: setup.rulesDir,
+      AGENT_SERVER_URL: `${agent.url}/base/`,
+      CONTROL_PLANE_URL: control.url,
+    });
     try {
       const id = randomUUID();
       const res = await request(`${gw.url}/threads?x=1`, { headers: { 'x-request-id': id } });

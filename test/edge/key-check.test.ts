@@ -112,7 +112,8 @@ describe('KEY_CHECK=on at the edge', () => {
 
   it('rotating fake keys from one client share its public bucket: 429 once it is empty', async () => {
     const statuses: number[] = [];
-    for (let i = 0; i < 101; i++) statuses.push((await send('/some/path', { 'x-api-key': `lgk_${randomUUID()}` })).status);
+    for (let i = 0; i < 101; i++)
+      statuses.push((await send('/some/path', { 'x-api-key': `lgk_${randomUUID()}` })).status);
     expect(statuses.filter((s) => s === 429).length).toBeGreaterThan(0);
     expect(statuses.every((s) => s === 401 || s === 429)).toBe(true);
   });
@@ -123,7 +124,10 @@ describe('KEY_CHECK setting', () => {
     const upstream = await startUpstream();
     const gw = await startTestGateway({ AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url });
     try {
-      const res = await request(`${gw.url}/runs/query`, { method: 'POST', headers: { 'x-api-key': `made-up-${randomUUID()}` } });
+      const res = await request(`${gw.url}/runs/query`, {
+        method: 'POST',
+        headers: { 'x-api-key': `made-up-${randomUUID()}` },
+      });
       await res.body.dump();
       expect(res.statusCode).toBe(200);
     } finally {
@@ -133,7 +137,13 @@ describe('KEY_CHECK setting', () => {
   });
 
   it('on with an external control plane and no REDIS_URL fails at boot, naming KEY_CHECK', async () => {
-    const settings = loadSettings({ KEY_CHECK: 'on', CONTROL_PLANE_URL: 'http://127.0.0.1:1', AGENT_SERVER_URL: 'http://127.0.0.1:1', PORT: '0', ADMIN_PORT: '0' });
+    const settings = loadSettings({
+      KEY_CHECK: 'on',
+      CONTROL_PLANE_URL: 'http://127.0.0.1:1',
+      AGENT_SERVER_URL: 'http://127.0.0.1:1',
+      PORT: '0',
+      ADMIN_PORT: '0',
+    });
     await expect(startGateway(settings, createLogger('silent'))).rejects.toThrow(/^KEY_CHECK: /);
   });
 

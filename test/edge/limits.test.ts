@@ -64,7 +64,10 @@ describe('denial', () => {
 
     const deniedId = fresh('denied');
     const res = await send('/runs/query', { 'x-api-key': key, 'x-request-id': deniedId });
-    expect(performance.now() - started, 'the burst outlasted one refill interval (667 ms): the machine is too slow for this test').toBeLessThan(667);
+    expect(
+      performance.now() - started,
+      'the burst outlasted one refill interval (667 ms): the machine is too slow for this test',
+    ).toBeLessThan(667);
     expect(res.status).toBe(429);
     const retryAfter = res.headers['retry-after'];
     expect(retryAfter).toMatch(/^\d+$/);
@@ -73,7 +76,14 @@ describe('denial', () => {
     // One token refills in 10 s / 15 = 667 ms, so "rounded up" is exactly 1.
     expect(seconds).toBe(1);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
-    expect(res.text).toBe(JSON.stringify({ detail: 'Rate limit exceeded', rule: 'runs-query', category: 'Run query (API)', retry_after: seconds }));
+    expect(res.text).toBe(
+      JSON.stringify({
+        detail: 'Rate limit exceeded',
+        rule: 'runs-query',
+        category: 'Run query (API)',
+        retry_after: seconds,
+      }),
+    );
     expect(res.headers['ratelimit-policy']).toBe('"runs-query.api-key";q=15;w=10');
     expect(res.headers['ratelimit']).toBe('"runs-query.api-key";r=0;t=1');
 
@@ -148,7 +158,14 @@ describe('paths', () => {
 
   it('invalid percent-encoding in the path answers 400 JSON {detail, code} and reaches no upstream', async () => {
     const key = fresh('key');
-    const res = await rawRequest(gw.port, head('POST /runs/%zzquery HTTP/1.1', [['Host', 'edge.test'], ['x-api-key', key], ['Content-Length', '0']]));
+    const res = await rawRequest(
+      gw.port,
+      head('POST /runs/%zzquery HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['x-api-key', key],
+        ['Content-Length', '0'],
+      ]),
+    );
     expect(res.status).toBe(400);
     const body = res.json() as Record<string, unknown>;
     expect(Object.keys(body).sort()).toEqual(['code', 'detail']);
@@ -164,7 +181,12 @@ describe('paths', () => {
     const b = fresh('key');
     const res = await rawRequest(
       gw.port,
-      head('POST /runs/query HTTP/1.1', [['Host', 'edge.test'], ['x-api-key', a], ['x-api-key', b], ['Content-Length', '0']]),
+      head('POST /runs/query HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['x-api-key', a],
+        ['x-api-key', b],
+        ['Content-Length', '0'],
+      ]),
     );
     expect(res.status).toBe(400);
     expect(res.json()).toEqual({ detail: expect.any(String), code: 'repeated_identity_header' });
@@ -176,7 +198,11 @@ describe('malformed requests get a 4xx and the process keeps serving', () => {
   for (const [what, raw, status] of [
     ['an invalid method', 'G(T /runs/query HTTP/1.1\r\nHost: edge.test\r\n\r\n', 400],
     ['an absurd header size', `GET /info HTTP/1.1\r\nHost: edge.test\r\nx-big: ${'a'.repeat(64 * 1024)}\r\n\r\n`, 431],
-    ['a request target that is not a path', 'GET runs/query HTTP/1.1\r\nHost: edge.test\r\nConnection: close\r\n\r\n', 400],
+    [
+      'a request target that is not a path',
+      'GET runs/query HTTP/1.1\r\nHost: edge.test\r\nConnection: close\r\n\r\n',
+      400,
+    ],
   ] as const) {
     it(`${what} → ${status}`, async () => {
       const res = await rawRequest(gw.port, raw);
@@ -267,12 +293,25 @@ describe('request log', () => {
     const badId = fresh('bad');
     await rawRequest(
       gw.port,
-      head('POST /runs/query HTTP/1.1', [['Host', 'edge.test'], ['x-api-key', key], ['x-api-key', key], ['x-user-id', user], ['x-request-id', badId], ['Content-Length', '0']]),
+      head('POST /runs/query HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['x-api-key', key],
+        ['x-api-key', key],
+        ['x-user-id', user],
+        ['x-request-id', badId],
+        ['Content-Length', '0'],
+      ]),
     );
     for (const id of [...ids, badId]) await gw.logs.requestLine(id);
     const text = gw.logs.raw();
-    for (const secret of [key, user, bearer, cookie, key.slice(-20), user.slice(-20)]) expect(text).not.toContain(secret);
-    expect(gw.logs.lines().filter((l) => ids.includes(String(l.requestId))).map((l) => l.decision)).toEqual([...Array(15).fill('allowed'), 'denied']);
+    for (const secret of [key, user, bearer, cookie, key.slice(-20), user.slice(-20)])
+      expect(text).not.toContain(secret);
+    expect(
+      gw.logs
+        .lines()
+        .filter((l) => ids.includes(String(l.requestId)))
+        .map((l) => l.decision),
+    ).toEqual([...Array(15).fill('allowed'), 'denied']);
   });
 });
 
@@ -293,7 +332,11 @@ describe('shadow rules', () => {
     - { by: ip, count: 1000, per: 60s, category: Public }
 `);
     shadowUpstream = await startUpstream();
-    shadowGw = await startTestGateway({ RULES_DIR: rules.dir, AGENT_SERVER_URL: shadowUpstream.url, CONTROL_PLANE_URL: shadowUpstream.url });
+    shadowGw = await startTestGateway({
+      RULES_DIR: rules.dir,
+      AGENT_SERVER_URL: shadowUpstream.url,
+      CONTROL_PLANE_URL: shadowUpstream.url,
+    });
   });
 
   afterAll(async () => {
@@ -307,9 +350,17 @@ describe('shadow rules', () => {
     const results = [];
     for (let i = 0; i < 4; i++) {
       const id = fresh('shadow');
-      const res = await request(`${shadowGw.url}/trial/run`, { method: 'GET', headers: { 'x-api-key': key, 'x-request-id': id } });
+      const res = await request(`${shadowGw.url}/trial/run`, {
+        method: 'GET',
+        headers: { 'x-api-key': key, 'x-request-id': id },
+      });
       await res.body.text();
-      results.push({ id, status: res.statusCode, ratelimit: res.headers['ratelimit'], retryAfter: res.headers['retry-after'] });
+      results.push({
+        id,
+        status: res.statusCode,
+        ratelimit: res.headers['ratelimit'],
+        retryAfter: res.headers['retry-after'],
+      });
     }
     expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
     expect(results.map((r) => r.ratelimit)).toEqual([
@@ -324,6 +375,10 @@ describe('shadow rules', () => {
     const decisions = [];
     for (const r of results) decisions.push((await shadowGw.logs.requestLine(r.id)).decision);
     expect(decisions).toEqual(['allowed', 'allowed', 'shadow-denied', 'shadow-denied']);
-    expect(await shadowGw.logs.requestLine(results[2]!.id)).toMatchObject({ rule: 'trial', status: 200, upstream: 'agent-server' });
+    expect(await shadowGw.logs.requestLine(results[2]!.id)).toMatchObject({
+      rule: 'trial',
+      status: 200,
+      upstream: 'agent-server',
+    });
   });
 });

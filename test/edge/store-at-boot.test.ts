@@ -31,7 +31,14 @@ afterAll(async () => {
 describe('store at boot', () => {
   it('the first requests after "gateway listening" are decided by Redis, not a store error', async () => {
     const upstream = await startUpstream();
-    const gw = await startTestGateway({ REDIS_URL: 'redis://127.0.0.1:6379', KEY_PREFIX: PREFIX, RULES_DIR: rules.dir, FAIL_MODE: 'closed', AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url });
+    const gw = await startTestGateway({
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      KEY_PREFIX: PREFIX,
+      RULES_DIR: rules.dir,
+      FAIL_MODE: 'closed',
+      AGENT_SERVER_URL: upstream.url,
+      CONTROL_PLANE_URL: upstream.url,
+    });
     try {
       const key = `k-${randomBytes(8).toString('hex')}`;
       // Sent at once, concurrently, with no warm-up.
@@ -43,7 +50,11 @@ describe('store at boot', () => {
         }),
       );
       expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
-      expect(results.map((r) => r.ratelimit).sort()).toEqual(['"boot.api-key";r=7;t=360', '"boot.api-key";r=8;t=360', '"boot.api-key";r=9;t=360']);
+      expect(results.map((r) => r.ratelimit).sort()).toEqual([
+        '"boot.api-key";r=7;t=360',
+        '"boot.api-key";r=8;t=360',
+        '"boot.api-key";r=9;t=360',
+      ]);
       expect(gw.logs.raw()).not.toContain('rate limit store failing');
       expect(await keysByPrefix(redis, PREFIX)).toHaveLength(1);
     } finally {
@@ -56,7 +67,14 @@ describe('store at boot', () => {
     const port = await closedPort();
     const upstream = await startUpstream();
     const started = performance.now();
-    const gw = await startTestGateway({ REDIS_URL: `redis://127.0.0.1:${port}`, KEY_PREFIX: PREFIX, RULES_DIR: rules.dir, FAIL_MODE: 'open', AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url });
+    const gw = await startTestGateway({
+      REDIS_URL: `redis://127.0.0.1:${port}`,
+      KEY_PREFIX: PREFIX,
+      RULES_DIR: rules.dir,
+      FAIL_MODE: 'open',
+      AGENT_SERVER_URL: upstream.url,
+      CONTROL_PLANE_URL: upstream.url,
+    });
     try {
       expect(performance.now() - started).toBeLessThan(2000);
       expect(gw.logs.lines().some((l) => l.msg === 'rate limit store not connected at boot')).toBe(true);

@@ -19,9 +19,12 @@ const { routes } = setup;
 let main: TestGateway, tight: TestGateway, agent: TestUpstream;
 beforeAll(() => void ({ main, tight, agent } = setup));
 
-
 /** Reads `body` until the text received so far satisfies `done`. */
-async function readUntil(body: AsyncIterator<Buffer>, received: { text: string }, done: (text: string) => boolean): Promise<void> {
+async function readUntil(
+  body: AsyncIterator<Buffer>,
+  received: { text: string },
+  done: (text: string) => boolean,
+): Promise<void> {
   while (!done(received.text)) {
     const next = await body.next();
     if (next.done) throw new Error(`stream ended before the expected data; got ${JSON.stringify(received.text)}`);
@@ -32,7 +35,6 @@ async function readUntil(body: AsyncIterator<Buffer>, received: { text: string }
 function sse(res: ServerResponse): void {
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
 }
-
 
 describe('server-sent events', () => {
   it('the first frame reaches the client while the upstream is still writing', async () => {
@@ -54,11 +56,19 @@ describe('server-sent events', () => {
     const body = res.body[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
     const received = { text: '' };
     // The upstream holds frame 2 until the client has frame 1: an edge that buffers never delivers it.
-    await within(readUntil(body, received, (t) => t.includes('data: one\n\n')), 3000, 'first SSE frame');
+    await within(
+      readUntil(body, received, (t) => t.includes('data: one\n\n')),
+      3000,
+      'first SSE frame',
+    );
     order.push('client got 1');
     expect(received.text).not.toContain('two');
     clientSawFirst.resolve();
-    await within(readUntil(body, received, (t) => t.includes('data: two\n\n')), 3000, 'second SSE frame');
+    await within(
+      readUntil(body, received, (t) => t.includes('data: two\n\n')),
+      3000,
+      'second SSE frame',
+    );
     order.push('client got 2');
     expect(await body.next()).toMatchObject({ done: true });
     expect(order).toEqual(['upstream wrote 1', 'client got 1', 'upstream wrote 2', 'client got 2']);
@@ -117,7 +127,12 @@ describe('server-sent events', () => {
         if (text.includes('data: first')) resolve();
       });
     });
-    socket.write(head('GET /sse/abandoned HTTP/1.1', [['Host', 'edge.test'], ['x-request-id', id]]));
+    socket.write(
+      head('GET /sse/abandoned HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['x-request-id', id],
+      ]),
+    );
     await within(firstFrame, 3000, 'first frame');
     expect(seenById(agent, id)).toHaveLength(1);
     socket.destroy();
@@ -161,7 +176,11 @@ describe('many open streams', () => {
     expect(streams.every((r) => r.statusCode === 200)).toBe(true);
     expect(open.size).toBe(300);
     try {
-      const quick = await within(request(`${main.url}/quick/after/streams`), 3000, 'a request while 300 streams are open');
+      const quick = await within(
+        request(`${main.url}/quick/after/streams`),
+        3000,
+        'a request while 300 streams are open',
+      );
       expect(quick.statusCode).toBe(200);
       await quick.body.dump();
     } finally {
@@ -198,7 +217,13 @@ describe('body limits (MAX_BODY=1KiB)', () => {
     const id = randomUUID();
     const socket = await connectRaw(tight.port);
     const response = collect(socket);
-    socket.write(head('POST /upload HTTP/1.1', [['Host', 'edge.test'], ['x-request-id', id], ['Content-Length', String(64 * 1024 * 1024)]]));
+    socket.write(
+      head('POST /upload HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['x-request-id', id],
+        ['Content-Length', String(64 * 1024 * 1024)],
+      ]),
+    );
     socket.write(Buffer.alloc(100, 1)); // 100 of 64 MiB: the answer cannot wait for the rest
     const res = await response;
     expect(res.status).toBe(413);
@@ -212,7 +237,13 @@ describe('body limits (MAX_BODY=1KiB)', () => {
     const id = randomUUID();
     const socket = await connectRaw(tight.port);
     const response = collect(socket);
-    socket.write(head('POST /upload HTTP/1.1', [['Host', 'edge.test'], ['x-request-id', id], ['Transfer-Encoding', 'chunked']]));
+    socket.write(
+      head('POST /upload HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['x-request-id', id],
+        ['Transfer-Encoding', 'chunked'],
+      ]),
+    );
     // 8 chunks of 512 bytes and no last chunk: the body never ends, so only the size can decide.
     for (let i = 0; i < 8; i++) socket.write(`200\r\n${'x'.repeat(512)}\r\n`);
     const res = await response;
@@ -230,14 +261,24 @@ describe('body limits (MAX_BODY=1KiB)', () => {
       const res = chunked
         ? await rawRequest(
             tight.port,
-            head('POST /upload HTTP/1.1', [['Host', 'edge.test'], ['x-request-id', id], ['Transfer-Encoding', 'chunked'], ['Connection', 'close']]),
+            head('POST /upload HTTP/1.1', [
+              ['Host', 'edge.test'],
+              ['x-request-id', id],
+              ['Transfer-Encoding', 'chunked'],
+              ['Connection', 'close'],
+            ]),
             `400\r\n`,
             body,
             '\r\n0\r\n\r\n',
           )
         : await rawRequest(
             tight.port,
-            head('POST /upload HTTP/1.1', [['Host', 'edge.test'], ['x-request-id', id], ['Content-Length', '1024'], ['Connection', 'close']]),
+            head('POST /upload HTTP/1.1', [
+              ['Host', 'edge.test'],
+              ['x-request-id', id],
+              ['Content-Length', '1024'],
+              ['Connection', 'close'],
+            ]),
             body,
           );
       expect(res.status, chunked ? 'chunked' : 'content-length').toBe(200);
@@ -248,7 +289,11 @@ describe('body limits (MAX_BODY=1KiB)', () => {
   it('one byte over MAX_BODY with Content-Length is 413', async () => {
     const res = await rawRequest(
       tight.port,
-      head('POST /upload HTTP/1.1', [['Host', 'edge.test'], ['Content-Length', '1025'], ['Connection', 'close']]),
+      head('POST /upload HTTP/1.1', [
+        ['Host', 'edge.test'],
+        ['Content-Length', '1025'],
+        ['Connection', 'close'],
+      ]),
       Buffer.alloc(1025, 7),
     );
     expect(res.status).toBe(413);
@@ -268,7 +313,11 @@ describe('large and streamed bodies', () => {
     const data = randomBytes(5 * 1024 * 1024);
     const sent = createHash('sha256').update(data).digest('hex');
     const body = new PassThrough();
-    const responded = request(`${main.url}/mirror`, { method: 'POST', body, headers: { 'content-type': 'application/octet-stream' } });
+    const responded = request(`${main.url}/mirror`, {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
     for (let at = 0; at < data.length; at += 64 * 1024) {
       if (!body.write(data.subarray(at, at + 64 * 1024))) await new Promise((r) => body.once('drain', r));
     }

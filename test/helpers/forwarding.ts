@@ -28,7 +28,9 @@ export function forwardingSetup(): ForwardingSetup {
   beforeAll(async () => {
     rules = rulesDir(OPEN_RULES);
     setup.rulesDir = rules.dir;
-    setup.agent = await startUpstream((req, res) => (setup.routes.get(new URL(req.url ?? '/', 'http://x').pathname) ?? echoJson)(req, res));
+    setup.agent = await startUpstream((req, res) =>
+      (setup.routes.get(new URL(req.url ?? '/', 'http://x').pathname) ?? echoJson)(req, res),
+    );
     setup.control = await startUpstream();
     const upstreams = { RULES_DIR: rules.dir, AGENT_SERVER_URL: setup.agent.url, CONTROL_PLANE_URL: setup.control.url };
     setup.main = await startTestGateway(upstreams);

@@ -35,7 +35,10 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const live = new Set<ChildProcess>();
 process.once('exit', () => live.forEach((c) => c.kill('SIGKILL')));
 
-export async function startGatewayProcess(env: Record<string, string>, readyTimeoutMs = 30_000): Promise<GatewayProcess> {
+export async function startGatewayProcess(
+  env: Record<string, string>,
+  readyTimeoutMs = 30_000,
+): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [BIN, 'start'], {
     cwd: ROOT,
     // A clean environment: nothing of the test runner's own settings leaks into the gateway.
@@ -74,7 +77,9 @@ export async function startGatewayProcess(env: Record<string, string>, readyTime
         await exited; // the rest of stdout
         const last = lines().find(pred);
         if (last) return last;
-        throw new Error(`gateway exited (${child.exitCode ?? child.signalCode}) without that log line; output:\n${all}`);
+        throw new Error(
+          `gateway exited (${child.exitCode ?? child.signalCode}) without that log line; output:\n${all}`,
+        );
       }
       if (Date.now() > deadline) throw new Error(`no gateway log line matched within ${timeoutMs} ms; output:\n${all}`);
       await new Promise((r) => setTimeout(r, 20));

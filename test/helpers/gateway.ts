@@ -24,9 +24,14 @@ export interface TestGateway {
 export async function startTestGateway(env: Record<string, string> = {}): Promise<TestGateway> {
   const settings = loadSettings({ PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env });
   const logs = new LogCapture();
-  const gateway = await startGateway(settings, createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]), { ...process.env, ...env });
+  const gateway = await startGateway(
+    settings,
+    createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]),
+    { ...process.env, ...env },
+  );
   const close = async () => {
-    // A test that failed mid-stream can leave a connection open, and server.close() waits for it: cut it after a grace period.
+    // A test that failed mid-stream can leave a connection open, and server.close() waits for it: cut it after a grace
+    // period.
     const cut = setTimeout(() => [gateway.edge, gateway.admin].forEach((l) => l.server.closeAllConnections()), 1000);
     try {
       await gateway.close();
@@ -61,7 +66,9 @@ export class LogCapture {
       .map((l) => JSON.parse(l) as Record<string, unknown>);
   }
 
-  /** The first line matching `pred`, waiting up to `timeoutMs` for it (a request's line is written after its response). */
+  /**
+   * The first line matching `pred`, waiting up to `timeoutMs` for it (a request's line is written after its response).
+   */
   async waitFor(pred: (line: Record<string, unknown>) => boolean, timeoutMs = 2000): Promise<Record<string, unknown>> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
@@ -89,7 +96,9 @@ export function rulesDir(yaml: string): { readonly dir: string; remove(): void }
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-/** One rule that lets everything through (per client IP, a million a second): for tests about forwarding, not limits. */
+/**
+ * One rule that lets everything through (per client IP, a million a second): for tests about forwarding, not limits.
+ */
 export const OPEN_RULES = `
 - id: open
   limits:

@@ -59,7 +59,13 @@ export function startLoad({ url, workers, request, timeoutMs = 5000, tag = 'load
       let body: string | undefined;
       let error: string | undefined;
       try {
-        const res = await pool.request({ path, method, headers: { ...headers, 'x-request-id': id }, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
+        const res = await pool.request({
+          path,
+          method,
+          headers: { ...headers, 'x-request-id': id },
+          headersTimeout: timeoutMs,
+          bodyTimeout: timeoutMs,
+        });
         status = res.statusCode;
         if (status === 200) await res.body.dump();
         else body = await res.body.text();
@@ -67,7 +73,17 @@ export function startLoad({ url, workers, request, timeoutMs = 5000, tag = 'load
         error = String((err as Error)?.message ?? err);
       }
       const end = performance.now();
-      samples.push({ id, worker, path, start, end, ms: end - start, status, ...(body === undefined ? {} : { body }), ...(error === undefined ? {} : { error }) });
+      samples.push({
+        id,
+        worker,
+        path,
+        start,
+        end,
+        ms: end - start,
+        status,
+        ...(body === undefined ? {} : { body }),
+        ...(error === undefined ? {} : { error }),
+      });
     }
   };
   const running = Array.from({ length: workers }, (_, w) => loop(w));

@@ -36,7 +36,9 @@ export function collect(socket: Socket, timeoutMs = 5000): Promise<RawResponse> 
     const chunks: Buffer[] = [];
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no complete response within ${timeoutMs} ms; got:\n${Buffer.concat(chunks).toString('latin1')}`));
+      reject(
+        new Error(`no complete response within ${timeoutMs} ms; got:\n${Buffer.concat(chunks).toString('latin1')}`),
+      );
     }, timeoutMs);
     const finish = (err?: Error) => {
       clearTimeout(timer);

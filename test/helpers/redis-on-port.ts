@@ -18,7 +18,20 @@ export async function startRedisOnPort(port: number, readyTimeoutMs = 5000): Pro
   const dir = mkdtempSync(join(tmpdir(), 'redis-test-'));
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no'],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'no',
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -46,12 +59,27 @@ export async function startRedisOnPort(port: number, readyTimeoutMs = 5000): Pro
   const deadline = Date.now() + readyTimeoutMs;
   for (;;) {
     if (gone()) break;
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
+    const probe = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 500,
+    });
     probe.on('error', () => {});
     try {
       await probe.connect();
       if ((await probe.ping()) === 'PONG') {
-        return { host: '127.0.0.1', port, url: `redis://127.0.0.1:${port}`, pid: child.pid!, stop, pause: () => void child.kill('SIGSTOP'), resume: () => void child.kill('SIGCONT') };
+        return {
+          host: '127.0.0.1',
+          port,
+          url: `redis://127.0.0.1:${port}`,
+          pid: child.pid!,
+          stop,
+          pause: () => void child.kill('SIGSTOP'),
+          resume: () => void child.kill('SIGCONT'),
+        };
       }
     } catch {
       // not listening yet

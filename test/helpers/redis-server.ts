@@ -70,7 +70,21 @@ async function startOnce(port: number, opts: StartRedisOptions): Promise<RedisPr
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'redis-test-'));
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--dir', dir, '--save', '', '--appendonly', 'no', '--daemonize', 'no', ...(opts.args ?? [])],
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--dir',
+      dir,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--daemonize',
+      'no',
+      ...(opts.args ?? []),
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
@@ -107,8 +121,16 @@ async function startOnce(port: number, opts: StartRedisOptions): Promise<RedisPr
 async function waitForPing(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`exited (${child.exitCode ?? child.signalCode})`);
-    const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, connectTimeout: 500 });
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`exited (${child.exitCode ?? child.signalCode})`);
+    const probe = new Redis({
+      port,
+      host: '127.0.0.1',
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      connectTimeout: 500,
+    });
     probe.on('error', () => {});
     try {
       await probe.connect();
@@ -151,9 +173,18 @@ export async function startRedisCluster(size = 3, timeoutMs = 20_000): Promise<R
     for (let i = 0; i < size; i++) {
       // Each node needs its own config file; the port is only known once startRedis picked it.
       const nodeDir = mkdtempSync(join(dir, 'node-'));
-      servers.push(await startRedis({ dir: nodeDir, args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf')] }));
+      servers.push(
+        await startRedis({
+          dir: nodeDir,
+          args: ['--cluster-enabled', 'yes', '--cluster-config-file', join(nodeDir, 'nodes.conf')],
+        }),
+      );
     }
-    await run('redis-cli', ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'], timeoutMs);
+    await run(
+      'redis-cli',
+      ['--cluster', 'create', ...servers.map((s) => `127.0.0.1:${s.port}`), '--cluster-replicas', '0', '--cluster-yes'],
+      timeoutMs,
+    );
     await waitForClusterOk(servers, timeoutMs);
   } catch (err) {
     await stop();

@@ -26,13 +26,20 @@ export function metricValue(text: string, name: string, labels: Record<string, s
   return sum;
 }
 
-/** Scrapes until `name{labels}` satisfies `ok`, up to `timeoutMs`; returns the last value seen. `between` runs before each retry (e.g. a request that lets the breaker probe). */
+/**
+ * Scrapes until `name{labels}` satisfies `ok`, up to `timeoutMs`; returns the last value seen. `between` runs before
+ * each retry (e.g. a request that lets the breaker probe).
+ */
 export async function waitForMetric(
   adminPort: number,
   name: string,
   labels: Record<string, string>,
   ok: (v: number) => boolean,
-  { timeoutMs = 3000, everyMs = 50, between }: { timeoutMs?: number; everyMs?: number; between?: () => Promise<unknown> } = {},
+  {
+    timeoutMs = 3000,
+    everyMs = 50,
+    between,
+  }: { timeoutMs?: number; everyMs?: number; between?: () => Promise<unknown> } = {},
 ): Promise<number> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

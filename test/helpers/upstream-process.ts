@@ -42,14 +42,19 @@ export async function spawnUpstream(name: string, port = 0, readyTimeoutMs = 10_
   let output = '';
   child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
   const bound = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`upstream ${name} did not listen within ${readyTimeoutMs} ms:\n${output}`)), readyTimeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`upstream ${name} did not listen within ${readyTimeoutMs} ms:\n${output}`)),
+      readyTimeoutMs,
+    );
     let text = '';
     child.stdout!.on('data', (d: Buffer) => {
       text += d.toString();
       const line = /^\{.*\}$/m.exec(text);
       if (line) (clearTimeout(timer), resolve((JSON.parse(line[0]) as { port: number }).port));
     });
-    void exited.then(() => (clearTimeout(timer), reject(new Error(`upstream ${name} exited before listening:\n${output}`))));
+    void exited.then(
+      () => (clearTimeout(timer), reject(new Error(`upstream ${name} exited before listening:\n${output}`))),
+    );
   }).catch(async (err: unknown) => {
     child.kill('SIGKILL');
     await exited;
@@ -61,6 +66,10 @@ export async function spawnUpstream(name: string, port = 0, readyTimeoutMs = 10_
     pid: child.pid!,
     port: bound,
     url: `http://127.0.0.1:${bound}`,
-    kill: () => (killing ??= (child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : (process.kill(child.pid!, 'SIGKILL'), exited))),
+    kill: () =>
+      (killing ??=
+        child.exitCode !== null || child.signalCode !== null
+          ? Promise.resolve()
+          : (process.kill(child.pid!, 'SIGKILL'), exited)),
   };
 }

@@ -90,7 +90,11 @@ export function registryContract(name: string, make: () => Promise<RegistryHarne
     });
 
     it('concurrent bootstraps make exactly one key', async () => {
-      const both = await Promise.all([ensureDevelopmentKey(h.registry), ensureDevelopmentKey(h.peer ?? h.registry), ensureDevelopmentKey(h.registry)]);
+      const both = await Promise.all([
+        ensureDevelopmentKey(h.registry),
+        ensureDevelopmentKey(h.peer ?? h.registry),
+        ensureDevelopmentKey(h.registry),
+      ]);
       expect(both.filter((d) => d !== null)).toHaveLength(1);
     });
 

@@ -61,7 +61,11 @@ describe('gateway keys create', () => {
 
     const json = await run(['create', '--org', 'acme', '--workspace', 'ws-cli', '--json'], env);
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ org: 'acme', workspace: 'ws-cli', key: expect.stringMatching(/^gwk_/) });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      org: 'acme',
+      workspace: 'ws-cli',
+      key: expect.stringMatching(/^gwk_/),
+    });
   });
 
   it('exit 1 when the workspace belongs to another organisation', async () => {
@@ -86,7 +90,10 @@ describe('gateway keys create', () => {
     const badUrl = await run(['create', '--org', 'acme', '--workspace', 'w'], { REDIS_URL: 'http://x' });
     expect(badUrl.code).toBe(2);
     expect(badUrl.stderr).toContain('REDIS_URL');
-    const badName = await run(['create', '--org', 'a b', '--workspace', 'w'], { REDIS_URL: 'redis://127.0.0.1:6379', KEYS_PREFIX: `${RUN}:cli-bad` });
+    const badName = await run(['create', '--org', 'a b', '--workspace', 'w'], {
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      KEYS_PREFIX: `${RUN}:cli-bad`,
+    });
     expect(badName.code).toBe(2);
     expect(badName.stderr).toContain('organisation must be');
     expect((await run([])).code).toBe(2);

@@ -24,7 +24,12 @@ describe('BreakerLimiter', () => {
     let now = 0;
     const states: BreakerState[] = [];
     const store = switchableStore();
-    const breaker = new BreakerLimiter(store, { failureThreshold: 3, cooldownMs: 1000, now: () => now, onStateChange: (s) => states.push(s) });
+    const breaker = new BreakerLimiter(store, {
+      failureThreshold: 3,
+      cooldownMs: 1000,
+      now: () => now,
+      onStateChange: (s) => states.push(s),
+    });
 
     store.healthy = false;
     for (let i = 0; i < 3; i++) await expect(breaker.consume(bucket)).rejects.toBeInstanceOf(StoreError);
@@ -50,7 +55,10 @@ describe('BreakerLimiter', () => {
     let now = 0;
     let release!: () => void;
     const store: Limiter = {
-      consume: () => (now < 100 ? Promise.reject(new StoreError('down')) : new Promise((r) => (release = () => r({ allowed: true, buckets: [], retryAfterMs: 0 })))),
+      consume: () =>
+        now < 100
+          ? Promise.reject(new StoreError('down'))
+          : new Promise((r) => (release = () => r({ allowed: true, buckets: [], retryAfterMs: 0 }))),
       close: async () => {},
     };
     const breaker = new BreakerLimiter(store, { failureThreshold: 1, cooldownMs: 50, now: () => now });
@@ -64,7 +72,10 @@ describe('BreakerLimiter', () => {
   });
 
   it('does not count errors that are not store errors', async () => {
-    const breaker = new BreakerLimiter({ consume: () => Promise.reject(new TypeError('bug')), close: async () => {} }, { failureThreshold: 1 });
+    const breaker = new BreakerLimiter(
+      { consume: () => Promise.reject(new TypeError('bug')), close: async () => {} },
+      { failureThreshold: 1 },
+    );
     await expect(breaker.consume(bucket)).rejects.toBeInstanceOf(TypeError);
     expect(breaker.state).toBe('closed');
   });

@@ -11,7 +11,9 @@ describe('bucket keys', () => {
   });
 
   it('depend on the secret, so digests cannot be recomputed without it', () => {
-    expect(identityDigest('secret-one-sixteen!', '10.0.0.1')).not.toBe(identityDigest('secret-two-sixteen!', '10.0.0.1'));
+    expect(identityDigest('secret-one-sixteen!', '10.0.0.1')).not.toBe(
+      identityDigest('secret-two-sixteen!', '10.0.0.1'),
+    );
   });
 
   it('are the same through the cache, across its generations', () => {

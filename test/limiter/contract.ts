@@ -21,7 +21,9 @@ export interface LimiterHarness {
   advance?(ms: number): void;
   /** The store's remaining time to live of a key in ms (Redis PTTL). Absent: no TTLs to check. */
   pttl?(key: string): Promise<number>;
-  /** True when one call's buckets may live on different nodes: across slots, concurrent calls may deny more than needed. */
+  /**
+   * True when one call's buckets may live on different nodes: across slots, concurrent calls may deny more than needed.
+   */
   readonly splitsCalls?: boolean;
   close(): Promise<void>;
 }
@@ -39,7 +41,11 @@ export function limiterContract(name: string, make: () => Promise<LimiterHarness
       await h.close();
     });
 
-    const bucket = (key: string, capacity: number, perSeconds: number): Bucket => ({ key: h.key(key), capacity, perSeconds });
+    const bucket = (key: string, capacity: number, perSeconds: number): Bucket => ({
+      key: h.key(key),
+      capacity,
+      perSeconds,
+    });
     const consume = (...buckets: Bucket[]): Promise<LimitOutcome> => h.limiter.consume(buckets);
     /** `actual` is `expected`, or (real clock) up to SLACK_MS lower for the time the test took. */
     const near = (actual: number, expected: number) => {
@@ -165,7 +171,9 @@ export function limiterContract(name: string, make: () => Promise<LimiterHarness
       const admitted = outs.filter((o) => o.allowed);
       expect(admitted).toHaveLength(20);
       // Each admitted call saw its own state: the remainders are 19..0, once each.
-      expect(admitted.map((o) => o.buckets[0]!.remaining).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i));
+      expect(admitted.map((o) => o.buckets[0]!.remaining).sort((x, y) => x - y)).toEqual(
+        Array.from({ length: 20 }, (_, i) => i),
+      );
     });
 
     it('concurrent calls on two buckets charge both buckets equally, never more than the smaller allows', async () => {

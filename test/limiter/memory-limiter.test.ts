@@ -62,7 +62,9 @@ describe('MemoryLimiter bounds', () => {
     let largest = 0;
     for (let i = 0; i < 1_000_000; i++) {
       // Production-shaped keys (47 chars), all in a refilling state, so only eviction can bound the map.
-      const out = limiter.consumeSync([{ key: `rl:us:runs-query:api-key:${i.toString(36).padStart(22, '0')}`, capacity: 15, perSeconds: 60 }]);
+      const out = limiter.consumeSync([
+        { key: `rl:us:runs-query:api-key:${i.toString(36).padStart(22, '0')}`, capacity: 15, perSeconds: 60 },
+      ]);
       if (!out.allowed) throw new Error('a fresh identity was denied');
       if (limiter.size > largest) largest = limiter.size;
       if (i % 1000 === 0) clock.advance(1); // a million requests over a few seconds; no bucket refills fully
@@ -72,7 +74,9 @@ describe('MemoryLimiter bounds', () => {
     expect(largest).toBe(DEFAULT_MAX_KEYS);
     // Measured ~150 bytes per entry (heap + typed arrays) after such churn; asserted with room for GC timing.
     const grown = after.heapUsed - before.heapUsed + (after.arrayBuffers - before.arrayBuffers);
-    console.info(`memory limiter: ${limiter.size} keys, ${(grown / limiter.size).toFixed(0)} bytes per key after 1,000,000 identities`);
+    console.info(
+      `memory limiter: ${limiter.size} keys, ${(grown / limiter.size).toFixed(0)} bytes per key after 1,000,000 identities`,
+    );
     expect(grown).toBeLessThan(DEFAULT_MAX_KEYS * 200);
   });
 });

@@ -45,7 +45,19 @@ limiterContract('redis cluster, keys spread over slots', harness(false));
 
 describe('RedisLimiter on Redis Cluster', () => {
   it('computes the slot Redis computes', async () => {
-    const keys = ['', 'a', '123456789', 'rl:us:runs-query:api-key:AbCdEfGhIjKlMnOpQrStUv', '{user1000}.following', 'foo{}{bar}', 'foo{{bar}}zap', 'foo{bar}{zap}', 'ümlaut:{é}', '{}', 'x}{y'];
+    const keys = [
+      '',
+      'a',
+      '123456789',
+      'rl:us:runs-query:api-key:AbCdEfGhIjKlMnOpQrStUv',
+      '{user1000}.following',
+      'foo{}{bar}',
+      'foo{{bar}}zap',
+      'foo{bar}{zap}',
+      'ümlaut:{é}',
+      '{}',
+      'x}{y',
+    ];
     for (const key of keys) expect(keySlot(key), key).toBe(await client.cluster('KEYSLOT', key));
     expect(keySlot('123456789')).toBe(0x31c3 & 16383); // CRC16/XMODEM check value
   });

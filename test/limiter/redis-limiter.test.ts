@@ -14,8 +14,16 @@ import { limiterContract } from './contract.ts';
  */
 
 const RUN = `test:${randomUUID()}`;
-const SCRIPT_SHA = createHash('sha1').update(readFileSync(new URL('../../src/limiter/token-bucket.lua', import.meta.url))).digest('hex');
-const shared = new Redis({ host: '127.0.0.1', port: 6379, enableAutoPipelining: true, maxRetriesPerRequest: 1, lazyConnect: true });
+const SCRIPT_SHA = createHash('sha1')
+  .update(readFileSync(new URL('../../src/limiter/token-bucket.lua', import.meta.url)))
+  .digest('hex');
+const shared = new Redis({
+  host: '127.0.0.1',
+  port: 6379,
+  enableAutoPipelining: true,
+  maxRetriesPerRequest: 1,
+  lazyConnect: true,
+});
 
 async function deleteByPrefix(client: Redis, prefix: string): Promise<void> {
   let cursor = '0';
@@ -53,7 +61,12 @@ describe('RedisLimiter', () => {
   });
 
   it("honours the client's keyPrefix", async () => {
-    const prefixed = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1, keyPrefix: `${RUN}:prefixed:` });
+    const prefixed = new Redis({
+      host: '127.0.0.1',
+      port: 6379,
+      maxRetriesPerRequest: 1,
+      keyPrefix: `${RUN}:prefixed:`,
+    });
     const limiter = new RedisLimiter(prefixed);
     const key = `bucket-${randomUUID()}`;
     const outcomes = await Promise.all([1, 2].map(() => limiter.consume([{ key, capacity: 5, perSeconds: 60 }])));
@@ -83,12 +96,18 @@ describe('RedisLimiter on a private server', () => {
   afterEach(() => client?.disconnect());
   afterAll(() => server.stop());
 
-  const connect = () => (client = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: true, maxRetriesPerRequest: 1 }));
-  const buckets = (...names: string[]): Bucket[] => names.map((n) => ({ key: `${randomUUID()}:${n}`, capacity: 5, perSeconds: 60 }));
+  const connect = () =>
+    (client = new Redis({ port: server.port, host: '127.0.0.1', enableAutoPipelining: true, maxRetriesPerRequest: 1 }));
+  const buckets = (...names: string[]): Bucket[] =>
+    names.map((n) => ({ key: `${randomUUID()}:${n}`, capacity: 5, perSeconds: 60 }));
   const scriptCalls = async (c: Redis) => {
     const stats = await c.info('commandstats');
-    const count = (cmd: string, field: string) => Number(new RegExp(`cmdstat_${cmd}:.*?${field}=(\\d+)`).exec(stats)?.[1] ?? 0);
-    return { calls: count('evalsha', 'calls') + count('eval', 'calls'), noscript: count('evalsha', 'failed_calls') + count('evalsha', 'rejected_calls') };
+    const count = (cmd: string, field: string) =>
+      Number(new RegExp(`cmdstat_${cmd}:.*?${field}=(\\d+)`).exec(stats)?.[1] ?? 0);
+    return {
+      calls: count('evalsha', 'calls') + count('eval', 'calls'),
+      noscript: count('evalsha', 'failed_calls') + count('evalsha', 'rejected_calls'),
+    };
   };
 
   it('decides all buckets of a call in one script, one round trip', async () => {
@@ -118,7 +137,11 @@ describe('RedisLimiter on a private server', () => {
     expect(outcomes[4]!.buckets.map((b) => b.remaining)).toEqual([3, 3]);
     // shared has 1 token left: the first of these takes it, the others are denied and take nothing from `other`
     expect(outcomes.slice(5).map((o) => o.allowed)).toEqual([true, false, false]);
-    expect(outcomes.slice(5).map((o) => o.buckets.map((b) => b.remaining))).toEqual([[0, 2], [0, 2], [0, 2]]);
+    expect(outcomes.slice(5).map((o) => o.buckets.map((b) => b.remaining))).toEqual([
+      [0, 2],
+      [0, 2],
+      [0, 2],
+    ]);
     expect(outcomes[6]!.retryAfterMs).toBeGreaterThan(0);
   });
 
@@ -162,7 +185,13 @@ describe('RedisLimiter on a private server', () => {
 
   it('a stopped server is a StoreError', async () => {
     const own = await startRedis();
-    const c = new Redis({ port: own.port, host: '127.0.0.1', enableAutoPipelining: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const c = new Redis({
+      port: own.port,
+      host: '127.0.0.1',
+      enableAutoPipelining: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     c.on('error', () => {});
     const limiter = new RedisLimiter(c, { timeoutMs: 1000 });
     await limiter.consume(buckets('a'));

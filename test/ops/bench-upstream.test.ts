@@ -13,16 +13,23 @@ let child: ChildProcess;
 let port = 0;
 
 beforeAll(async () => {
-  child = spawn(process.execPath, ['--import', 'tsx', 'bench/peers/upstream.ts'], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  child = spawn(process.execPath, ['--import', 'tsx', 'bench/peers/upstream.ts'], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const lines = createInterface({ input: child.stdout! });
-  port = await new Promise<number>((resolve) => lines.once('line', (line) => resolve((JSON.parse(line) as { port: number }).port)));
+  port = await new Promise<number>((resolve) =>
+    lines.once('line', (line) => resolve((JSON.parse(line) as { port: number }).port)),
+  );
 });
 
 afterAll(() => {
   child.kill('SIGTERM');
 });
 
-/** Writes `parts` on one connection, a few ms apart, and returns everything read until the server closes or `ms` pass. */
+/**
+ * Writes `parts` on one connection, a few ms apart, and returns everything read until the server closes or `ms` pass.
+ */
 function exchange(parts: string[], ms = 300): Promise<string> {
   return new Promise((resolve, reject) => {
     const socket = connect(port, '127.0.0.1');
@@ -66,7 +73,10 @@ describe('bench upstream', () => {
     const closed = await exchange(['GET /a HTTP/1.1\r\nConnection: close\r\n\r\nGET /b HTTP/1.1\r\n\r\n'], 2_000);
     expect(count(closed, 'HTTP/1.1 200 OK')).toBe(1);
     expect(closed).toContain('connection: close');
-    const chunked = await exchange(['POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n'], 2_000);
+    const chunked = await exchange(
+      ['POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n'],
+      2_000,
+    );
     expect(chunked.startsWith('HTTP/1.1 501 ')).toBe(true);
   });
 });

@@ -41,7 +41,8 @@ beforeAll(async () => {
       const frame = () => res.write(`id: ${n}\ndata: frame ${n++}\n\n`);
       frame();
       const every = setInterval(frame, FRAME_MS);
-      const end = path === '/stream' ? setTimeout(() => (clearInterval(every), res.end('data: end\n\n')), STREAM_MS) : undefined;
+      const end =
+        path === '/stream' ? setTimeout(() => (clearInterval(every), res.end('data: end\n\n')), STREAM_MS) : undefined;
       res.once('close', () => (clearInterval(every), clearTimeout(end), open.delete(res)));
       return;
     }
@@ -83,7 +84,9 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     p.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))),
+    new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)),
+    ),
   ]);
 }
 
@@ -99,19 +102,27 @@ function tryConnect(port: number): Promise<string> {
 }
 
 /** Polls the admin listener's /readyz until it answers `status`; returns the answer. */
-async function readyzUntil(adminUrl: string, status: number, timeoutMs = 3000): Promise<{ status: number; body: Record<string, unknown> }> {
+async function readyzUntil(
+  adminUrl: string,
+  status: number,
+  timeoutMs = 3000,
+): Promise<{ status: number; body: Record<string, unknown> }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const res = await request(`${adminUrl}/readyz`);
     const body = (await res.body.json()) as Record<string, unknown>;
     if (res.statusCode === status) return { status: res.statusCode, body };
-    if (Date.now() > deadline) throw new Error(`/readyz still ${res.statusCode} after ${timeoutMs} ms: ${JSON.stringify(body)}`);
+    if (Date.now() > deadline)
+      throw new Error(`/readyz still ${res.statusCode} after ${timeoutMs} ms: ${JSON.stringify(body)}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
 
 /** Reads an event stream to its end; `first` resolves with the first chunk. */
-function readStream(body: AsyncIterable<Buffer>): { first: Promise<void>; done: Promise<{ text: string; error?: string }> } {
+function readStream(body: AsyncIterable<Buffer>): {
+  first: Promise<void>;
+  done: Promise<{ text: string; error?: string }>;
+} {
   let sawFirst!: () => void;
   const first = new Promise<void>((r) => (sawFirst = r));
   const done = (async () => {

@@ -52,7 +52,13 @@ let gw: TestGateway;
 beforeAll(async () => {
   rules = rulesDir(RULES);
   upstream = await startUpstream((req, res) => {
-    const rec: UpstreamRecord = { method: req.method ?? '', url: req.url ?? '', rawHeaders: req.rawHeaders, bytes: 0, done: false };
+    const rec: UpstreamRecord = {
+      method: req.method ?? '',
+      url: req.url ?? '',
+      rawHeaders: req.rawHeaders,
+      bytes: 0,
+      done: false,
+    };
     records.push(rec);
     req.on('data', (c: Buffer) => (rec.bytes += c.length));
     req.once('close', () => (rec.done = true));
@@ -82,7 +88,10 @@ interface Outcome {
   /** Body of an answer of 400 or more (the edge's own errors), as received. */
   readonly body?: string;
   readonly error?: string;
-  /** The connection was reset (the edge closed while the request was still being sent): what was sent back may be cut short. */
+  /**
+   * The connection was reset (the edge closed while the request was still being sent): what was sent back may be cut
+   * short.
+   */
   readonly reset?: boolean;
   readonly ms: number;
 }
@@ -102,7 +111,13 @@ function exchange(port: number, c: FuzzCase, timeoutMs = 8000): Promise<Outcome>
       clearTimeout(timer);
       socket.destroy();
       const { status, body } = finalResponse(Buffer.concat(chunks));
-      resolve({ status, ms: performance.now() - started, ...(status >= 400 ? { body } : {}), ...(error ? { error } : {}), ...(reset ? { reset } : {}) });
+      resolve({
+        status,
+        ms: performance.now() - started,
+        ...(status >= 400 ? { body } : {}),
+        ...(error ? { error } : {}),
+        ...(reset ? { reset } : {}),
+      });
     };
     const timer = setTimeout(() => {
       error = `no end within ${timeoutMs} ms`;
@@ -147,7 +162,9 @@ function slowLoris(port: number): Promise<Loris> {
   return new Promise((resolve) => {
     const started = performance.now();
     let response = '';
-    const socket = connect(port, '127.0.0.1', () => socket.write('GET /keyed/slow-loris HTTP/1.1\r\nHost: edge.fuzz\r\n'));
+    const socket = connect(port, '127.0.0.1', () =>
+      socket.write('GET /keyed/slow-loris HTTP/1.1\r\nHost: edge.fuzz\r\n'),
+    );
     let n = 0;
     const drip = setInterval(() => socket.writable && socket.write(`X-Drip-${n++}: ${'d'.repeat(10)}\r\n`), 1000);
     // Far beyond the bound below: a loris the edge never closes fails the test instead of hanging it.
@@ -163,117 +180,131 @@ function slowLoris(port: number): Promise<Loris> {
 }
 
 describe('fuzz: malformed requests through the edge', () => {
-  it(`${REQUESTS} malformed requests and ${LORIS_SOCKETS} slow-loris sockets: no 5xx, no crash, nothing refused reaches the upstream`, { timeout: 120_000 }, async () => {
-    console.log(`fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED})`);
-    const rng = prng(SEED);
-    const cases = Array.from({ length: REQUESTS }, () => fuzzCase(rng));
-    const outcomes: Outcome[] = new Array<Outcome>(cases.length);
+  it(
+    `${REQUESTS} malformed requests and ${LORIS_SOCKETS} slow-loris sockets: no 5xx, no crash, nothing refused reaches the upstream`,
+    { timeout: 120_000 },
+    async () => {
+      console.log(`fuzz seed ${SEED} (replay: FUZZ_SEED=${SEED})`);
+      const rng = prng(SEED);
+      const cases = Array.from({ length: REQUESTS }, () => fuzzCase(rng));
+      const outcomes: Outcome[] = new Array<Outcome>(cases.length);
 
-    // The HTTP adapter reports what it could not handle (a response written twice, say) on the console.
-    const consoleErrors = vi.spyOn(console, 'error');
-    const loris = Array.from({ length: LORIS_SOCKETS }, () => slowLoris(gw.port));
-    const started = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: CONCURRENCY }, async () => {
-        while (next < cases.length) {
-          const i = next++;
-          outcomes[i] = await exchange(gw.port, cases[i]!);
+      // The HTTP adapter reports what it could not handle (a response written twice, say) on the console.
+      const consoleErrors = vi.spyOn(console, 'error');
+      const loris = Array.from({ length: LORIS_SOCKETS }, () => slowLoris(gw.port));
+      const started = performance.now();
+      let next = 0;
+      await Promise.all(
+        Array.from({ length: CONCURRENCY }, async () => {
+          while (next < cases.length) {
+            const i = next++;
+            outcomes[i] = await exchange(gw.port, cases[i]!);
+          }
+        }),
+      );
+      const fuzzMs = performance.now() - started;
+      const lorisResults = await Promise.all(loris);
+      const adapterErrors = consoleErrors.mock.calls.map((args) => String(args[0]).slice(0, 200));
+      consoleErrors.mockRestore();
+
+      // What happened, by kind (printed: a changed distribution is worth a look even when nothing fails).
+      const table = new Map<string, Map<number, number>>();
+      const slowest = new Map<string, number>();
+      cases.forEach((c, i) => {
+        const row = table.get(c.kind) ?? new Map<number, number>();
+        row.set(outcomes[i]!.status, (row.get(outcomes[i]!.status) ?? 0) + 1);
+        table.set(c.kind, row);
+        slowest.set(c.kind, Math.max(slowest.get(c.kind) ?? 0, outcomes[i]!.ms));
+      });
+      console.log(
+        `fuzz: ${cases.length} requests in ${(fuzzMs / 1000).toFixed(1)} s, ${records.length} reached the upstream, ${outcomes.filter((o) => o.reset).length} reset by the edge\n` +
+          [...table]
+            .map(
+              ([kind, row]) =>
+                `  ${kind.padEnd(26)} ${`max ${Math.round(slowest.get(kind)!)} ms`.padEnd(14)} ${[...row].map(([s, n]) => `${s || 'closed'}×${n}`).join(' ')}`,
+            )
+            .join('\n'),
+      );
+      const replay = `(FUZZ_SEED=${SEED})`;
+      const show = (i: number) =>
+        `#${i} ${cases[i]!.kind}: ${JSON.stringify(
+          Buffer.concat(cases[i]!.parts.map((p) => Buffer.from(p as string, 'latin1')))
+            .toString('latin1')
+            .slice(0, 300),
+        )} → ${JSON.stringify(outcomes[i])}`;
+
+      // No 5xx at all, and no request left hanging.
+      const failures = outcomes.flatMap((o, i) => (o.status >= 500 || o.error !== undefined ? [show(i)] : []));
+      expect(failures.slice(0, 10), `5xx or hung requests ${replay}`).toEqual([]);
+      // Where the design fixes the answer, it is that answer.
+      const unexpected = outcomes.flatMap((o, i) =>
+        cases[i]!.want && !cases[i]!.want!.includes(o.status) ? [show(i)] : [],
+      );
+      expect(unexpected.slice(0, 10), `unexpected statuses ${replay}`).toEqual([]);
+
+      // Every refusal is the gateway's JSON error, never an empty or HTML answer.
+      const notJson = outcomes.flatMap((o, i) => {
+        if (o.status < 400 || o.reset) return []; // a reset may have cut the body short: nothing to judge
+        try {
+          const parsed = JSON.parse(o.body ?? '') as { detail?: unknown; code?: unknown };
+          if (typeof parsed.detail === 'string' && (typeof parsed.code === 'string' || o.status === 429)) return [];
+        } catch {
+          // reported below
         }
-      }),
-    );
-    const fuzzMs = performance.now() - started;
-    const lorisResults = await Promise.all(loris);
-    const adapterErrors = consoleErrors.mock.calls.map((args) => String(args[0]).slice(0, 200));
-    consoleErrors.mockRestore();
+        return [show(i)];
+      });
+      expect(notJson.slice(0, 10), `non-JSON error answers ${replay}`).toEqual([]);
+      // Regression: every HEAD request made @hono/node-server write its response a second time
+      // (ERR_HTTP_HEADERS_SENT, a stack trace on stderr each).
+      expect(adapterErrors.slice(0, 5), replay).toEqual([]);
 
-    // What happened, by kind (printed: a changed distribution is worth a look even when nothing fails).
-    const table = new Map<string, Map<number, number>>();
-    const slowest = new Map<string, number>();
-    cases.forEach((c, i) => {
-      const row = table.get(c.kind) ?? new Map<number, number>();
-      row.set(outcomes[i]!.status, (row.get(outcomes[i]!.status) ?? 0) + 1);
-      table.set(c.kind, row);
-      slowest.set(c.kind, Math.max(slowest.get(c.kind) ?? 0, outcomes[i]!.ms));
-    });
-    console.log(
-      `fuzz: ${cases.length} requests in ${(fuzzMs / 1000).toFixed(1)} s, ${records.length} reached the upstream, ${outcomes.filter((o) => o.reset).length} reset by the edge\n` +
-        [...table]
-          .map(([kind, row]) => `  ${kind.padEnd(26)} ${`max ${Math.round(slowest.get(kind)!)} ms`.padEnd(14)} ${[...row].map(([s, n]) => `${s || 'closed'}×${n}`).join(' ')}`)
-          .join('\n'),
-    );
-    const replay = `(FUZZ_SEED=${SEED})`;
-    const show = (i: number) => `#${i} ${cases[i]!.kind}: ${JSON.stringify(Buffer.concat(cases[i]!.parts.map((p) => Buffer.from(p as string, 'latin1'))).toString('latin1').slice(0, 300))} → ${JSON.stringify(outcomes[i])}`;
+      // The edge's own account agrees: no 5xx counted, no error logged.
+      const metrics = await scrapeMetrics(gw.gateway.admin.port);
+      expect(metrics.match(/^gateway_requests_total\{[^}]*status="5\d\d"[^}]*\} .*$/gm) ?? [], replay).toEqual([]);
+      const errors = gw.logs.lines().filter((l) => (l.level as number) >= 50);
+      expect(errors.slice(0, 5), replay).toEqual([]);
 
-    // No 5xx at all, and no request left hanging.
-    const failures = outcomes.flatMap((o, i) => (o.status >= 500 || o.error !== undefined ? [show(i)] : []));
-    expect(failures.slice(0, 10), `5xx or hung requests ${replay}`).toEqual([]);
-    // Where the design fixes the answer, it is that answer.
-    const unexpected = outcomes.flatMap((o, i) => (cases[i]!.want && !cases[i]!.want!.includes(o.status) ? [show(i)] : []));
-    expect(unexpected.slice(0, 10), `unexpected statuses ${replay}`).toEqual([]);
+      // Slow-loris: each socket is cut by headersTimeout (408), not held open, while everyone else was served.
+      const lorisProblems = lorisResults.filter(
+        (l) =>
+          !/^HTTP\/1\.1 408 /.test(l.response) ||
+          !l.response.includes('"code":"request_timeout"') ||
+          l.closedAfterMs < HEADERS_TIMEOUT_MS - 500 ||
+          l.closedAfterMs > HEADERS_TIMEOUT_MS + SWEEP_MS + 3000,
+      );
+      expect(lorisProblems, `slow-loris sockets not cut by headersTimeout ${replay}`).toEqual([]);
 
-    // Every refusal is the gateway's JSON error, never an empty or HTML answer.
-    const notJson = outcomes.flatMap((o, i) => {
-      if (o.status < 400 || o.reset) return []; // a reset may have cut the body short: nothing to judge
-      try {
-        const parsed = JSON.parse(o.body ?? '') as { detail?: unknown; code?: unknown };
-        if (typeof parsed.detail === 'string' && (typeof parsed.code === 'string' || o.status === 429)) return [];
-      } catch {
-        // reported below
-      }
-      return [show(i)];
-    });
-    expect(notJson.slice(0, 10), `non-JSON error answers ${replay}`).toEqual([]);
-    // Regression: every HEAD request made @hono/node-server write its response a second time
-    // (ERR_HTTP_HEADERS_SENT, a stack trace on stderr each).
-    expect(adapterErrors.slice(0, 5), replay).toEqual([]);
+      // Still alive and serving.
+      const valid = await request(`${gw.url}/keyed/after-fuzz`, { headers: { 'x-api-key': 'after-fuzz' } });
+      expect(valid.statusCode, replay).toBe(200);
+      expect(await valid.body.json()).toEqual({ ok: true });
+      expect((await request(`http://127.0.0.1:${gw.gateway.admin.port}/healthz`)).statusCode).toBe(200);
 
-    // The edge's own account agrees: no 5xx counted, no error logged.
-    const metrics = await scrapeMetrics(gw.gateway.admin.port);
-    expect(metrics.match(/^gateway_requests_total\{[^}]*status="5\d\d"[^}]*\} .*$/gm) ?? [], replay).toEqual([]);
-    const errors = gw.logs.lines().filter((l) => (l.level as number) >= 50);
-    expect(errors.slice(0, 5), replay).toEqual([]);
-
-    // Slow-loris: each socket is cut by headersTimeout (408), not held open, while everyone else was served.
-    const lorisProblems = lorisResults.filter(
-      (l) =>
-        !/^HTTP\/1\.1 408 /.test(l.response) ||
-        !l.response.includes('"code":"request_timeout"') ||
-        l.closedAfterMs < HEADERS_TIMEOUT_MS - 500 ||
-        l.closedAfterMs > HEADERS_TIMEOUT_MS + SWEEP_MS + 3000,
-    );
-    expect(lorisProblems, `slow-loris sockets not cut by headersTimeout ${replay}`).toEqual([]);
-
-    // Still alive and serving.
-    const valid = await request(`${gw.url}/keyed/after-fuzz`, { headers: { 'x-api-key': 'after-fuzz' } });
-    expect(valid.statusCode, replay).toBe(200);
-    expect(await valid.body.json()).toEqual({ ok: true });
-    expect((await request(`http://127.0.0.1:${gw.gateway.admin.port}/healthz`)).statusCode).toBe(200);
-
-    // The upstream saw only what the edge should let through. Wait for bodies still in flight first.
-    const deadline = Date.now() + 3000;
-    while (records.some((r) => !r.done) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    const forwarded = outcomes.filter((o) => o.status === 200).length;
-    expect(records.length, replay).toBeGreaterThanOrEqual(forwarded); // every 200 came from the upstream
-    expect(records.length).toBeGreaterThan(REQUESTS * 0.1); // the fuzz did exercise forwarding
-    const refusedAtUpstream = records.flatMap((r) => {
-      const problems: string[] = [];
-      const path = r.url.split('?')[0]!;
-      let normal: string | null;
-      try {
-        normal = normalizePath(path);
-      } catch {
-        normal = null;
-      }
-      if (!path.startsWith('/') || normal !== path) problems.push(`path not in normal form: ${path.slice(0, 120)}`);
-      for (const name of ['x-api-key', 'x-user-id']) {
-        const n = r.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === name).length;
-        if (n > 1) problems.push(`${n}× ${name}`);
-      }
-      if (r.bytes > MAX_BODY) problems.push(`body of ${r.bytes} bytes > MAX_BODY ${MAX_BODY}`);
-      if (r.url.includes('slow-loris')) problems.push('a slow-loris request');
-      return problems.length > 0 ? [`${r.method} ${r.url.slice(0, 120)}: ${problems.join('; ')}`] : [];
-    });
-    expect(refusedAtUpstream.slice(0, 10), replay).toEqual([]);
-  });
+      // The upstream saw only what the edge should let through. Wait for bodies still in flight first.
+      const deadline = Date.now() + 3000;
+      while (records.some((r) => !r.done) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+      const forwarded = outcomes.filter((o) => o.status === 200).length;
+      expect(records.length, replay).toBeGreaterThanOrEqual(forwarded); // every 200 came from the upstream
+      expect(records.length).toBeGreaterThan(REQUESTS * 0.1); // the fuzz did exercise forwarding
+      const refusedAtUpstream = records.flatMap((r) => {
+        const problems: string[] = [];
+        const path = r.url.split('?')[0]!;
+        let normal: string | null;
+        try {
+          normal = normalizePath(path);
+        } catch {
+          normal = null;
+        }
+        if (!path.startsWith('/') || normal !== path) problems.push(`path not in normal form: ${path.slice(0, 120)}`);
+        for (const name of ['x-api-key', 'x-user-id']) {
+          const n = r.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === name).length;
+          if (n > 1) problems.push(`${n}× ${name}`);
+        }
+        if (r.bytes > MAX_BODY) problems.push(`body of ${r.bytes} bytes > MAX_BODY ${MAX_BODY}`);
+        if (r.url.includes('slow-loris')) problems.push('a slow-loris request');
+        return problems.length > 0 ? [`${r.method} ${r.url.slice(0, 120)}: ${problems.join('; ')}`] : [];
+      });
+      expect(refusedAtUpstream.slice(0, 10), replay).toEqual([]);
+    },
+  );
 });

@@ -21,7 +21,13 @@ describe('hot metrics', () => {
     const ours = new Registry();
     const theirs = new Registry();
     const hot = new HotHistogram(ours, 'h_seconds', 'help text', ['upstream', 'status'], BOUNDS);
-    const ref = new Histogram({ name: 'h_seconds', help: 'help text', labelNames: ['upstream', 'status'], buckets: BOUNDS, registers: [theirs] });
+    const ref = new Histogram({
+      name: 'h_seconds',
+      help: 'help text',
+      labelNames: ['upstream', 'status'],
+      buckets: BOUNDS,
+      registers: [theirs],
+    });
     for (const [labels, v] of OBSERVED) {
       hot.observe(labels, v);
       ref.observe(labels, v);
@@ -33,8 +39,18 @@ describe('hot metrics', () => {
     const ours = new Registry();
     const theirs = new Registry();
     const hot = new HotCounter(ours, 'c_total', 'help text', ['rule', 'status']);
-    const ref = new Counter({ name: 'c_total', help: 'help text', labelNames: ['rule', 'status'], registers: [theirs] });
-    for (const labels of [{ rule: 'a', status: 200 }, { rule: 'b', status: 429 }, { rule: 'a', status: 200 }, { rule: 'a', status: '200' }]) {
+    const ref = new Counter({
+      name: 'c_total',
+      help: 'help text',
+      labelNames: ['rule', 'status'],
+      registers: [theirs],
+    });
+    for (const labels of [
+      { rule: 'a', status: 200 },
+      { rule: 'b', status: 429 },
+      { rule: 'a', status: 200 },
+      { rule: 'a', status: '200' },
+    ]) {
       hot.inc(labels);
       ref.inc(labels);
     }

@@ -86,10 +86,12 @@ describe('/metrics', () => {
     const before = await scrapeMetrics(admin);
 
     const limited = [];
-    for (let i = 0; i < 5; i++) limited.push(await send('/limited/x', { 'x-api-key': API_KEY, 'x-forwarded-for': IPV4 }));
+    for (let i = 0; i < 5; i++)
+      limited.push(await send('/limited/x', { 'x-api-key': API_KEY, 'x-forwarded-for': IPV4 }));
     expect(limited).toEqual([200, 200, 200, 429, 429]);
     const shadowed = [];
-    for (let i = 0; i < 3; i++) shadowed.push(await send('/shadowed/x', { 'x-user-id': USER_ID, 'x-forwarded-for': IPV4 }));
+    for (let i = 0; i < 3; i++)
+      shadowed.push(await send('/shadowed/x', { 'x-user-id': USER_ID, 'x-forwarded-for': IPV4 }));
     expect(shadowed).toEqual([200, 200, 200]); // shadow: counted, never denied
     const byIp = [];
     for (let i = 0; i < 3; i++) byIp.push(await send('/by-ip/x', { 'x-forwarded-for': IPV4_BY_IP }));
@@ -119,9 +121,14 @@ describe('/metrics', () => {
     expect(delta({})).toBe(5 + 3 + 6 + 1); // nothing else was counted
 
     // Everything forwarded (allowed and shadow-denied) went through the upstream histogram, once.
-    const histogram = (name: string, labels: Record<string, string>) => metricValue(after, name, labels) - metricValue(before, name, labels);
-    expect(histogram('gateway_upstream_duration_seconds_count', { upstream: 'agent-server', status: '200' })).toBe(4 + 3 + 4);
-    expect(histogram('gateway_upstream_duration_seconds_bucket', { upstream: 'agent-server', status: '200', le: '+Inf' })).toBe(4 + 3 + 4);
+    const histogram = (name: string, labels: Record<string, string>) =>
+      metricValue(after, name, labels) - metricValue(before, name, labels);
+    expect(histogram('gateway_upstream_duration_seconds_count', { upstream: 'agent-server', status: '200' })).toBe(
+      4 + 3 + 4,
+    );
+    expect(
+      histogram('gateway_upstream_duration_seconds_bucket', { upstream: 'agent-server', status: '200', le: '+Inf' }),
+    ).toBe(4 + 3 + 4);
     // Every limited request asked the store once, denials included.
     expect(histogram('gateway_store_duration_seconds_count', { store: 'memory', result: 'ok' })).toBe(15);
     expect(after).toMatch(/^gateway_store_duration_seconds_sum\{store="memory",result="ok"\} [0-9.e-]+$/m);
@@ -158,7 +165,11 @@ describe('/metrics', () => {
         expect(res.headers['ratelimit']).toBeUndefined();
       }
     };
-    await Promise.all([...Array.from({ length: 10 }, () => hammer('/healthz', 50)), hammer('/readyz', 50), hammer('/metrics', 20)]);
+    await Promise.all([
+      ...Array.from({ length: 10 }, () => hammer('/healthz', 50)),
+      hammer('/readyz', 50),
+      hammer('/metrics', 20),
+    ]);
     expect(Object.fromEntries(statuses)).toEqual({ 200: 10 * 50 + 50 + 20 });
     // Admin requests are not edge requests: not counted as such.
     const text = await scrapeMetrics(admin);

@@ -59,7 +59,10 @@ const STORE_WORKERS = 15;
 const CONTROL_WORKERS = 15;
 /** BreakerLimiter's default failureThreshold, which the gateway uses. */
 const BREAKER_THRESHOLD = 5;
-/** Rounds until the circuit opens (one more for the round in flight at the fault), plus one probe per cooldown second of an outage (under 5 s here). */
+/**
+ * Rounds until the circuit opens (one more for the round in flight at the fault), plus one probe per cooldown second of
+ * an outage (under 5 s here).
+ */
 const SLOW_ERRORS_ALLOWED = STORE_WORKERS * (BREAKER_THRESHOLD + 1) + 5;
 
 let rules: ReturnType<typeof rulesDir>;
@@ -88,7 +91,8 @@ beforeAll(async () => {
     - { by: api-key, count: 1000000, per: 1s, category: Wide }
 `);
   upstream = await startUpstream();
-  // The first second of load in a fresh worker is slow (JIT, first connections): spend it here, not in the first test's comparison.
+  // The first second of load in a fresh worker is slow (JIT, first connections): spend it here, not in the first test's
+  // comparison.
   const redis = await startRedis();
   redises.push(redis);
   const gw = await gatewayOn(redis.url, {});
@@ -142,7 +146,9 @@ function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
   let timer: NodeJS.Timeout;
   return Promise.race([
     p.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms))),
+    new Promise<never>(
+      (_, reject) => (timer = setTimeout(() => reject(new Error(`${what}: not within ${ms} ms`)), ms)),
+    ),
   ]);
 }
 
@@ -154,7 +160,9 @@ async function kill9(redis: RedisProcess): Promise<{ at: number; goneAt: number 
   return { at, goneAt: performance.now() };
 }
 
-/** STORE_WORKERS on `storePath` (a fresh api key per request) and CONTROL_WORKERS on /control, which no rule matches. */
+/**
+ * STORE_WORKERS on `storePath` (a fresh api key per request) and CONTROL_WORKERS on /control, which no rule matches.
+ */
 function mixedLoad(gw: TestGateway, storePath = '/wide') {
   return startLoad({
     url: gw.url,
@@ -164,13 +172,23 @@ function mixedLoad(gw: TestGateway, storePath = '/wide') {
 }
 
 /** The `request` log line of every sample, waiting (bounded) for lines not yet written. */
-async function requestLines(gw: TestGateway, samples: readonly Sample[], timeoutMs = 3000): Promise<Map<string, Record<string, unknown>>> {
+async function requestLines(
+  gw: TestGateway,
+  samples: readonly Sample[],
+  timeoutMs = 3000,
+): Promise<Map<string, Record<string, unknown>>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const byId = new Map(gw.logs.lines().filter((l) => l.msg === 'request').map((l) => [String(l.requestId), l] as const));
+    const byId = new Map(
+      gw.logs
+        .lines()
+        .filter((l) => l.msg === 'request')
+        .map((l) => [String(l.requestId), l] as const),
+    );
     const missing = samples.filter((s) => !byId.has(s.id));
     if (missing.length === 0) return byId;
-    if (Date.now() > deadline) throw new Error(`no request log line for ${missing.length} requests, e.g. ${missing[0]!.id}`);
+    if (Date.now() > deadline)
+      throw new Error(`no request log line for ${missing.length} requests, e.g. ${missing[0]!.id}`);
     await sleep(50);
   }
 }
@@ -180,7 +198,14 @@ async function requestLines(gw: TestGateway, samples: readonly Sample[], timeout
  * bound the store requests must keep, and the store requests' p99 before the
  * fault (for the report only).
  */
-function outageLatency(samples: readonly Sample[], storePath: string, faultAt: number, loopDelayMs: number, from: number, to = Infinity) {
+function outageLatency(
+  samples: readonly Sample[],
+  storePath: string,
+  faultAt: number,
+  loopDelayMs: number,
+  from: number,
+  to = Infinity,
+) {
   const inWindow = samples.filter((s) => s.start >= from && s.start < to);
   const store = stats(inWindow.filter((s) => s.path === storePath));
   const control = stats(inWindow.filter((s) => s.path === '/control'));
@@ -205,7 +230,8 @@ async function metrics(gw: TestGateway): Promise<string> {
 /** Store errors between two scrapes: slower than 25 ms (paid the budget), and faster. */
 function storeErrorsBetween(before: string, after: string): { slow: number; fast: number } {
   const count = (t: string) => metricValue(t, 'gateway_store_duration_seconds_count', { result: 'error' });
-  const fastCount = (t: string) => metricValue(t, 'gateway_store_duration_seconds_bucket', { result: 'error', le: '0.025' });
+  const fastCount = (t: string) =>
+    metricValue(t, 'gateway_store_duration_seconds_bucket', { result: 'error', le: '0.025' });
   const fast = fastCount(after) - fastCount(before);
   return { fast, slow: count(after) - count(before) - fast };
 }
@@ -224,8 +250,17 @@ function expectStoreUnavailable(s: Sample): void {
   expect(JSON.parse(s.body ?? 'null'), s.id).toEqual({ detail: expect.any(String), code: 'store_unavailable' });
 }
 
-async function send(gw: TestGateway, path: string, key: string, id: string): Promise<{ status: number; ratelimit: string | undefined; body: string }> {
-  const res = await request(`${gw.url}${path}`, { headers: { 'x-api-key': key, 'x-request-id': id }, headersTimeout: 5000, bodyTimeout: 5000 });
+async function send(
+  gw: TestGateway,
+  path: string,
+  key: string,
+  id: string,
+): Promise<{ status: number; ratelimit: string | undefined; body: string }> {
+  const res = await request(`${gw.url}${path}`, {
+    headers: { 'x-api-key': key, 'x-request-id': id },
+    headersTimeout: 5000,
+    bodyTimeout: 5000,
+  });
   const body = await res.body.text();
   return { status: res.statusCode, ratelimit: res.headers['ratelimit'] as string | undefined, body };
 }
@@ -252,7 +287,10 @@ async function smallBucketThrough(plan: readonly TestGateway[]): Promise<{ statu
   return last;
 }
 
-/** Requests to /wide, one every 50 ms, until the breaker gauge reads 0 (closed) and a request was decided by Redis again (200, not by a fallback). */
+/**
+ * Requests to /wide, one every 50 ms, until the breaker gauge reads 0 (closed) and a request was decided by Redis again
+ * (200, not by a fallback).
+ */
 async function untilRedisDecides(gw: TestGateway, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (let n = 0; ; n++) {
@@ -267,7 +305,8 @@ async function untilRedisDecides(gw: TestGateway, timeoutMs: number): Promise<vo
 
 describe('Redis killed under load (SIGKILL)', () => {
   it('FAIL_MODE=open: zero 5xx, every request after the kill is decided by the fallback, p99 within the budget', async () => {
-    // Regression: ioredis printed "[ioredis] Unhandled error event" with a stack to stderr on every reconnect attempt while Redis was down.
+    // Regression: ioredis printed "[ioredis] Unhandled error event" with a stack to stderr on every reconnect attempt
+    // while Redis was down.
     const stderr = vi.spyOn(console, 'error');
     const { redis, gw } = await redisAndGateway({ FAIL_MODE: 'open' });
     const load = mixedLoad(gw);
@@ -293,7 +332,9 @@ describe('Redis killed under load (SIGKILL)', () => {
     expect(after.length).toBeGreaterThanOrEqual(10);
     expect(after.filter((s) => lines.get(s.id)!.fellBack !== true).map((s) => s.id)).toEqual([]);
 
-    expect(metricValue(end, 'gateway_store_fallback_total') - metricValue(beforeFault, 'gateway_store_fallback_total')).toBeGreaterThanOrEqual(after.length);
+    expect(
+      metricValue(end, 'gateway_store_fallback_total') - metricValue(beforeFault, 'gateway_store_fallback_total'),
+    ).toBeGreaterThanOrEqual(after.length);
     expect(metricValue(outage, 'gateway_store_breaker_state')).toBeGreaterThan(0);
     expect(storeErrorsBetween(beforeFault, outage).slow).toBeLessThanOrEqual(SLOW_ERRORS_ALLOWED);
     expectFailureLoggedPerTransition(gw);
@@ -323,7 +364,9 @@ describe('Redis killed under load (SIGKILL)', () => {
     expect(l.store.p99).toBeLessThanOrEqual(l.bound);
 
     expect(metricValue(text, 'gateway_store_fallback_total')).toBe(0);
-    expect(metricValue(text, 'gateway_requests_total', { decision: 'store-down', status: '503' })).toBe(statusCounts(store)[503]);
+    expect(metricValue(text, 'gateway_requests_total', { decision: 'store-down', status: '503' })).toBe(
+      statusCounts(store)[503],
+    );
   });
 
   it('a rule with `fail: closed` answers 503 while FAIL_MODE=open keeps every other rule at 200', async () => {
@@ -351,7 +394,9 @@ describe('Redis killed under load (SIGKILL)', () => {
     const wideAfter = wide.filter((s) => s.start >= goneAt);
     expect(wideAfter.length).toBeGreaterThanOrEqual(10);
     expect(wideAfter.filter((s) => lines.get(s.id)!.fellBack !== true).map((s) => s.id)).toEqual([]);
-    expect(metricValue(text, 'gateway_requests_total', { rule: 'strict', decision: 'store-down', status: '503' })).toBeGreaterThanOrEqual(strictAfter.length);
+    expect(
+      metricValue(text, 'gateway_requests_total', { rule: 'strict', decision: 'store-down', status: '503' }),
+    ).toBeGreaterThanOrEqual(strictAfter.length);
     expect(metricValue(text, 'gateway_requests_total', { rule: 'wide', status: '503' })).toBe(0);
   });
 });
@@ -383,18 +428,23 @@ describe('Redis paused under load (SIGSTOP), then resumed (SIGCONT)', () => {
     expect(l.store.n).toBeGreaterThanOrEqual(10);
     expect(l.store.p99).toBeLessThanOrEqual(l.bound);
 
-    // A request started after the pause and answered before the resume cannot have had an answer from Redis: the fallback decided it.
+    // A request started after the pause and answered before the resume cannot have had an answer from Redis: the
+    // fallback decided it.
     // (One started shortly before the resume may get Redis's answer within its budget.)
     const lines = await requestLines(gw, samples);
     const during = samples.filter((s) => s.path === '/wide' && s.start >= pausedAt && s.end < resumedAt);
     expect(during.length).toBeGreaterThanOrEqual(10);
     expect(during.filter((s) => lines.get(s.id)!.fellBack !== true).map((s) => s.id)).toEqual([]);
     const errors = storeErrorsBetween(beforeFault, outage);
-    console.info(`[pause, open] store errors during the pause: ${errors.slow} waited the budget, ${errors.fast} failed fast`);
+    console.info(
+      `[pause, open] store errors during the pause: ${errors.slow} waited the budget, ${errors.fast} failed fast`,
+    );
     expect(errors.slow).toBeGreaterThan(0); // the pause was seen as timeouts
     expect(errors.slow).toBeLessThanOrEqual(SLOW_ERRORS_ALLOWED);
     expect(errors.fast).toBeGreaterThan(0); // the open breaker answered without waiting
-    expect(metricValue(end, 'gateway_store_fallback_total') - metricValue(beforeFault, 'gateway_store_fallback_total')).toBeGreaterThanOrEqual(during.length);
+    expect(
+      metricValue(end, 'gateway_store_fallback_total') - metricValue(beforeFault, 'gateway_store_fallback_total'),
+    ).toBeGreaterThanOrEqual(during.length);
     expect(gw.logs.lines().some((line) => line.msg === 'rate limit store circuit closed')).toBe(true);
     expectFailureLoggedPerTransition(gw);
 
@@ -447,7 +497,10 @@ describe('Redis paused under load (SIGSTOP), then resumed (SIGCONT)', () => {
 describe('Redis restarted on the same port', () => {
   it('the edge reconnects by itself and limits from the new Redis again', async () => {
     const { redis, gw } = await redisAndGateway({ FAIL_MODE: 'open' });
-    expect(await smallBucketThrough([gw, gw, gw, gw, gw])).toEqual({ statuses: [200, 200, 200, 200, 429], fellBack: false });
+    expect(await smallBucketThrough([gw, gw, gw, gw, gw])).toEqual({
+      statuses: [200, 200, 200, 200, 429],
+      fellBack: false,
+    });
 
     await kill9(redis);
     for (let i = 0; i < 6; i++) {
@@ -461,7 +514,10 @@ describe('Redis restarted on the same port', () => {
     // ioredis reconnects by itself (its backoff is at most 2 s); the breaker's next probe closes the circuit.
     await untilRedisDecides(gw, 6000);
 
-    expect(await smallBucketThrough([gw, gw, gw, gw, gw])).toEqual({ statuses: [200, 200, 200, 200, 429], fellBack: false });
+    expect(await smallBucketThrough([gw, gw, gw, gw, gw])).toEqual({
+      statuses: [200, 200, 200, 200, 429],
+      fellBack: false,
+    });
     const client = new Redis({ host: '127.0.0.1', port: again.port, maxRetriesPerRequest: 1, lazyConnect: true });
     try {
       expect((await keysByPrefix(client, 'rl:us:small:')).length).toBeGreaterThanOrEqual(1);

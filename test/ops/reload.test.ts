@@ -42,7 +42,10 @@ const INVALID = `
 `;
 const INVALID_LINE = 5;
 
-/** Replaces `file` in one step (write beside it, rename over it), as config tools do: a reader sees the old or the new text, never a partial one. */
+/**
+ * Replaces `file` in one step (write beside it, rename over it), as config tools do: a reader sees the old or the new
+ * text, never a partial one.
+ */
 function replaceFile(file: string, text: string): void {
   writeFileSync(`${file}.next`, text);
   renameSync(`${file}.next`, file);
@@ -90,7 +93,9 @@ async function until(probe: () => Promise<number>, want: number, timeoutMs = 500
 }
 
 function rulesVersionLabel(metrics: string): string | undefined {
-  const found = [...metrics.matchAll(/^gateway_rules_info\{([^}]*)\} 1$/gm)].map((m) => /version="([^"]*)"/.exec(m[1]!)?.[1]);
+  const found = [...metrics.matchAll(/^gateway_rules_info\{([^}]*)\} 1$/gm)].map(
+    (m) => /version="([^"]*)"/.exec(m[1]!)?.[1],
+  );
   if (found.length !== 1) throw new Error(`expected one gateway_rules_info series, got ${found.length}:\n${metrics}`);
   return found[0];
 }
@@ -106,7 +111,11 @@ describe('reload on a change of the rule file (in-process gateway)', () => {
 
   async function start(): Promise<{ gw: TestGateway; file: string; admin: number }> {
     dir = rulesDir(V1);
-    gw = await startTestGateway({ RULES_DIR: dir.dir, AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url });
+    gw = await startTestGateway({
+      RULES_DIR: dir.dir,
+      AGENT_SERVER_URL: upstream.url,
+      CONTROL_PLANE_URL: upstream.url,
+    });
     return { gw, file: join(dir.dir, 'us.yaml'), admin: gw.gateway.admin.port };
   }
 
@@ -123,7 +132,9 @@ describe('reload on a change of the rule file (in-process gateway)', () => {
     // "unchanged": the new rules served while metrics and logs still named the old file.
     const after = await scrapeMetrics(admin);
     expect(rulesVersionLabel(after)).toBe(versionOf(V2));
-    expect(metricValue(after, 'gateway_rules_reloads_total', { result: 'ok' })).toBe(metricValue(before, 'gateway_rules_reloads_total', { result: 'ok' }) + 1);
+    expect(metricValue(after, 'gateway_rules_reloads_total', { result: 'ok' })).toBe(
+      metricValue(before, 'gateway_rules_reloads_total', { result: 'ok' }) + 1,
+    );
     expect(await gw.logs.waitFor((l) => l.msg === 'rules reloaded')).toMatchObject({ file, version: versionOf(V2) });
     const ready = await request(`http://127.0.0.1:${admin}/readyz`);
     expect(await ready.body.json()).toMatchObject({ rules: versionOf(V2) });
@@ -145,7 +156,9 @@ describe('reload on a change of the rule file (in-process gateway)', () => {
     expect(metricValue(after, 'gateway_rules_reloads_total', { result: 'invalid' })).toBeGreaterThanOrEqual(
       metricValue(before, 'gateway_rules_reloads_total', { result: 'invalid' }) + 1,
     );
-    expect(metricValue(after, 'gateway_rules_reloads_total', { result: 'ok' })).toBe(metricValue(before, 'gateway_rules_reloads_total', { result: 'ok' }));
+    expect(metricValue(after, 'gateway_rules_reloads_total', { result: 'ok' })).toBe(
+      metricValue(before, 'gateway_rules_reloads_total', { result: 'ok' }),
+    );
     expect(rulesVersionLabel(after)).toBe(versionOf(V1));
     const ready = await request(`http://127.0.0.1:${admin}/readyz`);
     expect(ready.statusCode).toBe(200);
@@ -193,7 +206,11 @@ describe('reload on SIGHUP (gateway process)', () => {
     const watched = join(tmp, 'rules');
     mkdirSync(watched);
     symlinkSync(target, join(watched, 'us.yaml'));
-    gw = await startGatewayProcess({ RULES_DIR: watched, AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url });
+    gw = await startGatewayProcess({
+      RULES_DIR: watched,
+      AGENT_SERVER_URL: upstream.url,
+      CONTROL_PLANE_URL: upstream.url,
+    });
     return { gw, target };
   }
 
@@ -232,7 +249,11 @@ describe('reload on SIGHUP (gateway process)', () => {
 
     // SIGHUP with nothing changed: counted as unchanged, the process keeps serving.
     gw.signal('SIGHUP');
-    await until(async () => metricValue(await scrapeMetrics(gw.adminPort), 'gateway_rules_reloads_total', { result: 'unchanged' }), 1);
+    await until(
+      async () =>
+        metricValue(await scrapeMetrics(gw.adminPort), 'gateway_rules_reloads_total', { result: 'unchanged' }),
+      1,
+    );
     expect(await probeQuota(gw.url)).toBe(5);
   });
 });

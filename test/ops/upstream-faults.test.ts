@@ -50,8 +50,6 @@ async function inProcessUpstream(handler: (req: IncomingMessage, res: ServerResp
   return up;
 }
 
-
-
 function expectJsonError(s: Pick<Sample, 'status' | 'body' | 'id'>, status: number, code: string): void {
   expect(s.status, s.id).toBe(status);
   expect(JSON.parse(s.body ?? 'null'), s.id).toEqual({ detail: expect.any(String), code });
@@ -62,7 +60,11 @@ describe('an upstream killed under load', () => {
     const agent = await upstreamProcess('agent-server');
     const control = await upstreamProcess('control-plane');
     const gw = await gateway({ AGENT_SERVER_URL: agent.url, CONTROL_PLANE_URL: control.url });
-    const load = startLoad({ url: gw.url, workers: 20, request: (w) => ({ path: w % 2 === 0 ? '/threads' : '/v2/deployments' }) });
+    const load = startLoad({
+      url: gw.url,
+      workers: 20,
+      request: (w) => ({ path: w % 2 === 0 ? '/threads' : '/v2/deployments' }),
+    });
     await sleep(800);
     await within(agent.kill(), 3000, 'agent upstream exit after SIGKILL');
     const goneAt = performance.now();
@@ -71,7 +73,9 @@ describe('an upstream killed under load', () => {
 
     const toAgent = samples.filter((s) => s.path === '/threads');
     const toControl = samples.filter((s) => s.path === '/v2/deployments');
-    console.info(`[upstream kill] agent ${JSON.stringify(statusCounts(toAgent))}, control ${JSON.stringify(statusCounts(toControl))}`);
+    console.info(
+      `[upstream kill] agent ${JSON.stringify(statusCounts(toAgent))}, control ${JSON.stringify(statusCounts(toControl))}`,
+    );
     expect(statusCounts(toControl)).toEqual({ 200: toControl.length });
     expect(toControl.filter((s) => s.start >= goneAt).length).toBeGreaterThanOrEqual(5);
     // In flight at the kill: answered (200) or cut before any header (502). Nothing else, ever.
@@ -127,7 +131,8 @@ describe('a slow upstream', () => {
 });
 
 describe('an upstream that drops an event stream halfway', () => {
-  // Regression: undici destroys the writable its stream() factory returned when the upstream fails mid-body; that writable was the
+  // Regression: undici destroys the writable its stream() factory returned when the upstream fails mid-body; that
+  // writable was the
   // client's response, so the client saw "aborted" before forward could end the stream (and forward read the stream's
   // content-type with getHeader(), which is empty after writeHead(status, headers), so it would have cut it anyway).
   it('ends the client stream cleanly: "end" fires, no error, both frames received, no stream left open', async () => {
@@ -143,23 +148,42 @@ describe('an upstream that drops an event stream halfway', () => {
     const gw = await gateway({ AGENT_SERVER_URL: up.url, CONTROL_PLANE_URL: up.url });
 
     const outcome = await within(
-      new Promise<{ text: string; complete: boolean; error?: string; status: number; type: string | undefined }>((resolve) => {
-        const req = get(`${gw.url}/threads/t/runs/stream`, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (chunk: string) => {
-            text += chunk;
-            if (text.includes('data: two\n\n')) clientHasBoth.resolve();
+      new Promise<{ text: string; complete: boolean; error?: string; status: number; type: string | undefined }>(
+        (resolve) => {
+          const req = get(`${gw.url}/threads/t/runs/stream`, (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (chunk: string) => {
+              text += chunk;
+              if (text.includes('data: two\n\n')) clientHasBoth.resolve();
+            });
+            res.on('end', () =>
+              resolve({ text, complete: res.complete, status: res.statusCode ?? 0, type: res.headers['content-type'] }),
+            );
+            res.on('error', (err) =>
+              resolve({
+                text,
+                complete: false,
+                error: err.message,
+                status: res.statusCode ?? 0,
+                type: res.headers['content-type'],
+              }),
+            );
           });
-          res.on('end', () => resolve({ text, complete: res.complete, status: res.statusCode ?? 0, type: res.headers['content-type'] }));
-          res.on('error', (err) => resolve({ text, complete: false, error: err.message, status: res.statusCode ?? 0, type: res.headers['content-type'] }));
-        });
-        req.on('error', (err) => resolve({ text: '', complete: false, error: err.message, status: 0, type: undefined }));
-      }),
+          req.on('error', (err) =>
+            resolve({ text: '', complete: false, error: err.message, status: 0, type: undefined }),
+          );
+        },
+      ),
       5000,
       'client stream end',
     );
-    expect(outcome).toEqual({ text: 'id: 1\ndata: one\n\nid: 2\ndata: two\n\n', complete: true, status: 200, type: 'text/event-stream' });
+    expect(outcome).toEqual({
+      text: 'id: 1\ndata: one\n\nid: 2\ndata: two\n\n',
+      complete: true,
+      status: 200,
+      type: 'text/event-stream',
+    });
     const text = await scrapeMetrics(gw.gateway.admin.port);
     expect(metricValue(text, 'gateway_sse_streams_active')).toBe(0);
   });
@@ -175,7 +199,10 @@ describe('connections refused: retried only where safe', () => {
 
   it('through the edge: a refused GET is tried exactly twice, a refused POST with a body once, both answer 502 JSON', async () => {
     const port = await closedPort();
-    const gw = await gateway({ AGENT_SERVER_URL: `http://127.0.0.1:${port}`, CONTROL_PLANE_URL: `http://127.0.0.1:${port}` });
+    const gw = await gateway({
+      AGENT_SERVER_URL: `http://127.0.0.1:${port}`,
+      CONTROL_PLANE_URL: `http://127.0.0.1:${port}`,
+    });
     const refusals = countRefusals(gw.gateway.upstreams.agentServer.pool);
     const cases: [method: 'GET' | 'DELETE' | 'POST' | 'PUT', body: string | undefined, attempts: number][] = [
       ['GET', undefined, 2],
@@ -185,7 +212,12 @@ describe('connections refused: retried only where safe', () => {
     ];
     for (const [method, body, attempts] of cases) {
       const before = refusals.count;
-      const res = await request(`${gw.url}/threads`, { method, body, headers: { 'content-type': 'application/json' }, headersTimeout: 5000 });
+      const res = await request(`${gw.url}/threads`, {
+        method,
+        body,
+        headers: { 'content-type': 'application/json' },
+        headersTimeout: 5000,
+      });
       expectJsonError({ id: method, status: res.statusCode, body: await res.body.text() }, 502, 'upstream_unreachable');
       expect(refusals.count - before, method).toBe(attempts);
     }
@@ -215,15 +247,21 @@ describe('connections refused: retried only where safe', () => {
       const edge = createServer((req, res) => {
         const headers: Record<string, string> = { 'x-request-id': method };
         if (req.headers['content-length']) headers['content-length'] = req.headers['content-length'];
-        forward(upstream, req, res, req.url ?? '/', headers, {}, { headersTimeoutMs: 5000, maxBodyBytes: 1024 }).catch((err: unknown) => {
-          const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
-          res.writeHead(e.status, { 'content-type': 'application/json' });
-          res.end(JSON.stringify(e));
-        });
+        forward(upstream, req, res, req.url ?? '/', headers, {}, { headersTimeoutMs: 5000, maxBodyBytes: 1024 }).catch(
+          (err: unknown) => {
+            const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
+            res.writeHead(e.status, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(e));
+          },
+        );
       });
       await new Promise<void>((resolve) => edge.listen(0, '127.0.0.1', () => resolve()));
       try {
-        const res = await request(`http://127.0.0.1:${(edge.address() as AddressInfo).port}/threads`, { method, body, headersTimeout: 5000 });
+        const res = await request(`http://127.0.0.1:${(edge.address() as AddressInfo).port}/threads`, {
+          method,
+          body,
+          headersTimeout: 5000,
+        });
         return { status: res.statusCode, body: await res.body.text(), attempts };
       } finally {
         await pool.close();

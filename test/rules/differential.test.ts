@@ -16,16 +16,71 @@ import { prng } from '../helpers/prng.ts';
 
 const SEED = Number(process.env.DIFF_SEED ?? 0x5eed_2024);
 
-
 // GET and POST weigh more, as in real traffic; 'get' and 'constructor' are not methods any rule names.
-const METHODS = ['GET', 'GET', 'GET', 'POST', 'POST', 'POST', 'HEAD', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT', 'PURGE', 'get', 'constructor'];
-const WORDS = ['runs', 'stats', 'x', 'api', 'v1', 'v2', 'batch', 'query', 'trigger', 'sessions', 'info', 'submit', 'metadata', 'charts', 'examples', 'auth', 'a.b', '...', 'ümlaut', '%2F', '%41uth', '%7e'];
-const FIXED = ['/', '/runs/stats/x', '/xv1/metadata/submit', '/authx', '/auth/', '/runsx', '/runs/', '/runs/stats', '/v1/beacon/', '/repos2', '/public/downloads', '/info/'];
+const METHODS = [
+  'GET',
+  'GET',
+  'GET',
+  'POST',
+  'POST',
+  'POST',
+  'HEAD',
+  'PUT',
+  'PATCH',
+  'DELETE',
+  'OPTIONS',
+  'TRACE',
+  'CONNECT',
+  'PURGE',
+  'get',
+  'constructor',
+];
+const WORDS = [
+  'runs',
+  'stats',
+  'x',
+  'api',
+  'v1',
+  'v2',
+  'batch',
+  'query',
+  'trigger',
+  'sessions',
+  'info',
+  'submit',
+  'metadata',
+  'charts',
+  'examples',
+  'auth',
+  'a.b',
+  '...',
+  'ümlaut',
+  '%2F',
+  '%41uth',
+  '%7e',
+];
+const FIXED = [
+  '/',
+  '/runs/stats/x',
+  '/xv1/metadata/submit',
+  '/authx',
+  '/auth/',
+  '/runsx',
+  '/runs/',
+  '/runs/stats',
+  '/v1/beacon/',
+  '/repos2',
+  '/public/downloads',
+  '/info/',
+];
 
 type Rng = () => number;
 const int = (r: Rng, n: number) => Math.floor(r() * n);
-const pick = <T,>(r: Rng, xs: readonly T[]): T => xs[int(r, xs.length)]!;
-const hex8 = (r: Rng) => int(r, 2 ** 32).toString(16).padStart(8, '0');
+const pick = <T>(r: Rng, xs: readonly T[]): T => xs[int(r, xs.length)]!;
+const hex8 = (r: Rng) =>
+  int(r, 2 ** 32)
+    .toString(16)
+    .padStart(8, '0');
 const uuid = (r: Rng) => {
   const h = hex8(r) + hex8(r) + hex8(r) + hex8(r);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
@@ -52,7 +107,11 @@ const filler = (r: Rng) => pick(r, FILLERS)(r);
 function instantiate(r: Rng, pattern: string): string {
   return pattern
     .replace(/\{(uuid|id|int)\}/g, () => filler(r))
-    .replace(/\*\*/g, () => Array.from({ length: int(r, 3) }, () => '/' + pick(r, WORDS)).join('').slice(1))
+    .replace(/\*\*/g, () =>
+      Array.from({ length: int(r, 3) }, () => '/' + pick(r, WORDS))
+        .join('')
+        .slice(1),
+    )
     .replace(/\*/g, () => pick(r, ['', 'x', 'ab', '.json', pick(r, WORDS)]))
     .replace(/\?/g, () => pick(r, ['a', '.', '1', '']))
     .replace(/\{([^{}]*)\}/g, (_, body: string) => pick(r, body.split(',')))
@@ -95,14 +154,32 @@ function randomPath(r: Rng, fragments: readonly string[]): string {
     const roll = r();
     const f = pick(r, fragments);
     if (roll < 0.45) p += instantiate(r, f);
-    else if (roll < 0.55) p += f; // raw pattern text, braces and stars included
+    else if (roll < 0.55)
+      p += f; // raw pattern text, braces and stars included
     else if (roll < 0.65) p += mutate(r, instantiate(r, f));
     else if (roll < 0.75) p += instantiate(r, f).repeat(2);
     else if (roll < 0.9) p += '/' + pick(r, WORDS);
     else p += '/' + filler(r);
   }
-  if (!p.startsWith('/') || r() < 0.1) p = pick(r, ['/', '/api', '/x', '/v1', '/api/v1', '//', '/./', '/a/..']) + (p.startsWith('/') ? p.slice(1) : p);
-  if (r() < 0.25) p += pick(r, ['/', '//', 'x', '/x', '.json', '?q=/runs/stats', '#frag', '/.', '/..', '/./', '\\', '%2F', '%', '/trigger']);
+  if (!p.startsWith('/') || r() < 0.1)
+    p = pick(r, ['/', '/api', '/x', '/v1', '/api/v1', '//', '/./', '/a/..']) + (p.startsWith('/') ? p.slice(1) : p);
+  if (r() < 0.25)
+    p += pick(r, [
+      '/',
+      '//',
+      'x',
+      '/x',
+      '.json',
+      '?q=/runs/stats',
+      '#frag',
+      '/.',
+      '/..',
+      '/./',
+      '\\',
+      '%2F',
+      '%',
+      '/trigger',
+    ]);
   return p;
 }
 
@@ -156,7 +233,9 @@ function differential(rules: readonly Rule[], seed: number, n: number) {
     const got = compiledOutcome(matcher, g.req);
     decided.set(want.ruleId, (decided.get(want.ruleId) ?? 0) + 1);
     if (want.ruleId !== got.ruleId || want.policies.join() !== got.policies.join()) {
-      diffs.push(`${g.req.method} ${JSON.stringify(g.raw)} → ${JSON.stringify(g.req.path)} headers=${JSON.stringify(g.req.headers)}: reference ${JSON.stringify(want)}, compiled ${JSON.stringify(got)}`);
+      diffs.push(
+        `${g.req.method} ${JSON.stringify(g.raw)} → ${JSON.stringify(g.req.path)} headers=${JSON.stringify(g.req.headers)}: reference ${JSON.stringify(want)}, compiled ${JSON.stringify(got)}`,
+      );
     }
   }
   return { diffs, decided };
@@ -201,7 +280,10 @@ describe('regressions found by the differential test', () => {
   ];
   for (const [name, glob, path] of cases) {
     it(name, () => {
-      const { rules } = parseRuleFile(`- id: g\n  match: { glob: "${glob}" }\n  limits: [{ by: ip, count: 1, per: 1s, category: A }]\n`, 'regression.yaml');
+      const { rules } = parseRuleFile(
+        `- id: g\n  match: { glob: "${glob}" }\n  limits: [{ by: ip, count: 1, per: 1s, category: A }]\n`,
+        'regression.yaml',
+      );
       const req = { method: 'GET', path, headers: {}, ip: '10.0.0.1' };
       expect(referenceMatch(rules, req)?.ruleId).toBe('g');
       expect(compile(rules).match(req)?.rule.id ?? null).toBe('g');
@@ -209,7 +291,10 @@ describe('regressions found by the differential test', () => {
   }
 });
 
-/** Shapes the real files lack: method lists, mixed exact/non-exact alternatives, every placeholder, single-identity rules, shadow, no catch-all. */
+/**
+ * Shapes the real files lack: method lists, mixed exact/non-exact alternatives, every placeholder, single-identity
+ * rules, shadow, no catch-all.
+ */
 const SYNTHETIC = `
 - id: preflight-or-health
   match:

@@ -15,9 +15,19 @@ import { referenceMatch } from './reference-matcher.ts';
  */
 
 const U = '3f2a9c1e-5b7d-4e8f-9a0b-1c2d3e4f5a6b';
-const HEADER_SETS: readonly Record<string, string>[] = [{}, { 'x-api-key': 'k' }, { 'x-user-id': 'u' }, { 'x-api-key': 'k', 'x-user-id': 'u' }];
+const HEADER_SETS: readonly Record<string, string>[] = [
+  {},
+  { 'x-api-key': 'k' },
+  { 'x-user-id': 'u' },
+  { 'x-api-key': 'k', 'x-user-id': 'u' },
+];
 
-function agree(rules: readonly Rule[], method: string, path: string, headers: Record<string, string> = { 'x-api-key': 'k' }): string | null {
+function agree(
+  rules: readonly Rule[],
+  method: string,
+  path: string,
+  headers: Record<string, string> = { 'x-api-key': 'k' },
+): string | null {
   const req = { method, path, headers, ip: '10.0.0.1' };
   const got = compile(rules).match(req);
   const want = referenceMatch(rules, req);
@@ -53,8 +63,17 @@ describe('fixedLayout', () => {
       const layout = fixedLayout(template)!;
       const walk = templateMatcher(template);
       const fits = (p: string) =>
-        p.length === layout.length && layout.every((t, i) => (t === 'hex' ? isHex(p.charCodeAt(i)) : p.charCodeAt(i) === t));
-      for (const p of ['/', `/${U}`, `/runs/${U}`, `/runs/${U.toUpperCase()}`, `/a/${U}/b/${U}`, `/a/${U}/b/${U}x`, `/runs/${U.replace('-', 'x')}`]) {
+        p.length === layout.length &&
+        layout.every((t, i) => (t === 'hex' ? isHex(p.charCodeAt(i)) : p.charCodeAt(i) === t));
+      for (const p of [
+        '/',
+        `/${U}`,
+        `/runs/${U}`,
+        `/runs/${U.toUpperCase()}`,
+        `/a/${U}/b/${U}`,
+        `/a/${U}/b/${U}x`,
+        `/runs/${U.replace('-', 'x')}`,
+      ]) {
         expect(fits(p), `${template} ${p}`).toBe(walk(p));
       }
     }
@@ -168,7 +187,23 @@ ${many.map((p) => `      - path: ${p}`).join('\n')}
 describe('paths that are not normalised (the leading "/" is compared last)', () => {
   // The edge only matches normalised paths, but the matcher keeps the reference's
   // semantics for any string.
-  const paths = ['', 'a', 'auth', 'xauth', 'xauth/x', 'runs/query', 'xruns/query', 'x/charts', 'xv1/metadata/submit', 'r', 'runs', `runs/${U}`, `xruns/${U}`, 'xrepos', '\\auth'];
+  const paths = [
+    '',
+    'a',
+    'auth',
+    'xauth',
+    'xauth/x',
+    'runs/query',
+    'xruns/query',
+    'x/charts',
+    'xv1/metadata/submit',
+    'r',
+    'runs',
+    `runs/${U}`,
+    `xruns/${U}`,
+    'xrepos',
+    '\\auth',
+  ];
   const synthetic = parseRuleFile(
     `
 - id: head-glob

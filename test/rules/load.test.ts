@@ -40,7 +40,11 @@ const BAD_FILES: readonly { fixture: string; line: number; reason: RegExp }[] = 
   { fixture: 'duplicate-by', line: 9, reason: /two limits count by "api-key"/ },
   { fixture: 'not-a-list', line: 4, reason: /^the file must be a list, got a mapping$/ },
   { fixture: 'bad-method', line: 7, reason: /match\.method must be a method or a list of methods .*got "FETCH"/ },
-  { fixture: 'unnormalised-path', line: 7, reason: /path "\/runs\/\/query" is not a normalised path \(requests are matched as "\/runs\/query"\)/ },
+  {
+    fixture: 'unnormalised-path',
+    line: 7,
+    reason: /path "\/runs\/\/query" is not a normalised path \(requests are matched as "\/runs\/query"\)/,
+  },
 ];
 
 describe('loadRuleFile rejects a bad file, naming file and line', () => {
@@ -113,7 +117,14 @@ describe('loadRuleFile accepts the real files', () => {
     const set = loadRuleFile(fixture('seed-order.yaml'));
     const ids = set.rules.map((r) => r.id);
     expect(ids).toHaveLength(22);
-    expect(ids.slice(-6)).toEqual(['examples', 'default-api-key', 'default-user', 'public-download', 'runs-stats', 'public']);
+    expect(ids.slice(-6)).toEqual([
+      'examples',
+      'default-api-key',
+      'default-user',
+      'public-download',
+      'runs-stats',
+      'public',
+    ]);
     const defaults = set.rules.filter((r) => r.id.startsWith('default-'));
     for (const rule of defaults) expect(rule.alternatives).toEqual([{ methods: null, path: null }]);
     expect(defaults.map((r) => r.limits.map((l) => l.by))).toEqual([['api-key'], ['user-ip']]);

@@ -96,16 +96,19 @@ describe('normalizePath', () => {
     expect(normalizePath('/a?q=%zz')).toBe('/a');
   });
 
-  it.each(['', 'runs/query', '?x=1', '#top', '*', 'http://host/a', '\\a'])('rejects %j: not an origin-form path', (target) => {
-    let err: unknown;
-    try {
-      normalizePath(target);
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(InvalidPathError);
-    expect(err).toMatchObject({ code: 'invalid_path', message: 'request path must start with "/"' });
-  });
+  it.each(['', 'runs/query', '?x=1', '#top', '*', 'http://host/a', '\\a'])(
+    'rejects %j: not an origin-form path',
+    (target) => {
+      let err: unknown;
+      try {
+        normalizePath(target);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeInstanceOf(InvalidPathError);
+      expect(err).toMatchObject({ code: 'invalid_path', message: 'request path must start with "/"' });
+    },
+  );
 
   it('is idempotent, and its output has no escape, slash run or dot segment left to normalise (10,000 random paths)', () => {
     // Small alphabet so that dots, escapes and slashes collide often; seeded, so a failure reproduces.
@@ -132,7 +135,10 @@ describe('normalizePath', () => {
       expect(normal, target).toMatch(/^\//);
       expect(normal, target).not.toMatch(/\/\/|\\|\/\.\.?(\/|$)|%(?![0-9A-F]{2})/);
       const escaped = [...normal.matchAll(/%([0-9A-F]{2})/g)].map((m) => String.fromCharCode(parseInt(m[1]!, 16)));
-      expect(escaped.filter((c) => /[A-Za-z0-9\-._~]/.test(c)), target).toEqual([]);
+      expect(
+        escaped.filter((c) => /[A-Za-z0-9\-._~]/.test(c)),
+        target,
+      ).toEqual([]);
     }
     expect(checked).toBeGreaterThan(3_000);
   });

@@ -32,7 +32,9 @@ export function referenceMatch(rules: readonly Rule[], req: ReferenceRequest): R
   };
   for (const rule of rules) {
     const fits = rule.alternatives.some(
-      (alt) => (alt.methods === null || (alt.methods as readonly string[]).includes(req.method)) && (alt.path === null || pathFits(alt.path, path)),
+      (alt) =>
+        (alt.methods === null || (alt.methods as readonly string[]).includes(req.method)) &&
+        (alt.path === null || pathFits(alt.path, path)),
     );
     if (!fits) continue;
     const policies = rule.limits.filter((l) => present[l.by]).map((l) => l.policy);

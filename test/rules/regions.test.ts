@@ -82,7 +82,13 @@ describe('rules/us.yaml and rules/eu.yaml', () => {
 
 describe('differences (the comparison the guarantee rests on)', () => {
   it('sees a changed match, a changed interval and a missing limit', () => {
-    const a = [{ id: 'r', alternatives: [{ methods: ['GET'], path: null }], limits: [{ by: 'ip', perSeconds: 10 }, { by: 'api-key' }] }];
+    const a = [
+      {
+        id: 'r',
+        alternatives: [{ methods: ['GET'], path: null }],
+        limits: [{ by: 'ip', perSeconds: 10 }, { by: 'api-key' }],
+      },
+    ];
     const b = [{ id: 'r', alternatives: [{ methods: ['POST'], path: null }], limits: [{ by: 'ip', perSeconds: 60 }] }];
     expect(differences(a, b).map((d) => d.path)).toEqual([
       '/r/alternatives/0/methods/0',
@@ -92,7 +98,9 @@ describe('differences (the comparison the guarantee rests on)', () => {
   });
 
   it('sees a rule present in one list only, and no difference between equal values', () => {
-    expect(differences([{ id: 'x' }], [{ id: 'x' }, { id: 'y' }])).toEqual([{ path: '/y', a: undefined, b: { id: 'y' } }]);
+    expect(differences([{ id: 'x' }], [{ id: 'x' }, { id: 'y' }])).toEqual([
+      { path: '/y', a: undefined, b: { id: 'y' } },
+    ]);
     expect(differences({ n: [1, { m: 'v' }] }, { n: [1, { m: 'v' }] })).toEqual([]);
   });
 });

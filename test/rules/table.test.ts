@@ -33,35 +33,155 @@ interface Expected {
 
 // The spec table, one entry per row, keyed by the row as the spec writes it.
 const ROWS = {
-  'OPTIONS; /info; */v1/metadata/submit | IP': { rule: 'high-throughput-public', by: 'ip', count: 2000, per: 10, category: 'High throughput' },
+  'OPTIONS; /info; */v1/metadata/submit | IP': {
+    rule: 'high-throughput-public',
+    by: 'ip',
+    count: 2000,
+    per: 10,
+    category: 'High throughput',
+  },
   '/auth | x-api-key': { rule: 'auth', by: 'api-key', count: 2000, per: 10, category: 'High throughput' },
   '/auth | x-user-id + IP': { rule: 'auth', by: 'user-ip', count: 2000, per: 10, category: 'High throughput' },
   '/v1/beacon | IP': { rule: 'beacon', by: 'ip', count: 2000, per: 10, category: 'High throughput' },
   '/repos | x-api-key': { rule: 'repos', by: 'api-key', count: 100, per: 60, category: 'Repository' },
   '/repos | x-user-id + IP': { rule: 'repos', by: 'user-ip', count: 100, per: 60, category: 'Repository' },
-  'POST /runs/batch | x-api-key': { rule: 'runs-batch', by: 'api-key', count: 2000, per: 10, category: 'High throughput' },
-  'POST /otel/v1/traces | x-api-key': { rule: 'otel-traces', by: 'api-key', count: 2000, per: 10, category: 'Run ingest' },
-  'POST, path containing /charts | x-api-key': { rule: 'charts', by: 'api-key', count: 750, per: 600, category: 'Charts' },
-  'POST, path containing /charts | x-user-id + IP': { rule: 'charts', by: 'user-ip', count: 750, per: 600, category: 'Charts' },
-  'POST /runs/multipart | x-api-key': { rule: 'runs-multipart', by: 'api-key', count: 6000, per: 10, category: 'Multipart ingest' },
-  'POST /runs/query | x-api-key': { rule: 'runs-query', by: 'api-key', count: 15, per: 10, category: 'Run query (API)' },
-  'POST /runs/query | x-user-id + IP': { rule: 'runs-query', by: 'user-ip', count: 300, per: 10, category: 'Run query (User)' },
+  'POST /runs/batch | x-api-key': {
+    rule: 'runs-batch',
+    by: 'api-key',
+    count: 2000,
+    per: 10,
+    category: 'High throughput',
+  },
+  'POST /otel/v1/traces | x-api-key': {
+    rule: 'otel-traces',
+    by: 'api-key',
+    count: 2000,
+    per: 10,
+    category: 'Run ingest',
+  },
+  'POST, path containing /charts | x-api-key': {
+    rule: 'charts',
+    by: 'api-key',
+    count: 750,
+    per: 600,
+    category: 'Charts',
+  },
+  'POST, path containing /charts | x-user-id + IP': {
+    rule: 'charts',
+    by: 'user-ip',
+    count: 750,
+    per: 600,
+    category: 'Charts',
+  },
+  'POST /runs/multipart | x-api-key': {
+    rule: 'runs-multipart',
+    by: 'api-key',
+    count: 6000,
+    per: 10,
+    category: 'Multipart ingest',
+  },
+  'POST /runs/query | x-api-key': {
+    rule: 'runs-query',
+    by: 'api-key',
+    count: 15,
+    per: 10,
+    category: 'Run query (API)',
+  },
+  'POST /runs/query | x-user-id + IP': {
+    rule: 'runs-query',
+    by: 'user-ip',
+    count: 300,
+    per: 10,
+    category: 'Run query (User)',
+  },
   '/generate | x-api-key': { rule: 'generate', by: 'api-key', count: 30, per: 3600, category: 'Generation' },
   '/generate | x-user-id + IP': { rule: 'generate', by: 'user-ip', count: 30, per: 3600, category: 'Generation' },
-  '/commits | x-api-key': { rule: 'commits', by: 'api-key', count: { us: 10000, eu: 2000 }, per: 60, category: 'Commits' },
-  '/commits | x-user-id + IP': { rule: 'commits', by: 'user-ip', count: { us: 10000, eu: 2000 }, per: 60, category: 'Commits' },
-  'DELETE /sessions; */trigger | x-api-key': { rule: 'deletion', by: 'api-key', count: 10, per: 60, category: 'Deletion' },
-  'DELETE /sessions; */trigger | x-user-id + IP': { rule: 'deletion', by: 'user-ip', count: 30, per: 60, category: 'Deletion' },
-  'POST /runs (single run) | x-api-key': { rule: 'runs-single', by: 'api-key', count: 2000, per: 10, category: 'Run ingest' },
-  'PATCH, path containing /runs | x-api-key': { rule: 'runs-patch', by: 'api-key', count: 2000, per: 10, category: 'Run ingest' },
+  '/commits | x-api-key': {
+    rule: 'commits',
+    by: 'api-key',
+    count: { us: 10000, eu: 2000 },
+    per: 60,
+    category: 'Commits',
+  },
+  '/commits | x-user-id + IP': {
+    rule: 'commits',
+    by: 'user-ip',
+    count: { us: 10000, eu: 2000 },
+    per: 60,
+    category: 'Commits',
+  },
+  'DELETE /sessions; */trigger | x-api-key': {
+    rule: 'deletion',
+    by: 'api-key',
+    count: 10,
+    per: 60,
+    category: 'Deletion',
+  },
+  'DELETE /sessions; */trigger | x-user-id + IP': {
+    rule: 'deletion',
+    by: 'user-ip',
+    count: 30,
+    per: 60,
+    category: 'Deletion',
+  },
+  'POST /runs (single run) | x-api-key': {
+    rule: 'runs-single',
+    by: 'api-key',
+    count: 2000,
+    per: 10,
+    category: 'Run ingest',
+  },
+  'PATCH, path containing /runs | x-api-key': {
+    rule: 'runs-patch',
+    by: 'api-key',
+    count: 2000,
+    per: 10,
+    category: 'Run ingest',
+  },
   'POST /feedback | x-api-key': { rule: 'feedback', by: 'api-key', count: 2000, per: 10, category: 'High throughput' },
-  'GET /runs/{uuid} or /api/v1/runs/{uuid} | x-api-key': { rule: 'run-lookup', by: 'api-key', count: 30, per: 60, category: 'Run lookup' },
-  'GET, path containing /examples | x-api-key': { rule: 'examples', by: 'api-key', count: 5000, per: 60, category: 'Examples' },
-  'Any request with x-api-key | x-api-key': { rule: 'default', by: 'api-key', count: 1000, per: 10, category: 'Default (API key)' },
-  'Any request with x-user-id | x-user-id + IP': { rule: 'default', by: 'user-ip', count: 1000, per: 10, category: 'Default (User)' },
+  'GET /runs/{uuid} or /api/v1/runs/{uuid} | x-api-key': {
+    rule: 'run-lookup',
+    by: 'api-key',
+    count: 30,
+    per: 60,
+    category: 'Run lookup',
+  },
+  'GET, path containing /examples | x-api-key': {
+    rule: 'examples',
+    by: 'api-key',
+    count: 5000,
+    per: 60,
+    category: 'Examples',
+  },
+  'Any request with x-api-key | x-api-key': {
+    rule: 'default',
+    by: 'api-key',
+    count: 1000,
+    per: 10,
+    category: 'Default (API key)',
+  },
+  'Any request with x-user-id | x-user-id + IP': {
+    rule: 'default',
+    by: 'user-ip',
+    count: 1000,
+    per: 10,
+    category: 'Default (User)',
+  },
   '/public/download | IP': { rule: 'public-download', by: 'ip', count: 5000, per: 60, category: 'Public download' },
-  '/runs/stats | x-api-key': { rule: 'runs-stats', by: 'api-key', count: { us: 1, eu: 20 }, per: 10, category: 'Stats' },
-  'All other requests (catch-all) | IP': { rule: 'public', by: 'ip', count: 100, per: 60, category: 'Public (catch-all)' },
+  '/runs/stats | x-api-key': {
+    rule: 'runs-stats',
+    by: 'api-key',
+    count: { us: 1, eu: 20 },
+    per: 10,
+    category: 'Stats',
+  },
+  'All other requests (catch-all) | IP': {
+    rule: 'public',
+    by: 'ip',
+    count: 100,
+    per: 60,
+    category: 'Public (catch-all)',
+  },
 } as const satisfies Record<string, Expected>;
 type Row = keyof typeof ROWS;
 
@@ -150,8 +270,14 @@ function countIn(region: Region, count: Expected['count']): number {
 
 describe.each(REGIONS)('the spec table in rules/%s.yaml', (region) => {
   const matcher = compile(loadRuleFile(regionRuleFile(rulesDir, region)).rules);
-  const request = (method: string, path: string, headers: Headers = {}): MatchRequest => ({ method, path, headers, ip: IP });
-  const match = (method: string, path: string, headers: Headers = {}): Match | null => matcher.match(request(method, path, headers));
+  const request = (method: string, path: string, headers: Headers = {}): MatchRequest => ({
+    method,
+    path,
+    headers,
+    ip: IP,
+  });
+  const match = (method: string, path: string, headers: Headers = {}): Match | null =>
+    matcher.match(request(method, path, headers));
 
   it('covers every row of the table', () => {
     expect(Object.keys(ROWS)).toHaveLength(29);
@@ -197,14 +323,18 @@ describe.each(REGIONS)('the spec table in rules/%s.yaml', (region) => {
 
     it('an empty x-api-key counts as no key', () => {
       expect(match('GET', '/repos', { 'x-api-key': '' })?.rule.id).toBe('public');
-      expect(match('GET', '/repos', { 'x-api-key': '', 'x-user-id': USER })?.limits.map((l) => l.by)).toEqual(['user-ip']);
+      expect(match('GET', '/repos', { 'x-api-key': '', 'x-user-id': USER })?.limits.map((l) => l.by)).toEqual([
+        'user-ip',
+      ]);
     });
 
     it('POST /runs/query with both a key and a user id applies both buckets', () => {
       const req = request('POST', '/runs/query', { 'x-api-key': KEY, 'x-user-id': USER });
       const m = matcher.match(req);
       expect(m?.rule.id).toBe('runs-query');
-      expect(m!.limits.map((l) => ({ by: l.by, count: l.count, per: l.perSeconds, id: identityOf(req, l.by) }))).toEqual([
+      expect(
+        m!.limits.map((l) => ({ by: l.by, count: l.count, per: l.perSeconds, id: identityOf(req, l.by) })),
+      ).toEqual([
         { by: 'api-key', count: 15, per: 10, id: KEY },
         { by: 'user-ip', count: 300, per: 10, id: `${USER}\u0000${IP}` },
       ]);

@@ -42,7 +42,9 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
   try {
     text = await readFile(configFile, 'utf8');
   } catch (err) {
-    throw new AppConfigError(`${configFile}: cannot read the app config (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new AppConfigError(
+      `${configFile}: cannot read the app config (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   let config: unknown;
   try {
@@ -58,8 +60,10 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
   const graphs = new Map<string, ModuleRef>();
   for (const [name, value] of Object.entries(config.graphs)) {
     const where = `${configFile}: graphs.${name}`;
-    if (!GRAPH_NAME.test(name)) throw new AppConfigError(`${where}: graph names are 1-128 letters, digits, "_", "." or "-"`);
-    const spec = typeof value === 'string' ? value : isObject(value) && typeof value.path === 'string' ? value.path : null;
+    if (!GRAPH_NAME.test(name))
+      throw new AppConfigError(`${where}: graph names are 1-128 letters, digits, "_", "." or "-"`);
+    const spec =
+      typeof value === 'string' ? value : isObject(value) && typeof value.path === 'string' ? value.path : null;
     if (spec === null) throw new AppConfigError(`${where}: must be "<file>:<export>", e.g. "./src/agent.ts:graph"`);
     graphs.set(name, await moduleRef(base, spec, where));
   }
@@ -68,7 +72,8 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
     const where = `${configFile}: auth.path`;
     if (!isObject(config.auth)) throw new AppConfigError(`${configFile}: "auth" must be an object with "path"`);
     if (config.auth.path !== undefined) {
-      if (typeof config.auth.path !== 'string') throw new AppConfigError(`${where}: must be "<file>:<export>" or "<file>"`);
+      if (typeof config.auth.path !== 'string')
+        throw new AppConfigError(`${where}: must be "<file>:<export>" or "<file>"`);
       auth = await moduleRef(base, config.auth.path, where);
     }
   }
@@ -85,7 +90,9 @@ export async function importExport(ref: ModuleRef, where: string): Promise<unkno
   }
   if (!(ref.exportName in mod) || mod[ref.exportName] === undefined) {
     const exported = Object.keys(mod).filter((k) => k !== '__esModule');
-    throw new AppConfigError(`${where}: ${ref.file} has no export "${ref.exportName}" (it exports: ${exported.join(', ') || 'nothing'})`);
+    throw new AppConfigError(
+      `${where}: ${ref.file} has no export "${ref.exportName}" (it exports: ${exported.join(', ') || 'nothing'})`,
+    );
   }
   return mod[ref.exportName];
 }

@@ -38,7 +38,9 @@ import { threadOperations } from './threads.ts';
 export interface AgentServerOptions {
   /** Path of the app config (`langgraph.json`). */
   readonly configPath: string;
-  /** Checks `x-api-key` when the app has no custom auth handler (and for the design studio's requests when it has one). */
+  /**
+   * Checks `x-api-key` when the app has no custom auth handler (and for the design studio's requests when it has one).
+   */
   readonly verifyApiKey: ApiKeyVerifier;
   /** When set, only keys of this organisation (the deployment's owner) are accepted. */
   readonly org?: string;
@@ -47,7 +49,10 @@ export interface AgentServerOptions {
   readonly store?: AgentStore;
   /** Default: in memory (LangGraph's MemorySaver). */
   readonly checkpointer?: BaseCheckpointSaver;
-  /** The long-term memory store (`/store/items`, a graph's `config.store`). Default: in memory (LangGraph's InMemoryStore). */
+  /**
+   * The long-term memory store (`/store/items`, a graph's `config.store`). Default: in memory (LangGraph's
+   * InMemoryStore).
+   */
   readonly items?: BaseStore;
   /** Idle time before a `: heartbeat` comment on a run stream; default 10 s. */
   readonly heartbeatMs?: number;
@@ -85,12 +90,29 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   const runner = new Runner({ store, graphs, checkpointer, log });
   const ctx: ServerContext = { store, graphs, runner, checkpointer, items, log, heartbeatMs };
   const orphaned = await settleOrphans(ctx);
-  if (orphaned > 0) log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
+  if (orphaned > 0)
+    log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
-  const ops = [...systemOperations(), ...assistantOperations(ctx), ...threadOperations(ctx), ...threadStateOperations(ctx), threadStreamOperation(ctx), ...runOperations(ctx), ...runControlOperations(ctx), ...cronOperations(ctx), ...storeOperations(ctx)];
+  const ops = [
+    ...systemOperations(),
+    ...assistantOperations(ctx),
+    ...threadOperations(ctx),
+    ...threadStateOperations(ctx),
+    threadStreamOperation(ctx),
+    ...runOperations(ctx),
+    ...runControlOperations(ctx),
+    ...cronOperations(ctx),
+    ...storeOperations(ctx),
+  ];
 
   const app = new Hono<AgentEnv>();
-  app.use('*', bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413) }));
+  app.use(
+    '*',
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413),
+    }),
+  );
   mountDocs(app, {
     title: 'Agent Server API',
     document: () =>
@@ -128,7 +150,10 @@ function errorHandler(log: Logger) {
       return c.json(err.toJSON(), err.status as ContentfulStatusCode);
     }
     if (err instanceof HTTPException) return c.json({ detail: err.message || 'Bad request' }, err.status);
-    log.error({ err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method }, 'agent server failure');
+    log.error(
+      { err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method },
+      'agent server failure',
+    );
     return c.json({ detail: 'Internal server error.' }, 500);
   };
 }

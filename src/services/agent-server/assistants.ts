@@ -53,14 +53,30 @@ export async function ensureDefaultAssistants(store: AgentStore, graphs: GraphRe
 }
 
 /** The assistant `idOrGraph` names (a UUID, or a graph name for its default assistant), or null. */
-export async function findAssistant(store: AgentStore, graphs: GraphRegistry, idOrGraph: string): Promise<Assistant | null> {
+export async function findAssistant(
+  store: AgentStore,
+  graphs: GraphRegistry,
+  idOrGraph: string,
+): Promise<Assistant | null> {
   return store.getAssistant(graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : idOrGraph);
 }
 
-const errors = { 401: { description: 'Not authenticated.', schema: errorSchema }, 422: { description: 'Invalid request.', schema: errorSchema } };
+const errors = {
+  401: { description: 'Not authenticated.', schema: errorSchema },
+  422: { description: 'Invalid request.', schema: errorSchema },
+};
 
-/** The assistant, if it exists and the caller may `action` it; 404 otherwise. `value` is what the handler sees (and may change). */
-async function visibleAssistant(c: Context<AgentEnv>, { store, graphs }: ServerContext, id: string, action: Action, value: Json = { assistant_id: id }): Promise<Assistant> {
+/**
+ * The assistant, if it exists and the caller may `action` it; 404 otherwise. `value` is what the handler sees (and may
+ * change).
+ */
+async function visibleAssistant(
+  c: Context<AgentEnv>,
+  { store, graphs }: ServerContext,
+  id: string,
+  action: Action,
+  value: Json = { assistant_id: id },
+): Promise<Assistant> {
   const filter = await c.get('auth').authorize('assistants', action, value);
   const assistant = await findAssistant(store, graphs, id);
   if (assistant === null || !matchesFilter(assistant.metadata, filter)) throw notFound('Assistant', id);
@@ -99,7 +115,8 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       async handler(c, { body }) {
         const value: Json = { ...body, assistant_id: body.assistant_id ?? newId(), metadata: { ...body.metadata } };
         const filter = await c.get('auth').authorize('assistants', 'create', value);
-        if (!graphs.has(body.graph_id)) throw new ApiError(404, `Graph "${body.graph_id}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
+        if (!graphs.has(body.graph_id))
+          throw new ApiError(404, `Graph "${body.graph_id}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
         const id = String(value.assistant_id);
         const existing = await store.getAssistant(id);
         if (existing !== null) {
@@ -130,7 +147,11 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       summary: 'Get an assistant',
       description: 'By UUID, or by graph name for the default assistant of that graph.',
       tag: 'Assistants',
-      responses: { 200: { description: 'The assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant.', schema: errorSchema } },
+      responses: {
+        200: { description: 'The assistant.', schema: assistantSchema },
+        ...errors,
+        404: { description: 'Unknown assistant.', schema: errorSchema },
+      },
       handler: async (c) => c.json(await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read')),
     }),
     operation({
@@ -138,17 +159,28 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       path: '/assistants/{assistant_id}/graph',
       operationId: 'get_assistant_graph',
       summary: 'Get the graph of an assistant',
-      description: 'Its nodes and edges, as LangGraph draws them (`assistants.getGraph`); `xray` expands subgraphs (true, or how many levels deep).',
+      description:
+        'Its nodes and edges, as LangGraph draws them (`assistants.getGraph`); `xray` expands subgraphs (true, or how many levels deep).',
       tag: 'Assistants',
       query: assistantGraphQuery,
       responses: {
-        200: { description: 'Nodes and edges.', schema: z.object({ nodes: z.array(z.record(z.string(), z.unknown())), edges: z.array(z.record(z.string(), z.unknown())) }) },
+        200: {
+          description: 'Nodes and edges.',
+          schema: z.object({
+            nodes: z.array(z.record(z.string(), z.unknown())),
+            edges: z.array(z.record(z.string(), z.unknown())),
+          }),
+        },
         ...errors,
         404: { description: 'Unknown assistant.', schema: errorSchema },
       },
       async handler(c, { query }) {
         const assistant = await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read');
-        const configurable = { ...(assistant.config as { configurable?: Json }).configurable, assistant_id: assistant.assistant_id, graph_id: assistant.graph_id };
+        const configurable = {
+          ...(assistant.config as { configurable?: Json }).configurable,
+          assistant_id: assistant.assistant_id,
+          graph_id: assistant.graph_id,
+        };
         const graph = await graphs.get(assistant.graph_id, { configurable });
         return c.json((await graph.getGraphAsync({ configurable, xray: query.xray })).toJSON());
       },
@@ -158,15 +190,25 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       path: '/assistants/{assistant_id}',
       operationId: 'patch_assistant',
       summary: 'Update an assistant',
-      description: 'Replaces config and context, merges metadata, sets graph, name and description when given; a new version after the newest (see /versions).',
+      description:
+        'Replaces config and context, merges metadata, sets graph, name and description when given; a new version after the newest (see /versions).',
       tag: 'Assistants',
       body: assistantPatch,
-      responses: { 200: { description: 'The updated assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant or graph.', schema: errorSchema } },
+      responses: {
+        200: { description: 'The updated assistant.', schema: assistantSchema },
+        ...errors,
+        404: { description: 'Unknown assistant or graph.', schema: errorSchema },
+      },
       async handler(c, { body }) {
         const id = param(c, 'assistant_id');
-        const value: Json = { assistant_id: id, ...body, metadata: body.metadata == null ? body.metadata : { ...body.metadata } };
+        const value: Json = {
+          assistant_id: id,
+          ...body,
+          metadata: body.metadata == null ? body.metadata : { ...body.metadata },
+        };
         const assistant = await visibleAssistant(c, ctx, id, 'update', value);
-        if (body.graph_id != null && !graphs.has(body.graph_id)) throw new ApiError(404, `Graph "${body.graph_id}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
+        if (body.graph_id != null && !graphs.has(body.graph_id))
+          throw new ApiError(404, `Graph "${body.graph_id}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
         const metadata = value.metadata as Json | null | undefined;
         const updated: Assistant = {
           ...assistant,
@@ -176,7 +218,11 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
           metadata: metadata == null ? assistant.metadata : { ...assistant.metadata, ...metadata },
           name: body.name ?? assistant.name,
           description: body.description === undefined ? assistant.description : body.description,
-          version: Math.max(assistant.version, ...(await store.listAssistantVersions(assistant.assistant_id)).map((v) => v.version)) + 1,
+          version:
+            Math.max(
+              assistant.version,
+              ...(await store.listAssistantVersions(assistant.assistant_id)).map((v) => v.version),
+            ) + 1,
           updated_at: new Date().toISOString(),
         };
         await store.putAssistant(updated);
@@ -188,13 +234,20 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       path: '/assistants/{assistant_id}/versions',
       operationId: 'list_assistant_versions',
       summary: 'List the versions of an assistant',
-      description: 'Every version an update made (`assistants.getVersions`), newest first, optionally only those whose metadata has each given key.',
+      description:
+        'Every version an update made (`assistants.getVersions`), newest first, optionally only those whose metadata has each given key.',
       tag: 'Assistants',
       body: assistantVersions,
-      responses: { 200: { description: 'Versions, newest first.', schema: z.array(assistantSchema.omit({ updated_at: true })) }, ...errors, 404: { description: 'Unknown assistant.', schema: errorSchema } },
+      responses: {
+        200: { description: 'Versions, newest first.', schema: z.array(assistantSchema.omit({ updated_at: true })) },
+        ...errors,
+        404: { description: 'Unknown assistant.', schema: errorSchema },
+      },
       async handler(c, { body }) {
         const assistant = await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read');
-        const versions = (await store.listAssistantVersions(assistant.assistant_id)).filter((v) => matchesExactly(v.metadata, body.metadata));
+        const versions = (await store.listAssistantVersions(assistant.assistant_id)).filter((v) =>
+          matchesExactly(v.metadata, body.metadata),
+        );
         versions.sort((a, b) => b.version - a.version);
         return c.json(versions.slice(body.offset, body.offset + body.limit));
       },
@@ -204,15 +257,23 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       path: '/assistants/{assistant_id}/latest',
       operationId: 'set_latest_assistant_version',
       summary: 'Make a version the current one',
-      description: 'The assistant takes the graph, config, context, metadata, name and description of that version (`assistants.setLatest`); the next update makes a new version after the newest.',
+      description:
+        'The assistant takes the graph, config, context, metadata, name and description of that version (`assistants.setLatest`); the next update makes a new version after the newest.',
       tag: 'Assistants',
       body: assistantSetLatest,
-      responses: { 200: { description: 'The assistant.', schema: assistantSchema }, ...errors, 404: { description: 'Unknown assistant or version.', schema: errorSchema } },
+      responses: {
+        200: { description: 'The assistant.', schema: assistantSchema },
+        ...errors,
+        404: { description: 'Unknown assistant or version.', schema: errorSchema },
+      },
       async handler(c, { body }) {
         const id = param(c, 'assistant_id');
         const assistant = await visibleAssistant(c, ctx, id, 'update', { assistant_id: id, version: body.version });
-        const version = (await store.listAssistantVersions(assistant.assistant_id)).find((v) => v.version === body.version);
-        if (version === undefined) throw new ApiError(404, `Assistant ${assistant.assistant_id} has no version ${body.version}`);
+        const version = (await store.listAssistantVersions(assistant.assistant_id)).find(
+          (v) => v.version === body.version,
+        );
+        if (version === undefined)
+          throw new ApiError(404, `Assistant ${assistant.assistant_id} has no version ${body.version}`);
         const current: Assistant = { ...version, updated_at: new Date().toISOString() };
         await store.putAssistant(current);
         return c.json(current);
@@ -223,16 +284,23 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       path: '/assistants/{assistant_id}',
       operationId: 'delete_assistant',
       summary: 'Delete an assistant',
-      description: 'With delete_threads=true, also the threads (with their runs and state) whose metadata.assistant_id is this assistant and that the caller may delete.',
+      description:
+        'With delete_threads=true, also the threads (with their runs and state) whose metadata.assistant_id is this assistant and that the caller may delete.',
       tag: 'Assistants',
       query: assistantDelete,
-      responses: { 204: { description: 'Deleted.' }, ...errors, 404: { description: 'Unknown assistant.', schema: errorSchema } },
+      responses: {
+        204: { description: 'Deleted.' },
+        ...errors,
+        404: { description: 'Unknown assistant.', schema: errorSchema },
+      },
       async handler(c, { query }) {
         const assistant = await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'delete');
         await store.deleteAssistant(assistant.assistant_id);
         if (query.delete_threads) {
           const filter = await c.get('auth').authorize('threads', 'delete', { assistant_id: assistant.assistant_id });
-          const threads = (await store.listThreads()).filter((t) => t.metadata.assistant_id === assistant.assistant_id && matchesFilter(t.metadata, filter));
+          const threads = (await store.listThreads()).filter(
+            (t) => t.metadata.assistant_id === assistant.assistant_id && matchesFilter(t.metadata, filter),
+          );
           for (const t of threads) await removeThread(ctx, t.thread_id);
         }
         return c.body(null, 204);
@@ -250,12 +318,18 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
         200: {
           description: 'Matching assistants.',
           schema: z.array(assistantSchema),
-          headers: { 'X-Pagination-Total': 'Number of matches.', 'X-Pagination-Next': 'Offset of the next page, when there is one.' },
+          headers: {
+            'X-Pagination-Total': 'Number of matches.',
+            'X-Pagination-Next': 'Offset of the next page, when there is one.',
+          },
         },
         ...errors,
       },
       handler: async (c, { body }) =>
-        pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, { sortBy: 'created_at', tieBreak: 'assistant_id' }),
+        pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, {
+          sortBy: 'created_at',
+          tieBreak: 'assistant_id',
+        }),
     }),
     operation({
       method: 'post',

@@ -40,7 +40,8 @@ export interface AuthOptions {
 }
 
 export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions): MiddlewareHandler<AgentEnv> {
-  const authorizeFor = (user: AuthUser): Authorize => (handlers && Object.keys(handlers.callbacks).length > 0 ? authorizer(handlers.callbacks, user) : allowAll);
+  const authorizeFor = (user: AuthUser): Authorize =>
+    handlers && Object.keys(handlers.callbacks).length > 0 ? authorizer(handlers.callbacks, user) : allowAll;
 
   const keyOwner = async (key: string | undefined): Promise<KeyOwner> => {
     if (key === undefined || key === '') throw unauthorized('Missing X-Api-Key header: send a valid API key.');
@@ -57,7 +58,10 @@ export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions):
       const http = httpStatusOf(err);
       if (http !== null) throw new ApiError(http.status, http.message, http.headers);
       // The error's type only: its message and stack may quote the credential being checked.
-      log.error({ err: { type: err instanceof Error ? err.name : typeof err } }, 'custom authentication handler failed');
+      log.error(
+        { err: { type: err instanceof Error ? err.name : typeof err } },
+        'custom authentication handler failed',
+      );
       throw new ApiError(500, 'Authentication handler failed.');
     }
     const user = toUser(result);

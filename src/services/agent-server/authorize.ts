@@ -14,7 +14,8 @@ import type { AuthUser, Json } from './types.ts';
  * leaves the item out. Without handlers everything is allowed.
  */
 export type Resource = 'assistants' | 'threads' | 'crons' | 'store';
-export type Action = 'create' | 'read' | 'update' | 'delete' | 'search' | 'create_run' | 'put' | 'get' | 'list_namespaces';
+export type Action =
+  'create' | 'read' | 'update' | 'delete' | 'search' | 'create_run' | 'put' | 'get' | 'list_namespaces';
 export type Filter = Readonly<Record<string, unknown>>;
 
 /** Runs the handler for `resource:action` on `value` (which it may change); the filter, or null for none. */
@@ -22,13 +23,24 @@ export type Authorize = (resource: Resource, action: Action, value: Record<strin
 
 export function authorizer(callbacks: Readonly<Record<string, AuthorizationHandler>>, user: AuthUser): Authorize {
   return async function authorize(resource, action, value) {
-    const handler = callbacks[`${resource}:${action}`] ?? callbacks[resource] ?? callbacks[`*:${action}`] ?? callbacks['*'];
+    const handler =
+      callbacks[`${resource}:${action}`] ?? callbacks[resource] ?? callbacks[`*:${action}`] ?? callbacks['*'];
     if (handler === undefined) return null;
-    const result = await handler({ event: `${resource}:${action}`, resource, action, value, user, permissions: user.permissions });
+    const result = await handler({
+      event: `${resource}:${action}`,
+      resource,
+      action,
+      value,
+      user,
+      permissions: user.permissions,
+    });
     if (result === undefined || result === null || result === true) return null;
     if (result === false) throw forbidden(`Not allowed to ${action.replace('_', ' ')} ${resource}`);
     if (typeof result !== 'object' || Array.isArray(result)) {
-      throw new ApiError(500, `The authorization handler of ${resource}:${action} returned neither a boolean nor a filter object`);
+      throw new ApiError(
+        500,
+        `The authorization handler of ${resource}:${action} returned neither a boolean nor a filter object`,
+      );
     }
     checkFilter(result as Filter, `${resource}:${action}`);
     return Object.keys(result).length === 0 ? null : (result as Filter);
@@ -68,6 +80,10 @@ function checkFilter(filter: Filter, event: string): void {
   for (const [key, condition] of Object.entries(filter)) {
     if (!isOperator(condition)) continue;
     const unknown = Object.keys(condition).filter((op) => op !== '$eq' && op !== '$contains');
-    if (unknown.length > 0) throw new ApiError(500, `The authorization handler of ${event} filters "${key}" with unsupported operator ${unknown.join(', ')} (supported: $eq, $contains)`);
+    if (unknown.length > 0)
+      throw new ApiError(
+        500,
+        `The authorization handler of ${event} filters "${key}" with unsupported operator ${unknown.join(', ')} (supported: $eq, $contains)`,
+      );
   }
 }

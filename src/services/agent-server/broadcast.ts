@@ -6,7 +6,10 @@ export interface HeldBounds<T> {
   readonly weight: number;
   /** An item's share of `weight` (e.g. its size in bytes). */
   weigh(item: T): number;
-  /** Weight shared by several broadcasts: together they hold at most `limit` (each drops its own oldest items to stay within). */
+  /**
+   * Weight shared by several broadcasts: together they hold at most `limit` (each drops its own oldest items to stay
+   * within).
+   */
   readonly pool?: { used: number; readonly limit: number };
 }
 

@@ -46,8 +46,14 @@ export class CronScheduler {
         if (!(await store.claim(`cron:${cron.cron_id}:${cron.next_run_date}`, 10 * 60_000))) continue;
         const fresh = await store.getCron(cron.cron_id);
         if (fresh === null) continue;
-        await store.putCron({ ...fresh, next_run_date: nextRunDate(fresh.schedule, fresh.end_time, now), updated_at: now.toISOString() });
-        await this.fire(fresh).catch((err: Error) => log.warn({ cron_id: cron.cron_id, err: err.message }, 'cron run not started'));
+        await store.putCron({
+          ...fresh,
+          next_run_date: nextRunDate(fresh.schedule, fresh.end_time, now),
+          updated_at: now.toISOString(),
+        });
+        await this.fire(fresh).catch((err: Error) =>
+          log.warn({ cron_id: cron.cron_id, err: err.message }, 'cron run not started'),
+        );
       }
     } catch (err) {
       log.error({ err: (err as Error).message }, 'cron scheduler tick failed');
@@ -55,7 +61,11 @@ export class CronScheduler {
   }
 
   private async fire(cron: Cron): Promise<void> {
-    const body = runCreate.parse({ ...cron.payload, assistant_id: cron.assistant_id, on_completion: cron.on_run_completed });
+    const body = runCreate.parse({
+      ...cron.payload,
+      assistant_id: cron.assistant_id,
+      on_completion: cron.on_run_completed,
+    });
     const user = { ...cron.run_as, is_authenticated: true };
     const { handle, run } = await startRun({ user, authorize: allowAll }, this.ctx, body, cron.thread_id, true);
     handle.detach();

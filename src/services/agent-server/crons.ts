@@ -52,8 +52,13 @@ export function cronOperations(ctx: ServerContext): Operation[] {
     if (cron === null || !matchesFilter(cron.metadata, filter)) throw notFound('Cron', id);
     return cron;
   };
-  const matching = async (c: Context<AgentEnv>, body: z.output<typeof cronCount> & { enabled?: boolean | null | undefined }) => {
-    const filter = await c.get('auth').authorize('crons', 'search', { assistant_id: body.assistant_id ?? null, thread_id: body.thread_id ?? null });
+  const matching = async (
+    c: Context<AgentEnv>,
+    body: z.output<typeof cronCount> & { enabled?: boolean | null | undefined },
+  ) => {
+    const filter = await c
+      .get('auth')
+      .authorize('crons', 'search', { assistant_id: body.assistant_id ?? null, thread_id: body.thread_id ?? null });
     return (await store.listCrons()).filter(
       (cron) =>
         (body.assistant_id == null || cron.assistant_id === body.assistant_id) &&
@@ -62,43 +67,78 @@ export function cronOperations(ctx: ServerContext): Operation[] {
         matchesFilter(cron.metadata, filter),
     );
   };
-  const create = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: CronCreate }) => {
-    const auth = c.get('auth');
-    const threadId = threaded ? param(c, 'thread_id') : null;
-    const assistant = await findAssistant(store, graphs, body.assistant_id);
-    if (assistant === null) throw notFound('Assistant', body.assistant_id);
-    if (threadId !== null) await visibleThread(c, ctx, threadId, 'create_run', { thread_id: threadId, assistant_id: assistant.assistant_id });
-    const { schedule, end_time, enabled, on_run_completed, ...runBody } = body;
-    // The public shape of `crons:create`: a handler may change the payload, e.g. write an owner into its metadata.
-    const value: Json = { cron_id: newId(), thread_id: threadId, user_id: auth.user.identity, schedule, end_time: end_time ?? null, payload: { ...runBody, metadata: { ...runBody.metadata } } };
-    await auth.authorize('crons', 'create', value);
-    const payload = (value.payload ?? {}) as Json;
-    const metadata = (payload.metadata ?? {}) as Json;
-    const now = new Date();
-    const cron: Cron = {
-      cron_id: String(value.cron_id),
-      assistant_id: assistant.assistant_id,
-      thread_id: threadId,
-      user_id: auth.user.identity,
-      schedule,
-      payload: { ...payload, metadata },
-      next_run_date: nextRunDate(schedule, end_time ?? null, now),
-      end_time: end_time ?? null,
-      metadata,
-      enabled: enabled ?? true,
-      on_run_completed: on_run_completed ?? 'delete',
-      created_at: now.toISOString(),
-      updated_at: now.toISOString(),
-      run_as: { identity: auth.user.identity, display_name: auth.user.display_name, permissions: [...auth.user.permissions] },
+  const create =
+    (threaded: boolean) =>
+    async (c: Context<AgentEnv>, { body }: { body: CronCreate }) => {
+      const auth = c.get('auth');
+      const threadId = threaded ? param(c, 'thread_id') : null;
+      const assistant = await findAssistant(store, graphs, body.assistant_id);
+      if (assistant === null) throw notFound('Assistant', body.assistant_id);
+      if (threadId !== null)
+        await visibleThread(c, ctx, threadId, 'create_run', {
+          thread_id: threadId,
+          assistant_id: assistant.assistant_id,
+        });
+      const { schedule, end_time, enabled, on_run_completed, ...runBody } = body;
+      // The public shape of `crons:create`: a handler may change the payload, e.g. write an owner into its metadata.
+      const value: Json = {
+        cron_id: newId(),
+        thread_id: threadId,
+        user_id: auth.user.identity,
+        schedule,
+        end_time: end_time ?? null,
+        payload: { ...runBody, metadata: { ...runBody.metadata } },
+      };
+      await auth.authorize('crons', 'create', value);
+      const payload = (value.payload ?? {}) as Json;
+      const metadata = (payload.metadata ?? {}) as Json;
+      const now = new Date();
+      const cron: Cron = {
+        cron_id: String(value.cron_id),
+        assistant_id: assistant.assistant_id,
+        thread_id: threadId,
+        user_id: auth.user.identity,
+        schedule,
+        payload: { ...payload, metadata },
+        next_run_date: nextRunDate(schedule, end_time ?? null, now),
+        end_time: end_time ?? null,
+        metadata,
+        enabled: enabled ?? true,
+        on_run_completed: on_run_completed ?? 'delete',
+        created_at: now.toISOString(),
+        updated_at: now.toISOString(),
+        run_as: {
+          identity: auth.user.identity,
+          display_name: auth.user.display_name,
+          permissions: [...auth.user.permissions],
+        },
+      };
+      await store.putCron(cron);
+      return c.json(cronJson(cron));
     };
-    await store.putCron(cron);
-    return c.json(cronJson(cron));
-  };
   const createAnswer = { 200: { description: 'The cron.', schema: cronSchema }, ...errors };
 
   return [
-    operation({ ...common, method: 'post', path: '/runs/crons', operationId: 'create_cron', summary: 'Schedule threadless runs', body: cronCreate, responses: createAnswer, handler: create(false) }),
-    operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs/crons', operationId: 'create_thread_cron', summary: 'Schedule runs on a thread', body: cronCreate, responses: createAnswer, handler: create(true) }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/runs/crons',
+      operationId: 'create_cron',
+      summary: 'Schedule threadless runs',
+      body: cronCreate,
+      responses: createAnswer,
+      handler: create(false),
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/threads/{thread_id}/runs/crons',
+      operationId: 'create_thread_cron',
+      summary: 'Schedule runs on a thread',
+      body: cronCreate,
+      responses: createAnswer,
+      handler: create(true),
+    }),
     operation({
       ...common,
       method: 'post',
@@ -106,8 +146,16 @@ export function cronOperations(ctx: ServerContext): Operation[] {
       operationId: 'search_crons',
       summary: 'Search crons',
       body: cronSearch,
-      responses: { 200: { description: 'Matching crons.', schema: z.array(cronSchema), headers: { 'X-Pagination-Total': 'Number of matches.' } }, ...errors },
-      handler: async (c, { body }) => pageAnswer(c, (await matching(c, body)).map(cronJson), body, { sortBy: 'created_at', tieBreak: 'cron_id' }),
+      responses: {
+        200: {
+          description: 'Matching crons.',
+          schema: z.array(cronSchema),
+          headers: { 'X-Pagination-Total': 'Number of matches.' },
+        },
+        ...errors,
+      },
+      handler: async (c, { body }) =>
+        pageAnswer(c, (await matching(c, body)).map(cronJson), body, { sortBy: 'created_at', tieBreak: 'cron_id' }),
     }),
     operation({
       ...common,

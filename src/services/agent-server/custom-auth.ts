@@ -29,12 +29,16 @@ export interface AuthHandlers {
 
 export function authHandlers(value: unknown, where: string): AuthHandlers {
   if (typeof value === 'function') return { authenticate: value as AuthenticateHandler, callbacks: {} };
-  const cache = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)['~handlerCache'] : undefined;
+  const cache =
+    typeof value === 'object' && value !== null ? (value as Record<string, unknown>)['~handlerCache'] : undefined;
   if (typeof cache !== 'object' || cache === null) {
-    throw new AppConfigError(`${where}: expected an Auth object (new Auth() from @langchain/langgraph-sdk/auth) or an authenticate function`);
+    throw new AppConfigError(
+      `${where}: expected an Auth object (new Auth() from @langchain/langgraph-sdk/auth) or an authenticate function`,
+    );
   }
   const { authenticate, callbacks } = cache as { authenticate?: unknown; callbacks?: unknown };
-  if (authenticate !== undefined && typeof authenticate !== 'function') throw new AppConfigError(`${where}: authenticate must be a function`);
+  if (authenticate !== undefined && typeof authenticate !== 'function')
+    throw new AppConfigError(`${where}: authenticate must be a function`);
   const handlers: Record<string, AuthorizationHandler> = {};
   for (const [event, fn] of Object.entries((callbacks ?? {}) as Record<string, unknown>)) {
     if (typeof fn !== 'function') throw new AppConfigError(`${where}: the handler of "${event}" must be a function`);
@@ -50,19 +54,27 @@ export function authHandlers(value: unknown, where: string): AuthHandlers {
  */
 export function toUser(result: unknown): AuthUser | null {
   const fields: Record<string, unknown> | null =
-    typeof result === 'string' ? { identity: result } : typeof result === 'object' && result !== null && !Array.isArray(result) ? { ...result } : null;
+    typeof result === 'string'
+      ? { identity: result }
+      : typeof result === 'object' && result !== null && !Array.isArray(result)
+        ? { ...result }
+        : null;
   if (fields === null || typeof fields.identity !== 'string' || fields.identity === '') return null;
   return {
     ...fields,
     identity: fields.identity,
     display_name: typeof fields.display_name === 'string' ? fields.display_name : fields.identity,
     is_authenticated: typeof fields.is_authenticated === 'boolean' ? fields.is_authenticated : true,
-    permissions: Array.isArray(fields.permissions) ? fields.permissions.filter((p): p is string => typeof p === 'string') : [],
+    permissions: Array.isArray(fields.permissions)
+      ? fields.permissions.filter((p): p is string => typeof p === 'string')
+      : [],
   };
 }
 
 /** An `HTTPException` of any library (the SDK's, Hono's): an Error with a numeric HTTP status. */
-export function httpStatusOf(err: unknown): { status: number; message: string; headers: Record<string, string> } | null {
+export function httpStatusOf(
+  err: unknown,
+): { status: number; message: string; headers: Record<string, string> } | null {
   if (!(err instanceof Error)) return null;
   const { status, headers } = err as Error & { status?: unknown; headers?: unknown };
   if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) return null;
@@ -76,7 +88,13 @@ export function httpStatusOf(err: unknown): { status: number; message: string; h
 
 /** The user the design studio acts as (the public `isStudioUser` recognises it). */
 export function studioUser(): AuthUser {
-  return { identity: 'langgraph-studio-user', display_name: 'langgraph-studio-user', is_authenticated: true, permissions: [], kind: 'StudioUser' };
+  return {
+    identity: 'langgraph-studio-user',
+    display_name: 'langgraph-studio-user',
+    is_authenticated: true,
+    permissions: [],
+    kind: 'StudioUser',
+  };
 }
 
 /** True for the design studio's user, as `isStudioUser` of @langchain/langgraph-sdk/auth decides. */

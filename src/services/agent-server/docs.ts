@@ -20,7 +20,8 @@ const ASSETS: Record<string, { file: string; type: string }> = {
   'favicon-32x32.png': { file: join(DIST, 'favicon-32x32.png'), type: 'image/png' },
 };
 
-const CSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self' data:; base-uri 'self'; form-action 'none'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self' data:; base-uri 'self'; form-action 'none'; frame-ancestors 'none'";
 
 const INIT = `window.addEventListener('load', function () {
   window.ui = SwaggerUIBundle({
@@ -53,7 +54,10 @@ function page(title: string): string {
 `;
 }
 
-export function mountDocs(app: Hono<AgentEnv>, { title, document }: { title: string; document: () => Record<string, unknown> }): void {
+export function mountDocs(
+  app: Hono<AgentEnv>,
+  { title, document }: { title: string; document: () => Record<string, unknown> },
+): void {
   const cache = new Map<string, Buffer>();
   let json: string | null = null;
   app.get('/openapi.json', (c) => {
@@ -61,7 +65,9 @@ export function mountDocs(app: Hono<AgentEnv>, { title, document }: { title: str
     return c.body(json, 200, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-cache' });
   });
   app.get('/docs', (c) => c.html(page(title), 200, { 'content-security-policy': CSP, 'cache-control': 'no-cache' }));
-  app.get('/docs/init.js', (c) => c.body(INIT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }));
+  app.get('/docs/init.js', (c) =>
+    c.body(INIT, 200, { 'content-type': 'text/javascript; charset=utf-8', 'cache-control': 'no-cache' }),
+  );
   app.get('/docs/:asset', async (c) => {
     const asset = ASSETS[c.req.param('asset')];
     if (asset === undefined) return c.json({ detail: 'Not Found' }, 404);

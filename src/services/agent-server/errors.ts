@@ -31,4 +31,3 @@ export const conflict = (detail: string) => new ApiError(409, detail);
 export const forbidden = (detail = 'Forbidden') => new ApiError(403, detail);
 export const unauthorized = (detail: string) => new ApiError(401, detail);
 export const invalid = (...issues: ValidationIssue[]) => new ApiError(422, issues);
-

@@ -20,13 +20,19 @@ export interface Frame {
   readonly event: string;
   /** JSON text. */
   readonly data: string;
-  /** The SSE `id`: the frame's number in its run (or in its thread's stream), what a client resumes from (`Last-Event-ID`). */
+  /**
+   * The SSE `id`: the frame's number in its run (or in its thread's stream), what a client resumes from
+   * (`Last-Event-ID`).
+   */
   readonly id?: string;
 }
 
 export const frame = (event: string, data: unknown): Frame => ({ event, data: jsonText(data) });
 
-/** The graph's own stream modes that produce the events of `modes` (values and updates are always read: the server needs them). */
+/**
+ * The graph's own stream modes that produce the events of `modes` (values and updates are always read: the server needs
+ * them).
+ */
 export function graphStreamModes(modes: readonly StreamMode[]): string[] {
   const out = new Set(['values', 'updates']);
   for (const m of modes) out.add(m === 'messages-tuple' ? 'messages' : m);
@@ -50,7 +56,10 @@ export async function* onlyModes(frames: AsyncIterable<Frame>, modes: readonly S
   }
 }
 
-/** A chunk of `graph.stream(..., {streamMode: [...]})`, `[mode, payload]` or `[namespace, mode, payload]`, as its three parts. */
+/**
+ * A chunk of `graph.stream(..., {streamMode: [...]})`, `[mode, payload]` or `[namespace, mode, payload]`, as its three
+ * parts.
+ */
 function chunkParts(chunk: unknown): [string[], string, unknown] | null {
   if (!Array.isArray(chunk)) return null;
   return (chunk.length === 3 ? chunk : [[], ...chunk]) as [string[], string, unknown];
@@ -107,12 +116,19 @@ export class FrameMapper {
 
   /** At the end of a run: every message still open, as complete. */
   finish(): Frame[] {
-    const out = [...this.partials.values()].map((p) => frame(p.ns === '' ? 'messages/complete' : `messages/complete|${p.ns}`, [p.message]));
+    const out = [...this.partials.values()].map((p) =>
+      frame(p.ns === '' ? 'messages/complete' : `messages/complete|${p.ns}`, [p.message]),
+    );
     this.partials.clear();
     return out;
   }
 
-  private message(message: BaseMessage, metadata: Record<string, unknown>, ns: string, name: (e: string) => string): Frame[] {
+  private message(
+    message: BaseMessage,
+    metadata: Record<string, unknown>,
+    ns: string,
+    name: (e: string) => string,
+  ): Frame[] {
     const id = message.id ?? `message-${this.started.size}`;
     const out: Frame[] = [];
     if (!this.started.has(id)) {
@@ -131,7 +147,10 @@ export class FrameMapper {
     return out;
   }
 
-  /** A node's update ends the messages it streamed: complete them, with the node's own final message when it returned one. */
+  /**
+   * A node's update ends the messages it streamed: complete them, with the node's own final message when it returned
+   * one.
+   */
   private completeNodes(update: unknown, ns: string, name: (e: string) => string): Frame[] {
     if (typeof update !== 'object' || update === null) return [];
     const out: Frame[] = [];

@@ -13,7 +13,13 @@ import { toPlain } from './serialize.ts';
 export interface StateSnapshotLike {
   readonly values: unknown;
   readonly next: readonly string[];
-  readonly tasks: readonly { id: string; name: string; error?: unknown; interrupts?: readonly unknown[]; result?: unknown }[];
+  readonly tasks: readonly {
+    id: string;
+    name: string;
+    error?: unknown;
+    interrupts?: readonly unknown[];
+    result?: unknown;
+  }[];
   readonly metadata?: unknown;
   readonly config?: { configurable?: Record<string, unknown> };
   readonly parentConfig?: { configurable?: Record<string, unknown> };
@@ -29,9 +35,16 @@ export interface RunnableGraph {
     config: { configurable: Record<string, unknown> },
     options?: { limit?: number; before?: { configurable: Record<string, unknown> }; filter?: Record<string, unknown> },
   ): AsyncIterable<StateSnapshotLike>;
-  updateState(config: { configurable: Record<string, unknown> }, values: unknown, asNode?: string): Promise<{ configurable?: Record<string, unknown> }>;
+  updateState(
+    config: { configurable: Record<string, unknown> },
+    values: unknown,
+    asNode?: string,
+  ): Promise<{ configurable?: Record<string, unknown> }>;
   /** The drawable graph (nodes and edges); `xray` expands subgraphs. */
-  getGraphAsync(config: { configurable?: Record<string, unknown>; xray?: boolean | number }): Promise<{ toJSON(): Record<string, unknown> }>;
+  getGraphAsync(config: {
+    configurable?: Record<string, unknown>;
+    xray?: boolean | number;
+  }): Promise<{ toJSON(): Record<string, unknown> }>;
   checkpointer?: unknown;
   store?: unknown;
 }
@@ -39,7 +52,8 @@ export interface RunnableGraph {
 /** The interrupts a state waits on, by task id, as plain JSON (a thread record's `interrupts`). */
 export function interruptsOf(state: StateSnapshotLike | null): Record<string, unknown[]> {
   const interrupts: Record<string, unknown[]> = {};
-  for (const task of state?.tasks ?? []) if (task.interrupts && task.interrupts.length > 0) interrupts[task.id] = toPlain(task.interrupts) as unknown[];
+  for (const task of state?.tasks ?? [])
+    if (task.interrupts && task.interrupts.length > 0) interrupts[task.id] = toPlain(task.interrupts) as unknown[];
   return interrupts;
 }
 
@@ -52,12 +66,17 @@ export interface GraphRegistry {
 
 type GraphSource = RunnableGraph | ((config: Record<string, unknown>) => unknown);
 
-export async function loadGraphs(config: AppConfig, checkpointer: BaseCheckpointSaver, items: BaseStore): Promise<GraphRegistry> {
+export async function loadGraphs(
+  config: AppConfig,
+  checkpointer: BaseCheckpointSaver,
+  items: BaseStore,
+): Promise<GraphRegistry> {
   const sources = new Map<string, GraphSource>();
   for (const [name, ref] of config.graphs) {
     const where = `${config.configFile}: graphs.${name}`;
     const value = await importExport(ref, where);
-    if (typeof value === 'function' && !isGraph(value)) sources.set(name, value as (config: Record<string, unknown>) => unknown);
+    if (typeof value === 'function' && !isGraph(value))
+      sources.set(name, value as (config: Record<string, unknown>) => unknown);
     else sources.set(name, prepare(value, checkpointer, items, where));
   }
   return {
@@ -76,9 +95,12 @@ function prepare(value: unknown, checkpointer: BaseCheckpointSaver, items: BaseS
   let graph = value;
   if (!isGraph(graph) && hasFunction(graph, 'compile')) graph = (graph as { compile(): unknown }).compile();
   if (!isGraph(graph)) {
-    throw new AppConfigError(`${where}: not a LangGraph graph (expected a compiled StateGraph, a StateGraph or a function returning one)`);
+    throw new AppConfigError(
+      `${where}: not a LangGraph graph (expected a compiled StateGraph, a StateGraph or a function returning one)`,
+    );
   }
-  // The server owns persistence, as on the hosted platform: a graph compiled with its own checkpointer still runs on this one.
+  // The server owns persistence, as on the hosted platform: a graph compiled with its own checkpointer still runs on
+  // this one.
   graph.checkpointer = checkpointer;
   graph.store = items;
   return graph;
@@ -89,5 +111,9 @@ function isGraph(v: unknown): v is RunnableGraph {
 }
 
 function hasFunction(v: unknown, name: string): boolean {
-  return (typeof v === 'object' || typeof v === 'function') && v !== null && typeof (v as Record<string, unknown>)[name] === 'function';
+  return (
+    (typeof v === 'object' || typeof v === 'function') &&
+    v !== null &&
+    typeof (v as Record<string, unknown>)[name] === 'function'
+  );
 }

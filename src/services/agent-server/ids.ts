@@ -3,7 +3,10 @@ import { createHash, randomUUID } from 'node:crypto';
 /** A new random (v4) UUID. */
 export const newId = (): string => randomUUID();
 
-/** Namespace of default assistant ids: the one the public server uses, so a graph's default assistant has the same id there and here. */
+/**
+ * Namespace of default assistant ids: the one the public server uses, so a graph's default assistant has the same id
+ * there and here.
+ */
 export const GRAPH_NAMESPACE = '6ba7b821-9dad-11d1-80b4-00c04fd430c8';
 
 /** RFC 4122 version 5 UUID (SHA-1 of namespace and name): stable across restarts. */

@@ -3,7 +3,8 @@ import type { AgentEnv } from './auth.ts';
 import { invalid } from './errors.ts';
 
 /** How the OpenAPI document describes the header. */
-export const LAST_EVENT_ID = 'The id of the last event received: the stream resumes with the event after it ("-": from the oldest event still held).';
+export const LAST_EVENT_ID =
+  'The id of the last event received: the stream resumes with the event after it ("-": from the oldest event still held).';
 
 /**
  * The `Last-Event-ID` header of a resuming stream as a frame number: the
@@ -15,7 +16,11 @@ export function lastEventId(c: Context<AgentEnv>): number | undefined {
   if (value === undefined || value === '') return undefined;
   if (value === '-') return 0;
   if (!/^\d{1,15}$/.test(value)) {
-    throw invalid({ loc: ['header', 'last-event-id'], msg: 'Last-Event-ID must be the id of a frame of this stream (a whole number), or "-" for every frame still held', type: 'value_error' });
+    throw invalid({
+      loc: ['header', 'last-event-id'],
+      msg: 'Last-Event-ID must be the id of a frame of this stream (a whole number), or "-" for every frame still held',
+      type: 'value_error',
+    });
   }
   return Number(value);
 }

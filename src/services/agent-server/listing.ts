@@ -22,17 +22,26 @@ export function pageAnswer<T extends object, K extends string & keyof T>(
 ): Response {
   const by = request.sort_by ?? defaults.sortBy;
   const sign = (request.sort_order ?? 'desc') === 'asc' ? 1 : -1;
-  const sorted = [...items].sort((a, b) => sign * (compare(a[by], b[by]) || compare(a[defaults.tieBreak], b[defaults.tieBreak])));
+  const sorted = [...items].sort(
+    (a, b) => sign * (compare(a[by], b[by]) || compare(a[defaults.tieBreak], b[defaults.tieBreak])),
+  );
   const page = sorted.slice(request.offset, request.offset + request.limit);
   c.header('X-Pagination-Total', String(sorted.length));
-  if (request.offset + page.length < sorted.length) c.header('X-Pagination-Next', String(request.offset + request.limit));
+  if (request.offset + page.length < sorted.length)
+    c.header('X-Pagination-Next', String(request.offset + request.limit));
   const select = request.select;
-  const shown = select && select.length > 0 ? page.map((item) => Object.fromEntries(select.map((f) => [f, (item as Record<string, unknown>)[f]]))) : page;
+  const shown =
+    select && select.length > 0
+      ? page.map((item) => Object.fromEntries(select.map((f) => [f, (item as Record<string, unknown>)[f]])))
+      : page;
   return c.json(shown);
 }
 
 /** Every key of `wanted` equals the same key of `actual` (deep). */
-export function matchesExactly(actual: Record<string, unknown> | null | undefined, wanted: Record<string, unknown> | null | undefined): boolean {
+export function matchesExactly(
+  actual: Record<string, unknown> | null | undefined,
+  wanted: Record<string, unknown> | null | undefined,
+): boolean {
   if (!wanted) return true;
   return Object.entries(wanted).every(([k, v]) => isDeepStrictEqual((actual ?? {})[k], v));
 }

@@ -15,7 +15,10 @@ import { loadAgentServerSettings } from './settings.ts';
  * example app). API keys from AGENT_SERVER_API_KEYS; in development
  * without any, one random key is made and printed. Runs until SIGTERM/SIGINT.
  */
-export async function runAgentServer(env: NodeJS.ProcessEnv = process.env, out: Output = consoleOutput): Promise<number> {
+export async function runAgentServer(
+  env: NodeJS.ProcessEnv = process.env,
+  out: Output = consoleOutput,
+): Promise<number> {
   let settings;
   try {
     settings = loadAgentServerSettings(env);
@@ -28,13 +31,21 @@ export async function runAgentServer(env: NodeJS.ProcessEnv = process.env, out: 
   let keys = settings.apiKeys;
   if (keys.length === 0 && settings.development) {
     keys = [`dev-${randomBytes(24).toString('base64url')}`];
-    out.log(`Development API key for this run (set AGENT_SERVER_API_KEYS to choose your own):\n  X-Api-Key: ${keys[0]}`);
+    out.log(
+      `Development API key for this run (set AGENT_SERVER_API_KEYS to choose your own):\n  X-Api-Key: ${keys[0]}`,
+    );
   } else if (keys.length === 0) {
     log.warn('AGENT_SERVER_API_KEYS is empty: no API key is accepted');
   }
   let server;
   try {
-    server = await createAgentServer({ configPath: settings.appConfig, verifyApiKey: fixedKeyVerifier(keys, settings.org), org: settings.org, log, heartbeatMs: settings.heartbeatMs });
+    server = await createAgentServer({
+      configPath: settings.appConfig,
+      verifyApiKey: fixedKeyVerifier(keys, settings.org),
+      org: settings.org,
+      log,
+      heartbeatMs: settings.heartbeatMs,
+    });
   } catch (err) {
     if (!(err instanceof AppConfigError)) throw err;
     out.err(`agent server: ${err.message}`);

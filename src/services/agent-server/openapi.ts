@@ -19,17 +19,36 @@ export function openApiDocument(ops: readonly Operation[], info: DocumentInfo): 
   const security = info.customAuth ? [{ bearer: [] }, { apiKey: [] }] : [{ apiKey: [] }];
   for (const op of ops) {
     const parameters = [
-      ...[...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
+      ...[...op.path.matchAll(/\{([^}]+)\}/g)].map((m) => ({
+        name: m[1],
+        in: 'path',
+        required: true,
+        schema: { type: 'string' },
+      })),
       ...queryParameters(op.query),
-      ...Object.entries(op.headers ?? {}).map(([name, description]) => ({ name, in: 'header', required: false, description, schema: { type: 'string' } })),
+      ...Object.entries(op.headers ?? {}).map(([name, description]) => ({
+        name,
+        in: 'header',
+        required: false,
+        description,
+        schema: { type: 'string' },
+      })),
     ];
     const responses: Record<string, unknown> = {};
     for (const [status, spec] of Object.entries(op.responses)) {
       const contentType = spec.contentType ?? 'application/json';
       responses[status] = {
         description: spec.description,
-        ...(spec.headers ? { headers: Object.fromEntries(Object.entries(spec.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }])) } : {}),
-        ...(spec.schema || contentType !== 'application/json' ? { content: { [contentType]: spec.schema ? { schema: jsonSchema(spec.schema, 'output') } : {} } } : {}),
+        ...(spec.headers
+          ? {
+              headers: Object.fromEntries(
+                Object.entries(spec.headers).map(([h, d]) => [h, { description: d, schema: { type: 'string' } }]),
+              ),
+            }
+          : {}),
+        ...(spec.schema || contentType !== 'application/json'
+          ? { content: { [contentType]: spec.schema ? { schema: jsonSchema(spec.schema, 'output') } : {} } }
+          : {}),
       };
     }
     (paths[op.path] ??= {})[op.method] = {
@@ -39,7 +58,9 @@ export function openApiDocument(ops: readonly Operation[], info: DocumentInfo): 
       tags: [op.tag],
       ...(op.public ? { security: [] } : {}),
       ...(parameters.length > 0 ? { parameters } : {}),
-      ...(op.body ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(op.body, 'input') } } } } : {}),
+      ...(op.body
+        ? { requestBody: { required: true, content: { 'application/json': { schema: jsonSchema(op.body, 'input') } } } }
+        : {}),
       responses,
     };
   }
@@ -49,8 +70,15 @@ export function openApiDocument(ops: readonly Operation[], info: DocumentInfo): 
     security,
     components: {
       securitySchemes: {
-        apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'An API key of the organisation that owns the deployment.' },
-        ...(info.customAuth ? { bearer: { type: 'http', scheme: 'bearer', description: "Checked by the app's custom auth handler." } } : {}),
+        apiKey: {
+          type: 'apiKey',
+          in: 'header',
+          name: 'x-api-key',
+          description: 'An API key of the organisation that owns the deployment.',
+        },
+        ...(info.customAuth
+          ? { bearer: { type: 'http', scheme: 'bearer', description: "Checked by the app's custom auth handler." } }
+          : {}),
       },
     },
     paths,
@@ -64,6 +92,14 @@ function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): Record<string, u
 
 function queryParameters(schema: z.ZodType | undefined): Record<string, unknown>[] {
   if (schema === undefined) return [];
-  const json = jsonSchema(schema, 'input') as { properties?: Record<string, Record<string, unknown>>; required?: string[] };
-  return Object.entries(json.properties ?? {}).map(([name, s]) => ({ name, in: 'query', required: json.required?.includes(name) ?? false, schema: s }));
+  const json = jsonSchema(schema, 'input') as {
+    properties?: Record<string, Record<string, unknown>>;
+    required?: string[];
+  };
+  return Object.entries(json.properties ?? {}).map(([name, s]) => ({
+    name,
+    in: 'query',
+    required: json.required?.includes(name) ?? false,
+    schema: s,
+  }));
 }

@@ -18,7 +18,10 @@ export interface ResponseSpec {
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : undefined;
 
-export interface Operation<B extends z.ZodType | undefined = z.ZodType | undefined, Q extends z.ZodType | undefined = z.ZodType | undefined> {
+export interface Operation<
+  B extends z.ZodType | undefined = z.ZodType | undefined,
+  Q extends z.ZodType | undefined = z.ZodType | undefined,
+> {
   readonly method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** OpenAPI form: `/threads/{thread_id}`. */
   readonly path: string;
@@ -37,7 +40,9 @@ export interface Operation<B extends z.ZodType | undefined = z.ZodType | undefin
 }
 
 /** Declares an operation with its handler's input typed by its schemas. */
-export function operation<B extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined>(op: Operation<B, Q>): Operation {
+export function operation<B extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined>(
+  op: Operation<B, Q>,
+): Operation {
   return op as unknown as Operation;
 }
 

@@ -15,13 +15,18 @@ export const isUnfinished = (run: Run): boolean => run.status === 'pending' || r
 
 export async function settleIfOrphaned(ctx: ServerContext, run: Run): Promise<Run> {
   const { store, runner, log } = ctx;
-  if (!isUnfinished(run) || runner.find(run.run_id) !== undefined || (await store.held(`run:${run.run_id}`))) return run;
+  if (!isUnfinished(run) || runner.find(run.run_id) !== undefined || (await store.held(`run:${run.run_id}`)))
+    return run;
   const now = new Date().toISOString();
   const settled: Run = { ...run, status: 'error', updated_at: now };
   await store.putRun(settled);
   const thread = await store.getThread(run.thread_id);
-  const others = thread === null ? [] : (await store.listRuns(thread.thread_id)).filter((r) => r.run_id !== run.run_id && isUnfinished(r));
-  if (thread?.status === 'busy' && others.length === 0) await store.putThread({ ...thread, status: 'error', updated_at: now });
+  const others =
+    thread === null
+      ? []
+      : (await store.listRuns(thread.thread_id)).filter((r) => r.run_id !== run.run_id && isUnfinished(r));
+  if (thread?.status === 'busy' && others.length === 0)
+    await store.putThread({ ...thread, status: 'error', updated_at: now });
   log.warn({ run_id: run.run_id, thread_id: run.thread_id }, 'run lost its server (no lease): recorded as error');
   return settled;
 }

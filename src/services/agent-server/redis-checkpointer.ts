@@ -103,18 +103,35 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
             if (limit <= 0) return;
             limit -= 1;
           }
-          yield this.tuple(threadId, ns, checkpointId, stored, { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpointId } }, metadata);
+          yield this.tuple(
+            threadId,
+            ns,
+            checkpointId,
+            stored,
+            { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: checkpointId } },
+            metadata,
+          );
         }
       }
     }
   }
 
-  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, _newVersions: ChannelVersions): Promise<RunnableConfig> {
+  async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    _newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
     const threadId = config.configurable?.thread_id as unknown;
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
-    if (typeof threadId !== 'string' || threadId === '') throw new Error('Failed to put checkpoint: the config has no "thread_id" in "configurable".');
+    if (typeof threadId !== 'string' || threadId === '')
+      throw new Error('Failed to put checkpoint: the config has no "thread_id" in "configurable".');
     const [cp, md] = await Promise.all([this.dump(copyCheckpoint(checkpoint)), this.dump(metadata)]);
-    const stored: StoredCheckpoint = { checkpoint: cp, metadata: md, parent: (config.configurable?.checkpoint_id as string | undefined) ?? null };
+    const stored: StoredCheckpoint = {
+      checkpoint: cp,
+      metadata: md,
+      parent: (config.configurable?.checkpoint_id as string | undefined) ?? null,
+    };
     const tn = this.tn(threadId, ns);
     await this.client
       .multi()
@@ -131,8 +148,10 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
     const threadId = config.configurable?.thread_id as unknown;
     const ns = (config.configurable?.checkpoint_ns as string | undefined) ?? '';
     const checkpointId = config.configurable?.checkpoint_id as unknown;
-    if (typeof threadId !== 'string' || threadId === '') throw new Error('Failed to put writes: the config has no "thread_id" in "configurable".');
-    if (typeof checkpointId !== 'string' || checkpointId === '') throw new Error('Failed to put writes: the config has no "checkpoint_id" in "configurable".');
+    if (typeof threadId !== 'string' || threadId === '')
+      throw new Error('Failed to put writes: the config has no "thread_id" in "configurable".');
+    if (typeof checkpointId !== 'string' || checkpointId === '')
+      throw new Error('Failed to put writes: the config has no "checkpoint_id" in "configurable".');
     const key = this.k(`writes:${this.tn(threadId, ns)}:${checkpointId}`);
     const serialized = await Promise.all(writes.map(([, value]) => this.dump(value)));
     const tx = this.client.multi().sadd(this.k(`wkeys:${threadId}`), key);
@@ -140,7 +159,8 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
       const idx = WRITES_IDX_MAP[channel] || i;
       const field = `${taskId},${idx}`;
       const value = JSON.stringify([taskId, channel, serialized[i]!, taskPath ?? ''] satisfies StoredWrite);
-      // Regular writes of a task are kept once (a retried task does not replace them); special channels (errors, interrupts) are replaced.
+      // Regular writes of a task are kept once (a retried task does not replace them); special channels (errors,
+      // interrupts) are replaced.
       if (idx >= 0) tx.hsetnx(key, field, value);
       else tx.hset(key, field, value);
     });
@@ -151,7 +171,8 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
     const namespaces = await this.client.smembers(this.k(`ns:${threadId}`));
     const writeKeys = await this.client.smembers(this.k(`wkeys:${threadId}`));
     const keys = [this.k(`ns:${threadId}`), this.k(`wkeys:${threadId}`), ...writeKeys];
-    for (const ns of namespaces) keys.push(this.k(`ids:${this.tn(threadId, ns)}`), this.k(`ckpt:${this.tn(threadId, ns)}`));
+    for (const ns of namespaces)
+      keys.push(this.k(`ids:${this.tn(threadId, ns)}`), this.k(`ckpt:${this.tn(threadId, ns)}`));
     await this.client
       .multi()
       .unlink(...keys)
@@ -169,9 +190,12 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
     metadata?: Record<string, unknown>,
   ): Promise<CheckpointTuple> {
     const checkpoint = (await this.load(stored.checkpoint)) as Checkpoint;
-    if (checkpoint.v < 4 && stored.parent !== null) await this.migratePendingSends(checkpoint, threadId, ns, stored.parent);
+    if (checkpoint.v < 4 && stored.parent !== null)
+      await this.migratePendingSends(checkpoint, threadId, ns, stored.parent);
     const pendingWrites: CheckpointPendingWrite[] = await Promise.all(
-      (await this.orderedWrites(threadId, ns, checkpointId)).map(async ([taskId, channel, value]) => [taskId, channel, await this.load(value)] as CheckpointPendingWrite),
+      (await this.orderedWrites(threadId, ns, checkpointId)).map(
+        async ([taskId, channel, value]) => [taskId, channel, await this.load(value)] as CheckpointPendingWrite,
+      ),
     );
     const tuple: CheckpointTuple = {
       config,
@@ -179,7 +203,8 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
       metadata: (metadata ?? (await this.load(stored.metadata))) as CheckpointMetadata,
       pendingWrites,
     };
-    if (stored.parent !== null) tuple.parentConfig = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: stored.parent } };
+    if (stored.parent !== null)
+      tuple.parentConfig = { configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: stored.parent } };
     return tuple;
   }
 
@@ -196,16 +221,28 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
   }
 
   /** Checkpoints older than v4 kept pending sends as writes of their parent (as MemorySaver does). */
-  private async migratePendingSends(checkpoint: Checkpoint, threadId: string, ns: string, parentId: string): Promise<void> {
+  private async migratePendingSends(
+    checkpoint: Checkpoint,
+    threadId: string,
+    ns: string,
+    parentId: string,
+  ): Promise<void> {
     const sends = await Promise.all(
-      (await this.orderedWrites(threadId, ns, parentId)).filter(([, channel]) => channel === TASKS).map(([, , value]) => this.load(value)),
+      (await this.orderedWrites(threadId, ns, parentId))
+        .filter(([, channel]) => channel === TASKS)
+        .map(([, , value]) => this.load(value)),
     );
-    const mutable = checkpoint as { channel_values: Record<string, unknown>; channel_versions: Record<string, number | string> };
+    const mutable = checkpoint as {
+      channel_values: Record<string, unknown>;
+      channel_versions: Record<string, number | string>;
+    };
     mutable.channel_values ??= {};
     mutable.channel_values[TASKS] = sends;
     mutable.channel_versions ??= {};
     mutable.channel_versions[TASKS] =
-      Object.keys(mutable.channel_versions).length > 0 ? maxChannelVersion(...Object.values(mutable.channel_versions)) : this.getNextVersion(undefined);
+      Object.keys(mutable.channel_versions).length > 0
+        ? maxChannelVersion(...Object.values(mutable.channel_versions))
+        : this.getNextVersion(undefined);
   }
 
   private async dump(value: unknown): Promise<Serialized> {

@@ -37,7 +37,10 @@ interface StoredValue {
   readonly updated_at: string;
 }
 
-/** Removes an item, and its namespace from the index once the namespace holds nothing (atomically, so a concurrent put is never unindexed). */
+/**
+ * Removes an item, and its namespace from the index once the namespace holds nothing (atomically, so a concurrent put
+ * is never unindexed).
+ */
 const DELETE_SCRIPT = `
 redis.call('HDEL', KEYS[1], ARGV[1])
 redis.call('HDEL', KEYS[2], ARGV[1])
@@ -70,14 +73,25 @@ export class RedisItemStore extends BaseStore {
 
   private async read({ namespace, key }: GetOperation): Promise<Item | null> {
     const ns = JSON.stringify(namespace);
-    const [stored, created] = await Promise.all([this.client.hget(this.k(`values:${ns}`), key), this.client.hget(this.k(`created:${ns}`), key)]);
+    const [stored, created] = await Promise.all([
+      this.client.hget(this.k(`values:${ns}`), key),
+      this.client.hget(this.k(`created:${ns}`), key),
+    ]);
     return stored === null ? null : toItem(namespace, key, JSON.parse(stored) as StoredValue, created);
   }
 
   private async write({ namespace, key, value }: PutOperation): Promise<null> {
     const ns = JSON.stringify(namespace);
     if (value === null) {
-      await this.client.eval(DELETE_SCRIPT, 3, this.k(`values:${ns}`), this.k(`created:${ns}`), this.k('namespaces'), key, ns);
+      await this.client.eval(
+        DELETE_SCRIPT,
+        3,
+        this.k(`values:${ns}`),
+        this.k(`created:${ns}`),
+        this.k('namespaces'),
+        key,
+        ns,
+      );
       return null;
     }
     const now = new Date().toISOString();
@@ -90,23 +104,45 @@ export class RedisItemStore extends BaseStore {
     return null;
   }
 
-  private async searchItems({ namespacePrefix, filter, limit = 10, offset = 0 }: SearchOperation): Promise<SearchItem[]> {
+  private async searchItems({
+    namespacePrefix,
+    filter,
+    limit = 10,
+    offset = 0,
+  }: SearchOperation): Promise<SearchItem[]> {
     const found: SearchItem[] = [];
     for (const namespace of await this.allNamespaces()) {
       if (!startsWith(namespace, namespacePrefix)) continue;
       const ns = JSON.stringify(namespace);
-      const [values, created] = await Promise.all([this.client.hgetall(this.k(`values:${ns}`)), this.client.hgetall(this.k(`created:${ns}`))]);
+      const [values, created] = await Promise.all([
+        this.client.hgetall(this.k(`values:${ns}`)),
+        this.client.hgetall(this.k(`created:${ns}`)),
+      ]);
       for (const key of Object.keys(values).sort()) {
         const item = toItem(namespace, key, JSON.parse(values[key]!) as StoredValue, created[key] ?? null);
-        if (filter === undefined || Object.entries(filter).every(([field, wanted]) => matches(item.value[field], wanted))) found.push({ ...item, score: undefined });
+        if (
+          filter === undefined ||
+          Object.entries(filter).every(([field, wanted]) => matches(item.value[field], wanted))
+        )
+          found.push({ ...item, score: undefined });
       }
     }
     return found.slice(offset, offset + limit);
   }
 
-  private async namespaces({ matchConditions = [], maxDepth, limit, offset = 0 }: ListNamespacesOperation): Promise<string[][]> {
-    let namespaces = (await this.allNamespaces()).filter((ns) => matchConditions.every((condition) => conditionHolds(condition, ns)));
-    if (maxDepth !== undefined) namespaces = [...new Map(namespaces.map((ns) => ns.slice(0, maxDepth)).map((ns) => [JSON.stringify(ns), ns])).values()];
+  private async namespaces({
+    matchConditions = [],
+    maxDepth,
+    limit,
+    offset = 0,
+  }: ListNamespacesOperation): Promise<string[][]> {
+    let namespaces = (await this.allNamespaces()).filter((ns) =>
+      matchConditions.every((condition) => conditionHolds(condition, ns)),
+    );
+    if (maxDepth !== undefined)
+      namespaces = [
+        ...new Map(namespaces.map((ns) => ns.slice(0, maxDepth)).map((ns) => [JSON.stringify(ns), ns])).values(),
+      ];
     namespaces.sort((a, b) => a.join('.').localeCompare(b.join('.')));
     return namespaces.slice(offset, limit === undefined ? undefined : offset + limit);
   }
@@ -122,23 +158,40 @@ export class RedisItemStore extends BaseStore {
 }
 
 function toItem(namespace: string[], key: string, stored: StoredValue, created: string | null): Item {
-  return { namespace, key, value: stored.value, createdAt: new Date(created ?? stored.updated_at), updatedAt: new Date(stored.updated_at) };
+  return {
+    namespace,
+    key,
+    value: stored.value,
+    createdAt: new Date(created ?? stored.updated_at),
+    updatedAt: new Date(stored.updated_at),
+  };
 }
 
 function startsWith(namespace: readonly string[], prefix: readonly string[]): boolean {
   return prefix.length <= namespace.length && prefix.every((label, i) => namespace[i] === label);
 }
 
-/** A namespace match condition as InMemoryStore reads it: a prefix or a suffix of labels, `*` matching any one label. */
+/**
+ * A namespace match condition as InMemoryStore reads it: a prefix or a suffix of labels, `*` matching any one label.
+ */
 function conditionHolds({ matchType, path }: MatchCondition, namespace: readonly string[]): boolean {
   if (path.length > namespace.length) return false;
   const start = matchType === 'prefix' ? 0 : namespace.length - path.length;
   return path.every((label, i) => label === '*' || namespace[start + i] === label);
 }
 
-/** A search filter on one field, as InMemoryStore reads it: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin). */
+/**
+ * A search filter on one field, as InMemoryStore reads it: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt,
+ * $lte, $in, $nin).
+ */
 function matches(actual: unknown, wanted: unknown): boolean {
-  if (typeof wanted !== 'object' || wanted === null || Array.isArray(wanted) || !Object.keys(wanted).some((k) => k.startsWith('$'))) return actual === wanted;
+  if (
+    typeof wanted !== 'object' ||
+    wanted === null ||
+    Array.isArray(wanted) ||
+    !Object.keys(wanted).some((k) => k.startsWith('$'))
+  )
+    return actual === wanted;
   return Object.entries(wanted).every(([op, value]) => {
     switch (op) {
       case '$eq':

@@ -64,11 +64,18 @@ export class RedisAgentStore implements AgentStore {
   }
 
   async listAssistantVersions(id: string): Promise<AssistantVersion[]> {
-    return Object.values(await this.client.hgetall(this.k(`assistant-versions:${id}`))).map((raw) => JSON.parse(raw) as AssistantVersion);
+    return Object.values(await this.client.hgetall(this.k(`assistant-versions:${id}`))).map(
+      (raw) => JSON.parse(raw) as AssistantVersion,
+    );
   }
 
   async deleteAssistant(id: string): Promise<void> {
-    await this.client.multi().unlink(this.k(`assistant:${id}`), this.k(`assistant-versions:${id}`)).srem(this.k('assistants'), id).exec().then(check);
+    await this.client
+      .multi()
+      .unlink(this.k(`assistant:${id}`), this.k(`assistant-versions:${id}`))
+      .srem(this.k('assistants'), id)
+      .exec()
+      .then(check);
   }
 
   async getThread(id: string): Promise<Thread | null> {
@@ -77,13 +84,21 @@ export class RedisAgentStore implements AgentStore {
 
   async putThread(thread: Thread): Promise<void> {
     const id = thread.thread_id;
-    await this.client.multi().set(this.k(`thread:${id}`), JSON.stringify(thread)).sadd(this.k('threads'), id).exec().then(check);
+    await this.client
+      .multi()
+      .set(this.k(`thread:${id}`), JSON.stringify(thread))
+      .sadd(this.k('threads'), id)
+      .exec()
+      .then(check);
   }
 
   async deleteThread(id: string): Promise<void> {
     const runsKey = this.k(`thread-runs:${id}`);
     const runIds = await this.client.smembers(runsKey);
-    const tx = this.client.multi().unlink(this.k(`thread:${id}`), runsKey).srem(this.k('threads'), id);
+    const tx = this.client
+      .multi()
+      .unlink(this.k(`thread:${id}`), runsKey)
+      .srem(this.k('threads'), id);
     if (runIds.length > 0) tx.unlink(...runIds.map((r) => this.k(`run:${r}`)));
     await tx.exec().then(check);
   }
@@ -99,8 +114,12 @@ export class RedisAgentStore implements AgentStore {
   async putRun(run: Run): Promise<void> {
     const key = this.k(`run:${run.run_id}`);
     const previous = parse<Run>(await this.client.get(key));
-    const tx = this.client.multi().set(key, JSON.stringify(run)).sadd(this.k(`thread-runs:${run.thread_id}`), run.run_id);
-    if (previous !== null && previous.thread_id !== run.thread_id) tx.srem(this.k(`thread-runs:${previous.thread_id}`), run.run_id);
+    const tx = this.client
+      .multi()
+      .set(key, JSON.stringify(run))
+      .sadd(this.k(`thread-runs:${run.thread_id}`), run.run_id);
+    if (previous !== null && previous.thread_id !== run.thread_id)
+      tx.srem(this.k(`thread-runs:${previous.thread_id}`), run.run_id);
     await tx.exec().then(check);
   }
 
@@ -112,7 +131,9 @@ export class RedisAgentStore implements AgentStore {
   }
 
   async listRuns(threadId: string): Promise<Run[]> {
-    const runs = (await this.listByIndex<Run>(this.k(`thread-runs:${threadId}`), 'run:')).filter((r) => r.thread_id === threadId);
+    const runs = (await this.listByIndex<Run>(this.k(`thread-runs:${threadId}`), 'run:')).filter(
+      (r) => r.thread_id === threadId,
+    );
     return runs.sort((a, b) => (a.created_at < b.created_at ? -1 : a.created_at > b.created_at ? 1 : 0));
   }
 
@@ -122,7 +143,12 @@ export class RedisAgentStore implements AgentStore {
 
   async putCron(cron: Cron): Promise<void> {
     const id = cron.cron_id;
-    await this.client.multi().set(this.k(`cron:${id}`), JSON.stringify(cron)).sadd(this.k('crons'), id).exec().then(check);
+    await this.client
+      .multi()
+      .set(this.k(`cron:${id}`), JSON.stringify(cron))
+      .sadd(this.k('crons'), id)
+      .exec()
+      .then(check);
   }
 
   async listCrons(): Promise<Cron[]> {
@@ -130,7 +156,12 @@ export class RedisAgentStore implements AgentStore {
   }
 
   async deleteCron(id: string): Promise<void> {
-    await this.client.multi().unlink(this.k(`cron:${id}`)).srem(this.k('crons'), id).exec().then(check);
+    await this.client
+      .multi()
+      .unlink(this.k(`cron:${id}`))
+      .srem(this.k('crons'), id)
+      .exec()
+      .then(check);
   }
 
   async claim(key: string, ms: number): Promise<boolean> {

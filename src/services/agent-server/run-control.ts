@@ -48,7 +48,11 @@ const joinStream = {
   responses: {
     200: { description: 'Server-sent events.', contentType: 'text/event-stream' },
     ...errors,
-    409: { description: 'The run is going on in another server process of this deployment: its events can be followed only there.', schema: errorSchema },
+    409: {
+      description:
+        'The run is going on in another server process of this deployment: its events can be followed only there.',
+      schema: errorSchema,
+    },
   },
 } as const;
 
@@ -102,7 +106,9 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
     const headers = { 'Content-Location': location };
     const handle = runner.followable(run.run_id);
     if (handle === undefined && elsewhere(ctx, run)) {
-      throw conflict(`Run ${run.run_id} is running on another server of this deployment: its events can be followed only there. Wait for it with /join, or read the thread's state when it ends.`);
+      throw conflict(
+        `Run ${run.run_id} is running on another server of this deployment: its events can be followed only there. Wait for it with /join, or read the thread's state when it ends.`,
+      );
     }
     if (handle === undefined) return sseResponse(noFrames(), { headers, heartbeatMs, onCancel: () => undefined });
     const reader = handle.join(seen ?? (handle.resumable ? 0 : undefined));
@@ -132,9 +138,14 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       path: '/threads/{thread_id}/runs/{run_id}/cancel',
       operationId: 'cancel_run',
       summary: 'Cancel a run',
-      description: 'A queued or running run stops: status `interrupted`, and an `error` event (CancelledError) ends its streams. Cancelling a finished run changes nothing.',
+      description:
+        'A queued or running run stops: status `interrupted`, and an `error` event (CancelledError) ends its streams. Cancelling a finished run changes nothing.',
       query: runCancel,
-      responses: { 202: { description: 'Cancellation requested.' }, 204: { description: 'The run has stopped (wait=1).' }, ...errors },
+      responses: {
+        202: { description: 'Cancellation requested.' },
+        204: { description: 'The run has stopped (wait=1).' },
+        ...errors,
+      },
       async handler(c, { query }) {
         const run = await visibleRun(c, ctx, 'update', { run_id: param(c, 'run_id'), action: query.action });
         const handle = runner.find(run.run_id);
@@ -153,8 +164,12 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       path: '/threads/{thread_id}/runs/{run_id}/join',
       operationId: 'join_run',
       summary: 'Wait for a run',
-      description: 'Answers when the run has finished (at once if it has): the final state values of the thread (on failure, `{"__error__": {"error", "message"}}`).',
-      responses: { 200: { description: 'The final state values.', schema: z.record(z.string(), z.unknown()) }, ...errors },
+      description:
+        'Answers when the run has finished (at once if it has): the final state values of the thread (on failure, `{"__error__": {"error", "message"}}`).',
+      responses: {
+        200: { description: 'The final state values.', schema: z.record(z.string(), z.unknown()) },
+        ...errors,
+      },
       async handler(c) {
         const run = await visibleRun(c, ctx, 'read');
         if (elsewhere(ctx, run)) await untilFinished(ctx, run, c.req.raw.signal);
@@ -181,7 +196,8 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       operationId: 'join_run_stream_threadless',
       summary: 'Follow the events of a threadless run',
       description: `The same as a thread run's stream, for a run started by \`POST /runs/stream\` (its stream's Location points here).`,
-      handler: async (c, { query }) => follow(c, await visibleThreadlessRun(c, ctx), query, `/runs/${param(c, 'run_id')}`),
+      handler: async (c, { query }) =>
+        follow(c, await visibleThreadlessRun(c, ctx), query, `/runs/${param(c, 'run_id')}`),
     }),
     operation({
       ...common,
@@ -189,11 +205,19 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       path: '/threads/{thread_id}/runs/{run_id}',
       operationId: 'delete_run',
       summary: 'Delete a run',
-      description: 'Removes the record of a finished run (the thread state stays). A queued or running run answers 409: cancel it first.',
-      responses: { 204: { description: 'Deleted.' }, ...errors, 409: { description: 'The run is queued or running.', schema: errorSchema } },
+      description:
+        'Removes the record of a finished run (the thread state stays). A queued or running run answers 409: cancel it first.',
+      responses: {
+        204: { description: 'Deleted.' },
+        ...errors,
+        409: { description: 'The run is queued or running.', schema: errorSchema },
+      },
       async handler(c) {
         const run = await visibleRun(c, ctx, 'delete', { run_id: param(c, 'run_id') });
-        if (runner.find(run.run_id) !== undefined) throw conflict(`Run ${run.run_id} is still ${run.status === 'pending' ? 'queued' : 'running'}: cancel it before deleting it.`);
+        if (runner.find(run.run_id) !== undefined)
+          throw conflict(
+            `Run ${run.run_id} is still ${run.status === 'pending' ? 'queued' : 'running'}: cancel it before deleting it.`,
+          );
         await store.deleteRun(run.run_id);
         return c.body(null, 204);
       },

@@ -55,7 +55,10 @@ export interface RunOutcome {
   readonly error: { error: string; message: string } | null;
 }
 
-/** Why a run stops early: its client left, a newer run interrupted it, the server stops, or a cancel request (or thread deletion) asked. */
+/**
+ * Why a run stops early: its client left, a newer run interrupted it, the server stops, or a cancel request (or thread
+ * deletion) asked.
+ */
 export type CancelReason = 'disconnect' | 'interrupt' | 'shutdown' | 'cancel';
 
 /** A client following a run's events from the moment it joined. */
@@ -73,22 +76,37 @@ export interface RunHandle {
   cancel(reason: CancelReason): void;
   /** The reader is gone but the run goes on (`on_disconnect: continue`). */
   detach(): void;
-  /** Another reader of the run's events: from now on (`seen` undefined), or every held frame after frame number `seen`, then what comes. */
+  /**
+   * Another reader of the run's events: from now on (`seen` undefined), or every held frame after frame number `seen`,
+   * then what comes.
+   */
   join(seen?: number): RunReader;
   readonly resumable: boolean;
   readonly startedBy: string;
 }
 
-/** Frames held per run (and per thread stream) for readers that resume: the last ones, within these bounds and a pool (HELD_TOTAL). */
+/**
+ * Frames held per run (and per thread stream) for readers that resume: the last ones, within these bounds and a pool
+ * (HELD_TOTAL).
+ */
 const HELD = { items: 10_000, weight: 4 * 1024 * 1024 };
 const weigh = (f: Frame) => f.data.length + f.event.length;
-/** Held frames of all runs together, running or finished: a run over it drops its own oldest frames. Thread streams have a pool of their own. */
+/**
+ * Held frames of all runs together, running or finished: a run over it drops its own oldest frames. Thread streams have
+ * a pool of their own.
+ */
 const HELD_TOTAL = 256 * 1024 * 1024;
-/** How long a finished run's frames stay for resuming readers, and how many bytes of them all finished runs together may hold. */
+/**
+ * How long a finished run's frames stay for resuming readers, and how many bytes of them all finished runs together may
+ * hold.
+ */
 const RETAINED_MS = 60_000;
 const RETAINED_WEIGHT = 64 * 1024 * 1024;
 
-/** How long a run's lease lasts; its server renews it (and looks for a cancel from another server) every LEASE_MS / RENEWALS. */
+/**
+ * How long a run's lease lasts; its server renews it (and looks for a cancel from another server) every LEASE_MS /
+ * RENEWALS.
+ */
 export const LEASE_MS = 30_000;
 const RENEWALS = 6;
 
@@ -119,7 +137,10 @@ export class Runner {
   private retainedWeight = 0;
   private readonly held: HeldBounds<Frame> = { ...HELD, weigh, pool: { used: 0, limit: HELD_TOTAL } };
   /** Each thread's stream: the frames of its runs, one run after the other. */
-  readonly threads = new ThreadStreams({ ...HELD, weigh: (f: ThreadFrame) => weigh(f.frame), pool: { used: 0, limit: HELD_TOTAL } }, RETAINED_MS);
+  readonly threads = new ThreadStreams(
+    { ...HELD, weigh: (f: ThreadFrame) => weigh(f.frame), pool: { used: 0, limit: HELD_TOTAL } },
+    RETAINED_MS,
+  );
 
   private readonly renewals: NodeJS.Timeout;
 
@@ -152,7 +173,9 @@ export class Runner {
     const threadId = spec.run.thread_id;
     const ahead = spec.threadless ? [] : [...(this.queues.get(threadId) ?? [])];
     if (ahead.length > 0 && spec.strategy === 'reject') {
-      throw conflict('Thread is already running a task. Wait for it to finish or choose a different multitask strategy.');
+      throw conflict(
+        'Thread is already running a task. Wait for it to finish or choose a different multitask strategy.',
+      );
     }
     if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
     const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
@@ -254,7 +277,11 @@ export class Runner {
     const { store, graphs, checkpointer, log } = this.deps;
     const { run } = spec;
     const threadId = run.thread_id;
-    const runLog = log.child({ run_id: run.run_id, thread_id: spec.threadless ? undefined : threadId, graph_id: spec.graphId });
+    const runLog = log.child({
+      run_id: run.run_id,
+      thread_id: spec.threadless ? undefined : threadId,
+      graph_id: spec.graphId,
+    });
     await store.lease(`run:${run.run_id}`, LEASE_MS);
     await this.setRun(run, 'pending');
     // A queued run waits for the runs ahead of it, unless it is cancelled first.
@@ -268,7 +295,10 @@ export class Runner {
       if (signal.aborted) throw signal.reason;
       await this.setRun(run, 'running');
       if (!spec.threadless) {
-        await this.setThread(threadId, (t) => ({ status: 'busy', metadata: { ...t.metadata, graph_id: spec.graphId, assistant_id: run.assistant_id } }));
+        await this.setThread(threadId, (t) => ({
+          status: 'busy',
+          metadata: { ...t.metadata, graph_id: spec.graphId, assistant_id: run.assistant_id },
+        }));
       }
       runLog.debug('run started');
       const graph = await graphs.get(spec.graphId, spec.config);
@@ -290,10 +320,21 @@ export class Runner {
       const reason = cancelled();
       if (reason !== null) {
         status = 'interrupted';
-        if (reason === 'interrupt') events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: a newer run on this thread interrupted it.' }));
-        if (reason === 'shutdown') events.push(frame('error', { error: 'ServiceUnavailable', message: 'Run cancelled: the server is shutting down.' }));
-        if (reason === 'disconnect') events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: its client disconnected.' }));
-        if (reason === 'cancel') events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled on request.' }));
+        if (reason === 'interrupt')
+          events.push(
+            frame('error', {
+              error: 'CancelledError',
+              message: 'Run cancelled: a newer run on this thread interrupted it.',
+            }),
+          );
+        if (reason === 'shutdown')
+          events.push(
+            frame('error', { error: 'ServiceUnavailable', message: 'Run cancelled: the server is shutting down.' }),
+          );
+        if (reason === 'disconnect')
+          events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: its client disconnected.' }));
+        if (reason === 'cancel')
+          events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled on request.' }));
         runLog.info({ reason }, 'run cancelled');
       } else {
         status = 'error';
@@ -304,7 +345,11 @@ export class Runner {
       const graph = await graphs.get(spec.graphId, spec.config).catch(() => null);
       state = graph ? await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null) : null;
     }
-    const values = state ? toPlain(state.values) : mapper.lastValues === undefined ? undefined : toPlain(mapper.lastValues);
+    const values = state
+      ? toPlain(state.values)
+      : mapper.lastValues === undefined
+        ? undefined
+        : toPlain(mapper.lastValues);
     try {
       await this.setRun(run, status);
       if (spec.threadless && !spec.keepThread) await checkpointer.deleteThread(threadId);
@@ -335,16 +380,25 @@ export class Runner {
     await this.deps.store.putRun({ ...run, status, updated_at: new Date().toISOString() });
   }
 
-  private async setThread(threadId: string, patch: Partial<Thread> | ((thread: Thread) => Partial<Thread>)): Promise<void> {
+  private async setThread(
+    threadId: string,
+    patch: Partial<Thread> | ((thread: Thread) => Partial<Thread>),
+  ): Promise<void> {
     const thread = await this.deps.store.getThread(threadId);
     if (thread === null) return;
     const changes = typeof patch === 'function' ? patch(thread) : patch;
     await this.deps.store.putThread({ ...thread, ...changes, updated_at: new Date().toISOString() });
   }
 
-  private async finishThread(spec: RunSpec, status: RunStatus, values: unknown, state: StateSnapshotLike | null): Promise<void> {
+  private async finishThread(
+    spec: RunSpec,
+    status: RunStatus,
+    values: unknown,
+    state: StateSnapshotLike | null,
+  ): Promise<void> {
     const interrupts = interruptsOf(state);
-    const threadStatus: ThreadStatus = status === 'error' ? 'error' : Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle';
+    const threadStatus: ThreadStatus =
+      status === 'error' ? 'error' : Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle';
     const patch = { status: threadStatus, values: (values ?? null) as Json | null, interrupts };
     if (spec.threadless) {
       const now = new Date().toISOString();
@@ -368,5 +422,7 @@ export class Runner {
 
 /** Resolves when `signal` aborts (and never if it does not). */
 function whenAborted(signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => (signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true })));
+  return new Promise((resolve) =>
+    signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
 }

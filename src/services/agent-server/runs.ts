@@ -9,7 +9,15 @@ import { notFound } from './errors.ts';
 import { newId } from './ids.ts';
 import { operation, param, type Operation } from './operations.ts';
 import type { RunHandle, RunSpec } from './runner.ts';
-import { errorSchema, runBatch, runCreate, runSchema, STREAM_MODES, type RunCreate, type StreamMode } from './schemas.ts';
+import {
+  errorSchema,
+  runBatch,
+  runCreate,
+  runSchema,
+  STREAM_MODES,
+  type RunCreate,
+  type StreamMode,
+} from './schemas.ts';
 import { sseResponse } from './sse.ts';
 import { createThread } from './threads.ts';
 import type { Json, Run } from './types.ts';
@@ -42,45 +50,74 @@ const streamAnswer = {
   contentType: 'text/event-stream',
   headers: {
     'Content-Location': 'The run: /runs/<run_id> or /threads/<thread_id>/runs/<run_id>.',
-    Location: 'The run\'s join stream (/runs/<run_id>/stream or /threads/<thread_id>/runs/<run_id>/stream), where the stream resumes (Last-Event-ID).',
+    Location:
+      "The run's join stream (/runs/<run_id>/stream or /threads/<thread_id>/runs/<run_id>/stream), where the stream resumes (Last-Event-ID).",
   },
 };
 const createAnswer = {
-  description: 'The run, pending: it goes on in the background. Follow it at its join stream (`Content-Location` + `/stream`), wait for it with `/join`.',
+  description:
+    'The run, pending: it goes on in the background. Follow it at its join stream (`Content-Location` + `/stream`), wait for it with `/join`.',
   schema: runSchema,
   headers: { 'Content-Location': 'The run: /runs/<run_id> or /threads/<thread_id>/runs/<run_id>.' },
 };
-const waitAnswer = { description: 'The final state values of the run (on failure, `{"__error__": {"error", "message"}}`).', schema: z.record(z.string(), z.unknown()) };
+const waitAnswer = {
+  description: 'The final state values of the run (on failure, `{"__error__": {"error", "message"}}`).',
+  schema: z.record(z.string(), z.unknown()),
+};
 
 export function runOperations(ctx: ServerContext): Operation[] {
-  const stream = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
-    const { handle, location, onDisconnect } = await startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null);
-    return sseResponse(handle.frames, {
-      headers: { 'Content-Location': location, Location: `${location}/stream` },
-      heartbeatMs: ctx.heartbeatMs,
-      signal: c.req.raw.signal,
-      onCancel: () => (onDisconnect === 'continue' ? handle.detach() : handle.cancel('disconnect')),
-    });
-  };
-  const wait = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
-    const { handle, location, onDisconnect } = await startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null);
-    handle.detach();
-    const signal = c.req.raw.signal;
-    const gone = () => (onDisconnect === 'continue' ? undefined : handle.cancel('disconnect'));
-    signal.addEventListener('abort', gone, { once: true });
-    const outcome = await handle.done.finally(() => signal.removeEventListener('abort', gone));
-    c.header('Content-Location', location);
-    return c.json(outcome.error ? { __error__: outcome.error } : (outcome.values ?? {}));
-  };
-  const create = (threaded: boolean) => async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
-    const { handle, location, run } = await startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null, true);
-    handle.detach();
-    c.header('Content-Location', location);
-    return c.json(run);
-  };
+  const stream =
+    (threaded: boolean) =>
+    async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
+      const { handle, location, onDisconnect } = await startRun(
+        c.get('auth'),
+        ctx,
+        body,
+        threaded ? param(c, 'thread_id') : null,
+      );
+      return sseResponse(handle.frames, {
+        headers: { 'Content-Location': location, Location: `${location}/stream` },
+        heartbeatMs: ctx.heartbeatMs,
+        signal: c.req.raw.signal,
+        onCancel: () => (onDisconnect === 'continue' ? handle.detach() : handle.cancel('disconnect')),
+      });
+    };
+  const wait =
+    (threaded: boolean) =>
+    async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
+      const { handle, location, onDisconnect } = await startRun(
+        c.get('auth'),
+        ctx,
+        body,
+        threaded ? param(c, 'thread_id') : null,
+      );
+      handle.detach();
+      const signal = c.req.raw.signal;
+      const gone = () => (onDisconnect === 'continue' ? undefined : handle.cancel('disconnect'));
+      signal.addEventListener('abort', gone, { once: true });
+      const outcome = await handle.done.finally(() => signal.removeEventListener('abort', gone));
+      c.header('Content-Location', location);
+      return c.json(outcome.error ? { __error__: outcome.error } : (outcome.values ?? {}));
+    };
+  const create =
+    (threaded: boolean) =>
+    async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
+      const { handle, location, run } = await startRun(
+        c.get('auth'),
+        ctx,
+        body,
+        threaded ? param(c, 'thread_id') : null,
+        true,
+      );
+      handle.detach();
+      c.header('Content-Location', location);
+      return c.json(run);
+    };
   /** Threadless background runs, all checked before any starts (an unknown assistant fails the whole batch). */
   const batch = async (c: Context<AgentEnv>, { body }: { body: RunCreate[] }) => {
-    for (const one of body) if ((await findAssistant(ctx.store, ctx.graphs, one.assistant_id)) === null) throw notFound('Assistant', one.assistant_id);
+    for (const one of body)
+      if ((await findAssistant(ctx.store, ctx.graphs, one.assistant_id)) === null)
+        throw notFound('Assistant', one.assistant_id);
     const runs: Run[] = [];
     for (const one of body) {
       const { handle, run } = await startRun(c.get('auth'), ctx, one, null, true);
@@ -91,19 +128,68 @@ export function runOperations(ctx: ServerContext): Operation[] {
   };
   const common = { tag: 'Runs', body: runCreate } as const;
   return [
-    operation({ ...common, method: 'post', path: '/runs/stream', operationId: 'stream_run_threadless', summary: 'Stream a threadless run', responses: { 200: streamAnswer, ...errors }, handler: stream(false) }),
-    operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs/stream', operationId: 'stream_run', summary: 'Stream a run on a thread', responses: { 200: streamAnswer, ...errors }, handler: stream(true) }),
-    operation({ ...common, method: 'post', path: '/runs/wait', operationId: 'wait_run_threadless', summary: 'Run threadless and wait for the result', responses: { 200: waitAnswer, ...errors }, handler: wait(false) }),
-    operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs/wait', operationId: 'wait_run', summary: 'Run on a thread and wait for the result', responses: { 200: waitAnswer, ...errors }, handler: wait(true) }),
-    operation({ ...common, method: 'post', path: '/runs', operationId: 'create_run_threadless', summary: 'Start a threadless run in the background', responses: { 200: createAnswer, ...errors }, handler: create(false) }),
-    operation({ ...common, method: 'post', path: '/threads/{thread_id}/runs', operationId: 'create_run', summary: 'Start a run on a thread in the background', responses: { 200: createAnswer, ...errors }, handler: create(true) }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/runs/stream',
+      operationId: 'stream_run_threadless',
+      summary: 'Stream a threadless run',
+      responses: { 200: streamAnswer, ...errors },
+      handler: stream(false),
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/threads/{thread_id}/runs/stream',
+      operationId: 'stream_run',
+      summary: 'Stream a run on a thread',
+      responses: { 200: streamAnswer, ...errors },
+      handler: stream(true),
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/runs/wait',
+      operationId: 'wait_run_threadless',
+      summary: 'Run threadless and wait for the result',
+      responses: { 200: waitAnswer, ...errors },
+      handler: wait(false),
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/threads/{thread_id}/runs/wait',
+      operationId: 'wait_run',
+      summary: 'Run on a thread and wait for the result',
+      responses: { 200: waitAnswer, ...errors },
+      handler: wait(true),
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/runs',
+      operationId: 'create_run_threadless',
+      summary: 'Start a threadless run in the background',
+      responses: { 200: createAnswer, ...errors },
+      handler: create(false),
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/threads/{thread_id}/runs',
+      operationId: 'create_run',
+      summary: 'Start a run on a thread in the background',
+      responses: { 200: createAnswer, ...errors },
+      handler: create(true),
+    }),
     operation({
       tag: 'Runs',
       method: 'post',
       path: '/runs/batch',
       operationId: 'create_runs_batch',
       summary: 'Start threadless runs in the background',
-      description: 'Each item is a run body (`runs.createBatch`); every assistant is checked before any run starts. Answers the runs, in order.',
+      description:
+        'Each item is a run body (`runs.createBatch`); every assistant is checked before any run starts. Answers the runs, in order.',
       body: runBatch,
       responses: { 200: { description: 'The runs, pending.', schema: z.array(runSchema) }, ...errors },
       handler: batch,
@@ -119,7 +205,13 @@ interface Started {
 }
 
 /** Starts a run as `auth`'s user (a request's, or a cron's creator): authorized, recorded, running. */
-export async function startRun(auth: RequestAuth, ctx: ServerContext, body: RunCreate, threadId: string | null, background = false): Promise<Started> {
+export async function startRun(
+  auth: RequestAuth,
+  ctx: ServerContext,
+  body: RunCreate,
+  threadId: string | null,
+  background = false,
+): Promise<Started> {
   const { store, graphs, runner } = ctx;
   const { user, authorize } = auth;
   const assistant = await findAssistant(store, graphs, body.assistant_id);
@@ -145,10 +237,20 @@ export async function startRun(auth: RequestAuth, ctx: ServerContext, body: RunC
     else if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', threadId);
   }
 
-  const modes = [...new Set<StreamMode>(body.stream_mode == null ? (background ? STREAM_MODES : ['values']) : [body.stream_mode].flat())];
+  const modes = [
+    ...new Set<StreamMode>(
+      body.stream_mode == null ? (background ? STREAM_MODES : ['values']) : [body.stream_mode].flat(),
+    ),
+  ];
   const runThreadId = threadId ?? newId();
   const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
-  const metadata = { ...(value.metadata as Json), run_id: runId, assistant_id: assistant.assistant_id, graph_id: assistant.graph_id, ...(threadId ? { thread_id: threadId } : {}) };
+  const metadata = {
+    ...(value.metadata as Json),
+    run_id: runId,
+    assistant_id: assistant.assistant_id,
+    graph_id: assistant.graph_id,
+    ...(threadId ? { thread_id: threadId } : {}),
+  };
   const context = { ...assistant.context, ...body.context };
   const config: Record<string, unknown> = {
     configurable: {
@@ -179,7 +281,13 @@ export async function startRun(auth: RequestAuth, ctx: ServerContext, body: RunC
     status: 'pending',
     metadata,
     // The request as given; the user object is added to the config only, never stored.
-    kwargs: { input: body.input ?? null, command: body.command ?? null, config: body.config ?? {}, context: body.context ?? {}, stream_mode: modes },
+    kwargs: {
+      input: body.input ?? null,
+      command: body.command ?? null,
+      config: body.config ?? {},
+      context: body.context ?? {},
+      stream_mode: modes,
+    },
     multitask_strategy: strategy,
   };
   const spec: RunSpec = {

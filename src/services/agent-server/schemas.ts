@@ -23,8 +23,28 @@ const streamMode = z.enum(STREAM_MODES);
 export const THREAD_STREAM_MODES = ['run_modes', 'lifecycle', 'state_update'] as const;
 export type ThreadStreamMode = (typeof THREAD_STREAM_MODES)[number];
 
-export const ASSISTANT_FIELDS = ['assistant_id', 'graph_id', 'config', 'context', 'metadata', 'name', 'description', 'version', 'created_at', 'updated_at'] as const;
-export const THREAD_FIELDS = ['thread_id', 'created_at', 'updated_at', 'metadata', 'status', 'values', 'config', 'interrupts'] as const;
+export const ASSISTANT_FIELDS = [
+  'assistant_id',
+  'graph_id',
+  'config',
+  'context',
+  'metadata',
+  'name',
+  'description',
+  'version',
+  'created_at',
+  'updated_at',
+] as const;
+export const THREAD_FIELDS = [
+  'thread_id',
+  'created_at',
+  'updated_at',
+  'metadata',
+  'status',
+  'values',
+  'config',
+  'interrupts',
+] as const;
 
 // ---- requests
 
@@ -34,7 +54,10 @@ export const assistantCreate = z.object({
   config: object().nullish(),
   context: object().nullish(),
   metadata: object().nullish(),
-  if_exists: z.enum(['raise', 'do_nothing']).nullish().describe('When the id exists: 409 (raise, default) or return it (do_nothing).'),
+  if_exists: z
+    .enum(['raise', 'do_nothing'])
+    .nullish()
+    .describe('When the id exists: 409 (raise, default) or return it (do_nothing).'),
   name: z.string().nullish(),
   description: z.string().nullish(),
 });
@@ -52,7 +75,9 @@ export const assistantPatch = z.object({
 const flag = () => z.stringbool();
 
 export const assistantDelete = z.object({
-  delete_threads: flag().default(false).describe('Also delete the threads whose metadata.assistant_id is this assistant.'),
+  delete_threads: flag()
+    .default(false)
+    .describe('Also delete the threads whose metadata.assistant_id is this assistant.'),
 });
 
 export const assistantSearch = z.object({
@@ -60,7 +85,10 @@ export const assistantSearch = z.object({
   graph_id: z.string().nullish(),
   name: z.string().nullish().describe('Case-insensitive substring of the name.'),
   ...page,
-  sort_by: z.enum(['assistant_id', 'graph_id', 'name', 'created_at', 'updated_at']).nullish().describe('Default: created_at.'),
+  sort_by: z
+    .enum(['assistant_id', 'graph_id', 'name', 'created_at', 'updated_at'])
+    .nullish()
+    .describe('Default: created_at.'),
   sort_order: sortOrder,
   select: z.array(z.enum(ASSISTANT_FIELDS)).nullish().describe('Fields to return; default all.'),
 });
@@ -117,16 +145,28 @@ export const threadList = z.object({
 
 export const runList = threadList.extend({ status: z.enum(RUN_STATUSES).optional() });
 
-/** A checkpoint named by its id alone, or by a config (`{configurable: {checkpoint_id}}`) as the JS client sends `before`. */
+/**
+ * A checkpoint named by its id alone, or by a config (`{configurable: {checkpoint_id}}`) as the JS client sends
+ * `before`.
+ */
 const checkpointRef = z
-  .union([z.string().min(1), z.object({ configurable: z.object({ checkpoint_id: z.string().min(1) }).loose() }).loose()])
+  .union([
+    z.string().min(1),
+    z.object({ configurable: z.object({ checkpoint_id: z.string().min(1) }).loose() }).loose(),
+  ])
   .transform((ref) => (typeof ref === 'string' ? ref : ref.configurable.checkpoint_id));
 
 export const threadHistory = z.object({
   limit: z.number().int().min(1).max(1000).default(10).describe('Most states to return.'),
   before: checkpointRef.nullish().describe('Only states older than this checkpoint (its id, or a config naming it).'),
-  metadata: object().nullish().describe('Only checkpoints whose metadata has each of these keys with this value (e.g. `{"source": "loop"}`).'),
-  checkpoint: z.object({ checkpoint_ns: z.string().nullish(), checkpoint_id: z.string().nullish() }).loose().nullish().describe('`checkpoint_ns`: the states of a subgraph.'),
+  metadata: object()
+    .nullish()
+    .describe('Only checkpoints whose metadata has each of these keys with this value (e.g. `{"source": "loop"}`).'),
+  checkpoint: z
+    .object({ checkpoint_ns: z.string().nullish(), checkpoint_id: z.string().nullish() })
+    .loose()
+    .nullish()
+    .describe('`checkpoint_ns`: the states of a subgraph.'),
 });
 
 const checkpointNamed = z.object({ checkpoint_id: z.string().min(1), checkpoint_ns: z.string().nullish() }).loose();
@@ -134,13 +174,18 @@ const checkpointNamed = z.object({ checkpoint_id: z.string().min(1), checkpoint_
 export const threadStateAt = z.object({ checkpoint: checkpointNamed });
 
 export const threadStateUpdate = z.object({
-  values: z.union([object(), z.array(z.unknown())]).nullish().describe('The update, as the node would return it (several updates: an array).'),
+  values: z
+    .union([object(), z.array(z.unknown())])
+    .nullish()
+    .describe('The update, as the node would return it (several updates: an array).'),
   as_node: z.string().min(1).nullish().describe('The node the update is written as. Default: the node that ran last.'),
   checkpoint_id: z.string().min(1).nullish().describe('Update this checkpoint instead of the current one (a fork).'),
   checkpoint: z.object({ checkpoint_id: z.string().nullish(), checkpoint_ns: z.string().nullish() }).loose().nullish(),
 });
 
-export const threadStatePatch = z.object({ metadata: object().describe("Keys merged into the latest checkpoint's metadata.") });
+export const threadStatePatch = z.object({
+  metadata: object().describe("Keys merged into the latest checkpoint's metadata."),
+});
 
 export const threadHistoryQuery = z.object({
   limit: z.coerce.number().int().min(1).max(1000).default(10).describe('Most states to return.'),
@@ -158,26 +203,52 @@ export const runCreate = z.object({
     .describe('Resume an interrupted thread instead of giving input.'),
   metadata: object().nullish(),
   config: z
-    .looseObject({ tags: z.array(z.string()).optional(), recursion_limit: z.number().int().min(1).optional(), configurable: object().optional() })
+    .looseObject({
+      tags: z.array(z.string()).optional(),
+      recursion_limit: z.number().int().min(1).optional(),
+      configurable: object().optional(),
+    })
     .nullish(),
   context: object().nullish(),
-  stream_mode: z.union([streamMode, z.array(streamMode).min(1)]).nullish().describe('Default: values (for a background run: every mode).'),
+  stream_mode: z
+    .union([streamMode, z.array(streamMode).min(1)])
+    .nullish()
+    .describe('Default: values (for a background run: every mode).'),
   stream_subgraphs: z.boolean().nullish(),
   stream_resumable: z
     .boolean()
     .nullish()
-    .describe('The run goes on when its client leaves (unless on_disconnect says cancel), and a join without Last-Event-ID replays it from its first event.'),
-  on_disconnect: z.enum(['cancel', 'continue']).nullish().describe('When the client goes away: cancel the run (default) or let it finish (default with stream_resumable).'),
-  on_completion: z.enum(['delete', 'keep']).nullish().describe('Threadless runs: delete (default) or keep the temporary thread.'),
-  if_not_exists: z.enum(['create', 'reject']).nullish().describe('A thread run on an unknown thread: 404 (reject, default) or create it.'),
-  multitask_strategy: z.enum(MULTITASK_STRATEGIES).nullish().describe('A run on a busy thread: 409 (reject, default), cancel the active run (interrupt, rollback), or wait for it (enqueue).'),
+    .describe(
+      'The run goes on when its client leaves (unless on_disconnect says cancel), and a join without Last-Event-ID replays it from its first event.',
+    ),
+  on_disconnect: z
+    .enum(['cancel', 'continue'])
+    .nullish()
+    .describe('When the client goes away: cancel the run (default) or let it finish (default with stream_resumable).'),
+  on_completion: z
+    .enum(['delete', 'keep'])
+    .nullish()
+    .describe('Threadless runs: delete (default) or keep the temporary thread.'),
+  if_not_exists: z
+    .enum(['create', 'reject'])
+    .nullish()
+    .describe('A thread run on an unknown thread: 404 (reject, default) or create it.'),
+  multitask_strategy: z
+    .enum(MULTITASK_STRATEGIES)
+    .nullish()
+    .describe(
+      'A run on a busy thread: 409 (reject, default), cancel the active run (interrupt, rollback), or wait for it (enqueue).',
+    ),
   interrupt_before: interruptAt,
   interrupt_after: interruptAt,
   checkpoint_id: z.string().nullish(),
   after_seconds: z
     .number()
     .nullish()
-    .refine((v) => v == null || v === 0, 'a delayed start is not supported by this server: omit after_seconds (or send 0)')
+    .refine(
+      (v) => v == null || v === 0,
+      'a delayed start is not supported by this server: omit after_seconds (or send 0)',
+    )
     .describe('Not supported: only 0 (the run starts at once).'),
   webhook: z
     .unknown()
@@ -199,7 +270,10 @@ const schedule = z
 const cronFields = {
   end_time: z.iso.datetime({ offset: true }).nullish().describe('No run after this time.'),
   enabled: z.boolean().nullish().describe('Default: true. A disabled cron keeps its schedule but starts no run.'),
-  on_run_completed: z.enum(['delete', 'keep']).nullish().describe("Threadless: what becomes of each run's thread. Default: delete."),
+  on_run_completed: z
+    .enum(['delete', 'keep'])
+    .nullish()
+    .describe("Threadless: what becomes of each run's thread. Default: delete."),
 };
 
 export const cronCreate = runCreate.extend({ schedule, ...cronFields });
@@ -222,16 +296,40 @@ export const cronSearch = z.object({
   thread_id: z.string().nullish(),
   enabled: z.boolean().nullish(),
   ...page,
-  sort_by: z.enum(['cron_id', 'assistant_id', 'thread_id', 'created_at', 'updated_at', 'next_run_date']).nullish().describe('Default: created_at.'),
+  sort_by: z
+    .enum(['cron_id', 'assistant_id', 'thread_id', 'created_at', 'updated_at', 'next_run_date'])
+    .nullish()
+    .describe('Default: created_at.'),
   sort_order: sortOrder,
-  select: z.array(z.enum(['cron_id', 'assistant_id', 'thread_id', 'end_time', 'schedule', 'created_at', 'updated_at', 'user_id', 'payload', 'next_run_date', 'metadata', 'enabled', 'on_run_completed'])).nullish(),
+  select: z
+    .array(
+      z.enum([
+        'cron_id',
+        'assistant_id',
+        'thread_id',
+        'end_time',
+        'schedule',
+        'created_at',
+        'updated_at',
+        'user_id',
+        'payload',
+        'next_run_date',
+        'metadata',
+        'enabled',
+        'on_run_completed',
+      ]),
+    )
+    .nullish(),
 });
 
 export const cronCount = cronSearch.pick({ assistant_id: true, thread_id: true });
 
 export const runCancel = z.object({
   wait: flag().default(false).describe('Answer once the run has stopped (204) instead of at once (202).'),
-  action: z.enum(['interrupt', 'rollback']).default('interrupt').describe('Both stop the run and keep the state it reached (no rollback of checkpoints here).'),
+  action: z
+    .enum(['interrupt', 'rollback'])
+    .default('interrupt')
+    .describe('Both stop the run and keep the state it reached (no rollback of checkpoints here).'),
 });
 
 /** A query parameter naming one mode, or several as a JSON array (as the JS client sends them). */
@@ -244,14 +342,18 @@ const modeList = <T extends readonly [string, ...string[]]>(modes: T) =>
 
 export const runJoinStream = z.object({
   cancel_on_disconnect: flag().default(false).describe('Cancel the run when this client goes away.'),
-  stream_mode: modeList(STREAM_MODES).describe('Only these modes of the run: one mode, or a JSON array of modes. Default: every mode the run streams.'),
+  stream_mode: modeList(STREAM_MODES).describe(
+    'Only these modes of the run: one mode, or a JSON array of modes. Default: every mode the run streams.',
+  ),
 });
 
 export const threadJoinStream = z.object({
   stream_mode: modeList(THREAD_STREAM_MODES).describe(
     'What to follow: `run_modes` (every event of the runs, and `run_done` after each), `lifecycle` (only `metadata` and `run_done`), `state_update` (only `values`, the state after each step). One mode or a JSON array. Default: `run_modes`.',
   ),
-  stream_modes: modeList(THREAD_STREAM_MODES).describe('The same as `stream_mode` (the name in the public API reference).'),
+  stream_modes: modeList(THREAD_STREAM_MODES).describe(
+    'The same as `stream_mode` (the name in the public API reference).',
+  ),
 });
 
 /** `["a","b"]` → the array; anything else (a bare mode) as it is. */
@@ -265,13 +367,21 @@ function parseMaybeJson(text: string): unknown {
 }
 
 /** A store namespace: its labels (each without `.`, the separator of the GET form). */
-const namespace = z.array(z.string().min(1).refine((label) => !label.includes('.'), 'a namespace label cannot contain "."'));
+const namespace = z.array(
+  z
+    .string()
+    .min(1)
+    .refine((label) => !label.includes('.'), 'a namespace label cannot contain "."'),
+);
 
 export const storePut = z.object({
   namespace: namespace.min(1),
   key: z.string().min(1),
   value: object().describe('Any JSON object.'),
-  index: z.union([z.literal(false), z.array(z.string())]).nullish().describe('Accepted; this server keeps no search index.'),
+  index: z
+    .union([z.literal(false), z.array(z.string())])
+    .nullish()
+    .describe('Accepted; this server keeps no search index.'),
   ttl: z
     .number()
     .nullish()
@@ -280,7 +390,11 @@ export const storePut = z.object({
 });
 
 export const storeGet = z.object({
-  namespace: z.string().min(1).transform((text) => text.split('.')).describe('Labels joined by "." (e.g. `users.u1`).'),
+  namespace: z
+    .string()
+    .min(1)
+    .transform((text) => text.split('.'))
+    .describe('Labels joined by "." (e.g. `users.u1`).'),
   key: z.string().min(1),
   refresh_ttl: z.string().optional().describe('Accepted; items do not expire.'),
 });
@@ -289,10 +403,15 @@ export const storeDelete = z.object({ namespace: namespace.min(1), key: z.string
 
 export const storeSearch = z.object({
   namespace_prefix: namespace.default([]).describe('Items in this namespace or under it; empty: every item.'),
-  filter: object().nullish().describe('Fields of the value: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).'),
+  filter: object()
+    .nullish()
+    .describe('Fields of the value: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).'),
   limit: z.number().int().min(1).max(1000).default(10),
   offset: z.number().int().min(0).default(0),
-  query: z.string().nullish().describe('Accepted, not used: no semantic index (items come in namespace and key order).'),
+  query: z
+    .string()
+    .nullish()
+    .describe('Accepted, not used: no semantic index (items come in namespace and key order).'),
   refresh_ttl: z.boolean().nullish().describe('Accepted; items do not expire.'),
 });
 
@@ -357,7 +476,9 @@ const checkpointSchema = z.object({ thread_id: z.string(), checkpoint_ns: z.stri
 export const threadStateSchema = z.object({
   values: z.unknown(),
   next: z.array(z.string()),
-  tasks: z.array(z.object({ id: z.string(), name: z.string(), error: z.string().nullable(), interrupts: z.array(z.unknown()) })),
+  tasks: z.array(
+    z.object({ id: z.string(), name: z.string(), error: z.string().nullable(), interrupts: z.array(z.unknown()) }),
+  ),
   checkpoint: checkpointSchema.nullable(),
   parent_checkpoint: checkpointSchema.nullable(),
   metadata: object().nullable(),
@@ -381,8 +502,15 @@ export const cronSchema = z.object({
 });
 
 export const errorSchema = z.object({
-  detail: z.union([z.string(), z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() }))]),
+  detail: z.union([
+    z.string(),
+    z.array(z.object({ loc: z.array(z.union([z.string(), z.number()])), msg: z.string(), type: z.string() })),
+  ]),
 });
 
 export const okSchema = z.object({ ok: z.literal(true) });
-export const infoSchema = z.object({ version: z.string(), langgraph_js_version: z.string().nullable(), flags: z.record(z.string(), z.boolean()) });
+export const infoSchema = z.object({
+  version: z.string(),
+  langgraph_js_version: z.string().nullable(),
+  flags: z.record(z.string(), z.boolean()),
+});

@@ -20,10 +20,15 @@ const encoder = new TextEncoder();
 const HEARTBEAT = encoder.encode(': heartbeat\n\n');
 
 export function encodeFrame({ event, data, id }: Frame): Uint8Array {
-  return encoder.encode(`event: ${event.replace(/[\r\n]/g, ' ')}\ndata: ${data}\n${id === undefined ? '' : `id: ${id}\n`}\n`);
+  return encoder.encode(
+    `event: ${event.replace(/[\r\n]/g, ' ')}\ndata: ${data}\n${id === undefined ? '' : `id: ${id}\n`}\n`,
+  );
 }
 
-export function sseResponse(frames: AsyncIterable<Frame>, { headers, heartbeatMs, onCancel, signal }: SseOptions): Response {
+export function sseResponse(
+  frames: AsyncIterable<Frame>,
+  { headers, heartbeatMs, onCancel, signal }: SseOptions,
+): Response {
   const iterator = frames[Symbol.asyncIterator]();
   let timer: NodeJS.Timeout | undefined;
   let finished = false;
@@ -73,6 +78,11 @@ export function sseResponse(frames: AsyncIterable<Frame>, { headers, heartbeatMs
   });
   return new Response(body, {
     status: 200,
-    headers: { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no', ...headers },
+    headers: {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      'x-accel-buffering': 'no',
+      ...headers,
+    },
   });
 }

@@ -6,7 +6,15 @@ import type { Action } from './authorize.ts';
 import type { ServerContext } from './context.ts';
 import { invalid } from './errors.ts';
 import { operation, type Operation } from './operations.ts';
-import { errorSchema, storeDelete, storeGet, storeItemSchema, storeNamespaces, storePut, storeSearch } from './schemas.ts';
+import {
+  errorSchema,
+  storeDelete,
+  storeGet,
+  storeItemSchema,
+  storeNamespaces,
+  storePut,
+  storeSearch,
+} from './schemas.ts';
 
 /**
  * The long-term memory store (`client.store`): items (a JSON value under a
@@ -20,7 +28,10 @@ import { errorSchema, storeDelete, storeGet, storeItemSchema, storeNamespaces, s
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
   403: { description: 'Refused by the store authorization handler.', schema: errorSchema },
-  422: { description: 'Invalid request (e.g. a namespace label with ":", or the reserved root "langgraph").', schema: errorSchema },
+  422: {
+    description: 'Invalid request (e.g. a namespace label with ":", or the reserved root "langgraph").',
+    schema: errorSchema,
+  },
 };
 const common = { tag: 'Store' } as const;
 
@@ -34,11 +45,20 @@ const itemJson = (item: Item) => ({
 
 export function storeOperations({ items }: ServerContext): Operation[] {
   /** Runs the `store:<action>` handler on `value` (it may change `value.namespace`); the namespace to use. */
-  const authorized = async (c: Context<AgentEnv>, action: Action, value: Record<string, unknown>, field = 'namespace'): Promise<string[]> => {
+  const authorized = async (
+    c: Context<AgentEnv>,
+    action: Action,
+    value: Record<string, unknown>,
+    field = 'namespace',
+  ): Promise<string[]> => {
     await c.get('auth').authorize('store', action, value);
     const namespace = value[field];
     if (!Array.isArray(namespace) || !namespace.every((label) => typeof label === 'string')) {
-      throw invalid({ loc: ['body', field], msg: `the store authorization handler left ${field} not a list of labels`, type: 'value_error' });
+      throw invalid({
+        loc: ['body', field],
+        msg: `the store authorization handler left ${field} not a list of labels`,
+        type: 'value_error',
+      });
     }
     return namespace as string[];
   };
@@ -94,13 +114,28 @@ export function storeOperations({ items }: ServerContext): Operation[] {
       path: '/store/items/search',
       operationId: 'search_items',
       summary: 'Search items',
-      description: 'Items in or under `namespace_prefix` whose value passes `filter`, in namespace and key order, paged by `limit` and `offset`.',
+      description:
+        'Items in or under `namespace_prefix` whose value passes `filter`, in namespace and key order, paged by `limit` and `offset`.',
       body: storeSearch,
-      responses: { 200: { description: 'The items.', schema: z.object({ items: z.array(storeItemSchema.extend({ score: z.number().nullable() })) }) }, ...errors },
+      responses: {
+        200: {
+          description: 'The items.',
+          schema: z.object({ items: z.array(storeItemSchema.extend({ score: z.number().nullable() })) }),
+        },
+        ...errors,
+      },
       async handler(c, { body }) {
-        const value = { namespace: body.namespace_prefix, filter: body.filter ?? null, limit: body.limit, offset: body.offset, query: body.query ?? null };
+        const value = {
+          namespace: body.namespace_prefix,
+          filter: body.filter ?? null,
+          limit: body.limit,
+          offset: body.offset,
+          query: body.query ?? null,
+        };
         const prefix = await authorized(c, 'search', value);
-        const found = await storeCall(() => items.search(prefix, { filter: body.filter ?? undefined, limit: body.limit, offset: body.offset }));
+        const found = await storeCall(() =>
+          items.search(prefix, { filter: body.filter ?? undefined, limit: body.limit, offset: body.offset }),
+        );
         return c.json({ items: found.map((item) => ({ ...itemJson(item), score: item.score ?? null })) });
       },
     }),
@@ -112,11 +147,26 @@ export function storeOperations({ items }: ServerContext): Operation[] {
       summary: 'List namespaces',
       description: 'Namespaces holding items, matching `prefix` and `suffix`, cut to `max_depth` labels, sorted.',
       body: storeNamespaces,
-      responses: { 200: { description: 'The namespaces.', schema: z.object({ namespaces: z.array(z.array(z.string())) }) }, ...errors },
+      responses: {
+        200: { description: 'The namespaces.', schema: z.object({ namespaces: z.array(z.array(z.string())) }) },
+        ...errors,
+      },
       async handler(c, { body }) {
-        const value = { namespace: body.prefix ?? [], suffix: body.suffix ?? null, max_depth: body.max_depth ?? null, limit: body.limit, offset: body.offset };
+        const value = {
+          namespace: body.prefix ?? [],
+          suffix: body.suffix ?? null,
+          max_depth: body.max_depth ?? null,
+          limit: body.limit,
+          offset: body.offset,
+        };
         const prefix = await authorized(c, 'list_namespaces', value);
-        const options = { prefix: prefix.length > 0 ? prefix : undefined, suffix: body.suffix ?? undefined, maxDepth: body.max_depth ?? undefined, limit: body.limit, offset: body.offset };
+        const options = {
+          prefix: prefix.length > 0 ? prefix : undefined,
+          suffix: body.suffix ?? undefined,
+          maxDepth: body.max_depth ?? undefined,
+          limit: body.limit,
+          offset: body.offset,
+        };
         return c.json({ namespaces: await storeCall(() => items.listNamespaces(options)) });
       },
     }),

@@ -34,7 +34,12 @@ export function systemOperations(): Operation[] {
       tag: 'System',
       public: true,
       responses: { 200: { description: 'Version and flags.', schema: infoSchema } },
-      handler: (c) => c.json({ version: SERVER_VERSION, langgraph_js_version: LANGGRAPH_VERSION, flags: { assistants: true, crons: false, langsmith: false } }),
+      handler: (c) =>
+        c.json({
+          version: SERVER_VERSION,
+          langgraph_js_version: LANGGRAPH_VERSION,
+          flags: { assistants: true, crons: false, langsmith: false },
+        }),
     }),
   ];
 }

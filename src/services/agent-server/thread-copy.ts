@@ -12,11 +12,23 @@ export async function copyCheckpoints(saver: BaseCheckpointSaver, from: string, 
   for await (const tuple of saver.list({ configurable: { thread_id: from } })) tuples.push(tuple);
   for (const { config, checkpoint, metadata, parentConfig, pendingWrites } of tuples.reverse()) {
     const parentId = parentConfig?.configurable?.checkpoint_id as string | undefined;
-    const target = { configurable: { thread_id: to, checkpoint_ns: config.configurable?.checkpoint_ns ?? '', ...(parentId ? { checkpoint_id: parentId } : {}) } };
+    const target = {
+      configurable: {
+        thread_id: to,
+        checkpoint_ns: config.configurable?.checkpoint_ns ?? '',
+        ...(parentId ? { checkpoint_id: parentId } : {}),
+      },
+    };
     const copiedMetadata = metadata && 'thread_id' in metadata ? { ...metadata, thread_id: to } : metadata;
-    const written = await saver.put(target, checkpoint, copiedMetadata ?? { source: 'update', step: -1, parents: {} }, {});
+    const written = await saver.put(
+      target,
+      checkpoint,
+      copiedMetadata ?? { source: 'update', step: -1, parents: {} },
+      {},
+    );
     const byTask = new Map<string, [string, unknown][]>();
-    for (const [taskId, channel, value] of pendingWrites ?? []) byTask.set(taskId, [...(byTask.get(taskId) ?? []), [channel, value]]);
+    for (const [taskId, channel, value] of pendingWrites ?? [])
+      byTask.set(taskId, [...(byTask.get(taskId) ?? []), [channel, value]]);
     for (const [taskId, writes] of byTask) await saver.putWrites(written, writes, taskId);
   }
 }

@@ -6,7 +6,15 @@ import type { ServerContext } from './context.ts';
 import { conflict, invalid, notFound } from './errors.ts';
 import { interruptsOf, type RunnableGraph, type StateSnapshotLike } from './graphs.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { errorSchema, threadHistory, threadHistoryQuery, threadStateAt, threadStatePatch, threadStateSchema, threadStateUpdate } from './schemas.ts';
+import {
+  errorSchema,
+  threadHistory,
+  threadHistoryQuery,
+  threadStateAt,
+  threadStatePatch,
+  threadStateSchema,
+  threadStateUpdate,
+} from './schemas.ts';
 import { toPlain } from './serialize.ts';
 import { visibleThread } from './threads.ts';
 import type { Json, Thread } from './types.ts';
@@ -16,7 +24,8 @@ import type { Json, Thread } from './types.ts';
  * state at a checkpoint, the history (one state per checkpoint, newest
  * first: what the JS client's React `useStream` loads), and updates made
  * by hand (`threads.updateState`, e.g. a human editing what an agent is
- * about to do), and metadata added to the latest checkpoint (`patchState`). Reads need `threads:read`, updates `threads:update`.
+ * about to do), and metadata added to the latest checkpoint (`patchState`). Reads need `threads:read`, updates
+ * `threads:update`.
  */
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
@@ -46,17 +55,26 @@ interface HistoryOptions {
 
 export function threadStateOperations(ctx: ServerContext): Operation[] {
   const { store, graphs, runner, checkpointer } = ctx;
-  /** The thread's graph on the server's checkpointer; null before its first run (or when its graph is no longer served). */
+  /**
+   * The thread's graph on the server's checkpointer; null before its first run (or when its graph is no longer served).
+   */
   const graphOf = async (thread: Thread): Promise<RunnableGraph | null> => {
     const graphId = thread.metadata.graph_id;
     if (typeof graphId !== 'string' || !graphs.has(graphId)) return null;
     return graphs.get(graphId, { configurable: { thread_id: thread.thread_id } });
   };
   /** The state at a checkpoint of the thread of the path; 404 if the thread or the checkpoint is unknown. */
-  const stateAt = async (c: Context<AgentEnv>, checkpoint: { checkpoint_id: string; checkpoint_ns?: string | null | undefined }) => {
+  const stateAt = async (
+    c: Context<AgentEnv>,
+    checkpoint: { checkpoint_id: string; checkpoint_ns?: string | null | undefined },
+  ) => {
     const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
     const graph = await graphOf(thread);
-    const configurable = { thread_id: thread.thread_id, checkpoint_ns: checkpoint.checkpoint_ns ?? '', checkpoint_id: checkpoint.checkpoint_id };
+    const configurable = {
+      thread_id: thread.thread_id,
+      checkpoint_ns: checkpoint.checkpoint_ns ?? '',
+      checkpoint_id: checkpoint.checkpoint_id,
+    };
     const state = graph === null ? null : await graph.getState({ configurable });
     if (state === null || state.createdAt === undefined) throw notFound('Checkpoint', checkpoint.checkpoint_id);
     return c.json(stateJson(state));
@@ -65,12 +83,19 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
     const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
     const graph = await graphOf(thread);
     if (graph === null) return c.json([]);
-    const configurable: Record<string, unknown> = { thread_id: thread.thread_id, checkpoint_ns: options.namespace ?? '' };
+    const configurable: Record<string, unknown> = {
+      thread_id: thread.thread_id,
+      checkpoint_ns: options.namespace ?? '',
+    };
     if (options.checkpointId) configurable.checkpoint_id = options.checkpointId;
     const states = [];
     const found = graph.getStateHistory(
       { configurable },
-      { limit: options.limit, before: options.before ? { configurable: { checkpoint_id: options.before } } : undefined, filter: options.metadata ?? undefined },
+      {
+        limit: options.limit,
+        before: options.before ? { configurable: { checkpoint_id: options.before } } : undefined,
+        filter: options.metadata ?? undefined,
+      },
     );
     for await (const state of found) states.push(stateJson(state));
     return c.json(states);
@@ -126,12 +151,26 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
       },
       async handler(c, { body }) {
         const threadId = param(c, 'thread_id');
-        const thread = await visibleThread(c, ctx, threadId, 'update', { thread_id: threadId, values: (body.values ?? null) as Json, as_node: body.as_node ?? null });
-        if (runner.busy(threadId)) throw conflict(`Thread ${threadId} is running a task: wait for it to finish (or cancel it) before updating its state.`);
+        const thread = await visibleThread(c, ctx, threadId, 'update', {
+          thread_id: threadId,
+          values: (body.values ?? null) as Json,
+          as_node: body.as_node ?? null,
+        });
+        if (runner.busy(threadId))
+          throw conflict(
+            `Thread ${threadId} is running a task: wait for it to finish (or cancel it) before updating its state.`,
+          );
         const graph = await graphOf(thread);
-        if (graph === null) throw conflict(`Thread ${threadId} has no graph yet: run it first, or create it with metadata.graph_id (the JS client's graphId).`);
+        if (graph === null)
+          throw conflict(
+            `Thread ${threadId} has no graph yet: run it first, or create it with metadata.graph_id (the JS client's graphId).`,
+          );
         const checkpointId = body.checkpoint_id ?? body.checkpoint?.checkpoint_id;
-        const configurable = { thread_id: threadId, checkpoint_ns: body.checkpoint?.checkpoint_ns ?? '', ...(checkpointId ? { checkpoint_id: checkpointId } : {}) };
+        const configurable = {
+          thread_id: threadId,
+          checkpoint_ns: body.checkpoint?.checkpoint_ns ?? '',
+          ...(checkpointId ? { checkpoint_id: checkpointId } : {}),
+        };
         let written: { configurable?: Record<string, unknown> };
         try {
           written = await graph.updateState({ configurable }, body.values ?? null, body.as_node ?? undefined);
@@ -157,19 +196,34 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
       path: '/threads/{thread_id}/state',
       operationId: 'patch_thread_state',
       summary: 'Add metadata to the current state of a thread',
-      description: "Merges `metadata` into the metadata of the thread's latest checkpoint (`threads.patchState`); values and history stay as they are.",
+      description:
+        "Merges `metadata` into the metadata of the thread's latest checkpoint (`threads.patchState`); values and history stay as they are.",
       tag: 'Threads',
       body: threadStatePatch,
-      responses: { 204: { description: 'Patched.' }, ...errors, 409: { description: 'A run is on the thread, or it has no state yet.', schema: errorSchema } },
+      responses: {
+        204: { description: 'Patched.' },
+        ...errors,
+        409: { description: 'A run is on the thread, or it has no state yet.', schema: errorSchema },
+      },
       async handler(c, { body }) {
         const threadId = param(c, 'thread_id');
         await visibleThread(c, ctx, threadId, 'update', { thread_id: threadId, metadata: body.metadata });
-        if (runner.busy(threadId)) throw conflict(`Thread ${threadId} is running a task: wait for it to finish (or cancel it) before patching its state.`);
+        if (runner.busy(threadId))
+          throw conflict(
+            `Thread ${threadId} is running a task: wait for it to finish (or cancel it) before patching its state.`,
+          );
         const latest = await checkpointer.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: '' } });
         if (latest === undefined) throw conflict(`Thread ${threadId} has no state yet: run it first.`);
         const parentId = latest.parentConfig?.configurable?.checkpoint_id as string | undefined;
-        const at = { configurable: { thread_id: threadId, checkpoint_ns: '', ...(parentId ? { checkpoint_id: parentId } : {}) } };
-        await checkpointer.put(at, latest.checkpoint, { ...latest.metadata, ...body.metadata } as CheckpointMetadata, {});
+        const at = {
+          configurable: { thread_id: threadId, checkpoint_ns: '', ...(parentId ? { checkpoint_id: parentId } : {}) },
+        };
+        await checkpointer.put(
+          at,
+          latest.checkpoint,
+          { ...latest.metadata, ...body.metadata } as CheckpointMetadata,
+          {},
+        );
         return c.body(null, 204);
       },
     }),
@@ -178,23 +232,43 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
       method: 'post',
       operationId: 'get_thread_history',
       body: threadHistory,
-      handler: (c, { body }) => history(c, { ...body, namespace: body.checkpoint?.checkpoint_ns, checkpointId: body.checkpoint?.checkpoint_id }),
+      handler: (c, { body }) =>
+        history(c, {
+          ...body,
+          namespace: body.checkpoint?.checkpoint_ns,
+          checkpointId: body.checkpoint?.checkpoint_id,
+        }),
     }),
-    operation({ ...historyOperation, method: 'get', operationId: 'get_thread_history_get', query: threadHistoryQuery, handler: (c, { query }) => history(c, query) }),
+    operation({
+      ...historyOperation,
+      method: 'get',
+      operationId: 'get_thread_history_get',
+      query: threadHistoryQuery,
+      handler: (c, { query }) => history(c, query),
+    }),
   ];
 }
 
 function checkpointOf(config: StateSnapshotLike['config']): CheckpointRef {
   const c = config?.configurable;
   if (typeof c?.thread_id !== 'string' || typeof c.checkpoint_id !== 'string') return null;
-  return { thread_id: c.thread_id, checkpoint_ns: typeof c.checkpoint_ns === 'string' ? c.checkpoint_ns : '', checkpoint_id: c.checkpoint_id };
+  return {
+    thread_id: c.thread_id,
+    checkpoint_ns: typeof c.checkpoint_ns === 'string' ? c.checkpoint_ns : '',
+    checkpoint_id: c.checkpoint_id,
+  };
 }
 
 function stateJson(s: StateSnapshotLike) {
   return {
     values: toPlain(s.values ?? {}),
     next: [...s.next],
-    tasks: s.tasks.map((t) => ({ id: t.id, name: t.name, error: t.error == null ? null : String(t.error), interrupts: toPlain(t.interrupts ?? []) })),
+    tasks: s.tasks.map((t) => ({
+      id: t.id,
+      name: t.name,
+      error: t.error == null ? null : String(t.error),
+      interrupts: toPlain(t.interrupts ?? []),
+    })),
     checkpoint: checkpointOf(s.config),
     parent_checkpoint: checkpointOf(s.parentConfig),
     metadata: s.metadata === undefined ? null : toPlain(s.metadata),
@@ -203,5 +277,13 @@ function stateJson(s: StateSnapshotLike) {
 }
 
 function emptyState() {
-  return { values: {}, next: [], tasks: [], checkpoint: null, parent_checkpoint: null, metadata: null, created_at: null };
+  return {
+    values: {},
+    next: [],
+    tasks: [],
+    checkpoint: null,
+    parent_checkpoint: null,
+    metadata: null,
+    created_at: null,
+  };
 }

@@ -29,7 +29,9 @@ export function threadStreamOperation(ctx: ServerContext): Operation {
       200: {
         description: 'Server-sent events.',
         contentType: 'text/event-stream',
-        headers: { Location: 'This stream (/threads/<thread_id>/stream), where a client that lost it resumes (Last-Event-ID).' },
+        headers: {
+          Location: 'This stream (/threads/<thread_id>/stream), where a client that lost it resumes (Last-Event-ID).',
+        },
       },
       401: { description: 'Not authenticated.', schema: errorSchema },
       404: { description: 'Unknown thread (or not visible to the caller).', schema: errorSchema },
@@ -38,7 +40,11 @@ export function threadStreamOperation(ctx: ServerContext): Operation {
     async handler(c, { query }) {
       const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
       const seen = lastEventId(c);
-      const reader = runner.threads.follow(thread.thread_id, query.stream_mode ?? query.stream_modes ?? ['run_modes'], seen);
+      const reader = runner.threads.follow(
+        thread.thread_id,
+        query.stream_mode ?? query.stream_modes ?? ['run_modes'],
+        seen,
+      );
       return sseResponse(reader.frames, {
         headers: { Location: `/threads/${thread.thread_id}/stream` },
         heartbeatMs,

@@ -72,7 +72,9 @@ export class ThreadStreams {
     events?.push({ frame: { ...frame, id: String(events.count + 1) }, modes });
   }
 
-  /** A reader of `modes`: from now (`seen` undefined), or every held frame after frame number `seen`, then what comes. */
+  /**
+   * A reader of `modes`: from now (`seen` undefined), or every held frame after frame number `seen`, then what comes.
+   */
   follow(threadId: string, modes: readonly ThreadStreamMode[], seen?: number): ThreadReader {
     const entry = this.entry(threadId);
     entry.readers++;

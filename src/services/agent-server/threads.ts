@@ -8,7 +8,17 @@ import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { settleIfOrphaned } from './orphans.ts';
-import { errorSchema, runList, runSchema, threadCount, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
+import {
+  errorSchema,
+  runList,
+  runSchema,
+  threadCount,
+  threadCreate,
+  threadList,
+  threadPatch,
+  threadSchema,
+  threadSearch,
+} from './schemas.ts';
 import { copyCheckpoints } from './thread-copy.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Json, Thread } from './types.ts';
@@ -19,16 +29,27 @@ import type { Json, Thread } from './types.ts';
  * filter excludes answers 404 and is left out of searches, so with an
  * owner filter `GET /threads` lists only the caller's threads.
  */
-const errors = { 401: { description: 'Not authenticated.', schema: errorSchema }, 422: { description: 'Invalid request.', schema: errorSchema } };
+const errors = {
+  401: { description: 'Not authenticated.', schema: errorSchema },
+  422: { description: 'Invalid request.', schema: errorSchema },
+};
 const notFoundAnswer = { 404: { description: 'Unknown thread (or not visible to the caller).', schema: errorSchema } };
 
 /** Creates a thread after the `threads:create` handler saw (and maybe changed) it. */
 export async function createThread(
   auth: RequestAuth,
   { store }: ServerContext,
-  request: { thread_id?: string | null | undefined; metadata?: Json | null | undefined; if_exists?: 'raise' | 'do_nothing' | null | undefined },
+  request: {
+    thread_id?: string | null | undefined;
+    metadata?: Json | null | undefined;
+    if_exists?: 'raise' | 'do_nothing' | null | undefined;
+  },
 ): Promise<Thread> {
-  const value: Json = { thread_id: request.thread_id ?? newId(), metadata: { ...request.metadata }, if_exists: request.if_exists ?? 'raise' };
+  const value: Json = {
+    thread_id: request.thread_id ?? newId(),
+    metadata: { ...request.metadata },
+    if_exists: request.if_exists ?? 'raise',
+  };
   const filter = await auth.authorize('threads', 'create', value);
   const id = String(value.thread_id);
   const existing = await store.getThread(id);
@@ -37,7 +58,16 @@ export async function createThread(
     throw conflict(`Thread ${id} already exists`);
   }
   const now = new Date().toISOString();
-  const thread: Thread = { thread_id: id, created_at: now, updated_at: now, metadata: (value.metadata as Json) ?? {}, status: 'idle', values: null, config: {}, interrupts: {} };
+  const thread: Thread = {
+    thread_id: id,
+    created_at: now,
+    updated_at: now,
+    metadata: (value.metadata as Json) ?? {},
+    status: 'idle',
+    values: null,
+    config: {},
+    interrupts: {},
+  };
   await store.putThread(thread);
   return thread;
 }
@@ -46,7 +76,13 @@ export async function createThread(
  * The thread, if it exists and the caller may `action` it; 404 otherwise.
  * `value` is what the authorization handler sees (and may change in place).
  */
-export async function visibleThread(c: Context<AgentEnv>, { store }: ServerContext, id: string, action: Action = 'read', value: Json = { thread_id: id }): Promise<Thread> {
+export async function visibleThread(
+  c: Context<AgentEnv>,
+  { store }: ServerContext,
+  id: string,
+  action: Action = 'read',
+  value: Json = { thread_id: id },
+): Promise<Thread> {
   const filter = await c.get('auth').authorize('threads', action, value);
   const thread = await store.getThread(id);
   if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', id);
@@ -56,8 +92,17 @@ export async function visibleThread(c: Context<AgentEnv>, { store }: ServerConte
 export function threadOperations(ctx: ServerContext): Operation[] {
   const { store } = ctx;
   /** Threads matching `body` that the `threads:search` handler lets the caller see. */
-  const matching = async (c: Context<AgentEnv>, body: z.output<typeof threadCount> & { ids?: string[] | null | undefined }, paging: Json = {}) => {
-    const value: Json = { metadata: body.metadata ?? {}, values: body.values ?? {}, status: body.status ?? null, ...paging };
+  const matching = async (
+    c: Context<AgentEnv>,
+    body: z.output<typeof threadCount> & { ids?: string[] | null | undefined },
+    paging: Json = {},
+  ) => {
+    const value: Json = {
+      metadata: body.metadata ?? {},
+      values: body.values ?? {},
+      status: body.status ?? null,
+      ...paging,
+    };
     const filter = await c.get('auth').authorize('threads', 'search', value);
     const ids = body.ids ? new Set(body.ids) : null;
     return (await store.listThreads()).filter(
@@ -70,8 +115,18 @@ export function threadOperations(ctx: ServerContext): Operation[] {
     );
   };
   const search = async (c: Context<AgentEnv>, body: z.output<typeof threadSearch>) =>
-    pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, { sortBy: 'created_at', tieBreak: 'thread_id' });
-  const list = { 200: { description: 'Matching threads.', schema: z.array(threadSchema), headers: { 'X-Pagination-Total': 'Number of matches.' } }, ...errors };
+    pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, {
+      sortBy: 'created_at',
+      tieBreak: 'thread_id',
+    });
+  const list = {
+    200: {
+      description: 'Matching threads.',
+      schema: z.array(threadSchema),
+      headers: { 'X-Pagination-Total': 'Number of matches.' },
+    },
+    ...errors,
+  };
 
   return [
     operation({
@@ -81,7 +136,11 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       summary: 'Create a thread',
       tag: 'Threads',
       body: threadCreate,
-      responses: { 200: { description: 'The thread.', schema: threadSchema }, ...errors, 409: { description: 'The thread id exists.', schema: errorSchema } },
+      responses: {
+        200: { description: 'The thread.', schema: threadSchema },
+        ...errors,
+        409: { description: 'The thread id exists.', schema: errorSchema },
+      },
       handler: async (c, { body }) => c.json(await createThread(c.get('auth'), ctx, body)),
     }),
     operation({
@@ -89,7 +148,8 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       path: '/threads',
       operationId: 'list_threads',
       summary: "List the caller's threads",
-      description: 'Newest first. With a custom auth handler that filters by owner, only threads of the authenticated user.',
+      description:
+        'Newest first. With a custom auth handler that filters by owner, only threads of the authenticated user.',
       tag: 'Threads',
       query: threadList,
       responses: list,
@@ -138,7 +198,11 @@ export function threadOperations(ctx: ServerContext): Operation[] {
         const id = param(c, 'thread_id');
         const value: Json = { thread_id: id, metadata: { ...body.metadata } };
         const thread = await visibleThread(c, ctx, id, 'update', value);
-        const updated: Thread = { ...thread, metadata: { ...thread.metadata, ...(value.metadata as Json | undefined) }, updated_at: new Date().toISOString() };
+        const updated: Thread = {
+          ...thread,
+          metadata: { ...thread.metadata, ...(value.metadata as Json | undefined) },
+          updated_at: new Date().toISOString(),
+        };
         await store.putThread(updated);
         return c.json(updated);
       },
@@ -162,14 +226,21 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       path: '/threads/{thread_id}/copy',
       operationId: 'copy_thread',
       summary: 'Copy a thread',
-      description: 'A new thread with the same metadata (as the `threads:create` handler leaves it), values and every checkpoint, so the same history (`threads.copy`); runs are not copied.',
+      description:
+        'A new thread with the same metadata (as the `threads:create` handler leaves it), values and every checkpoint, so the same history (`threads.copy`); runs are not copied.',
       tag: 'Threads',
       responses: { 200: { description: 'The new thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
       async handler(c) {
         const source = await visibleThread(c, ctx, param(c, 'thread_id'));
         const made = await createThread(c.get('auth'), ctx, { metadata: source.metadata });
         await copyCheckpoints(ctx.checkpointer, source.thread_id, made.thread_id);
-        const copy: Thread = { ...made, config: source.config, values: source.values, interrupts: source.interrupts, status: source.status === 'busy' ? 'idle' : source.status };
+        const copy: Thread = {
+          ...made,
+          config: source.config,
+          values: source.values,
+          interrupts: source.interrupts,
+          status: source.status === 'busy' ? 'idle' : source.status,
+        };
         await store.putThread(copy);
         return c.json(copy);
       },
@@ -181,12 +252,23 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       summary: 'List the runs of a thread',
       tag: 'Runs',
       query: runList,
-      responses: { 200: { description: 'Runs, newest first.', schema: z.array(runSchema) }, ...errors, ...notFoundAnswer },
+      responses: {
+        200: { description: 'Runs, newest first.', schema: z.array(runSchema) },
+        ...errors,
+        ...notFoundAnswer,
+      },
       async handler(c, { query }) {
         const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
-        const all = await Promise.all((await store.listRuns(thread.thread_id)).map((run) => settleIfOrphaned(ctx, run)));
+        const all = await Promise.all(
+          (await store.listRuns(thread.thread_id)).map((run) => settleIfOrphaned(ctx, run)),
+        );
         const runs = all.filter((r) => query.status === undefined || r.status === query.status);
-        return pageAnswer(c, runs, { limit: query.limit, offset: query.offset }, { sortBy: 'created_at', tieBreak: 'run_id' });
+        return pageAnswer(
+          c,
+          runs,
+          { limit: query.limit, offset: query.offset },
+          { sortBy: 'created_at', tieBreak: 'run_id' },
+        );
       },
     }),
   ];

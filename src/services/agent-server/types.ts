@@ -55,7 +55,10 @@ export interface Run {
   readonly multitask_strategy: MultitaskStrategy;
 }
 
-/** A schedule of runs: `payload` (a run body) starts on `assistant_id` at each `next_run_date`, on its thread or threadless. */
+/**
+ * A schedule of runs: `payload` (a run body) starts on `assistant_id` at each `next_run_date`, on its thread or
+ * threadless.
+ */
 export interface Cron {
   readonly cron_id: string;
   readonly assistant_id: string;
@@ -75,8 +78,15 @@ export interface Cron {
   readonly on_run_completed: 'delete' | 'keep';
   readonly created_at: string;
   readonly updated_at: string;
-  /** Who its runs run as: the creator's identity, display name and permissions (no other field of the user is kept; never answered). */
-  readonly run_as: { readonly identity: string; readonly display_name: string; readonly permissions: readonly string[] };
+  /**
+   * Who its runs run as: the creator's identity, display name and permissions (no other field of the user is kept;
+   * never answered).
+   */
+  readonly run_as: {
+    readonly identity: string;
+    readonly display_name: string;
+    readonly permissions: readonly string[];
+  };
 }
 
 /**

@@ -42,16 +42,21 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
   }
   if (!isObject(config)) throw new BuildFailure(`${configFile}: must be a JSON object with "graphs"`);
   const graphsIn = config.graphs;
-  if (graphsIn === undefined) throw new BuildFailure(`${configFile}: "graphs" is required: a map of graph name to "<file>:<export>"`);
-  if (!isObject(graphsIn)) throw new BuildFailure(`${configFile}: "graphs" must be an object mapping graph names to "<file>:<export>"`);
-  if (Object.keys(graphsIn).length === 0) throw new BuildFailure(`${configFile}: "graphs" is empty: declare at least one graph`);
+  if (graphsIn === undefined)
+    throw new BuildFailure(`${configFile}: "graphs" is required: a map of graph name to "<file>:<export>"`);
+  if (!isObject(graphsIn))
+    throw new BuildFailure(`${configFile}: "graphs" must be an object mapping graph names to "<file>:<export>"`);
+  if (Object.keys(graphsIn).length === 0)
+    throw new BuildFailure(`${configFile}: "graphs" is empty: declare at least one graph`);
 
   const base = posix.dirname(configFile);
   const graphs: Record<string, string> = {};
   for (const [name, value] of Object.entries(graphsIn)) {
     const where = `graphs.${name}`;
-    if (!GRAPH_NAME.test(name)) throw new BuildFailure(`${where}: graph names are 1-128 letters, digits, "_", "." or "-"`);
-    const spec = typeof value === 'string' ? value : isObject(value) && typeof value.path === 'string' ? value.path : null;
+    if (!GRAPH_NAME.test(name))
+      throw new BuildFailure(`${where}: graph names are 1-128 letters, digits, "_", "." or "-"`);
+    const spec =
+      typeof value === 'string' ? value : isObject(value) && typeof value.path === 'string' ? value.path : null;
     if (spec === null) throw new BuildFailure(`${where}: must be "<file>:<export>", e.g. "./src/agent.ts:graph"`);
     const { file, exportName } = splitSpec(where, spec, true);
     await requireFile(rootReal, base, file, where, at);
@@ -82,11 +87,15 @@ function splitSpec(where: string, spec: string, exportRequired: boolean): { file
   return { file, exportName };
 }
 
-/** The file as the user wrote it, relative to the config's folder; fails unless it is a regular file inside the checkout. */
+/**
+ * The file as the user wrote it, relative to the config's folder; fails unless it is a regular file inside the
+ * checkout.
+ */
 async function requireFile(rootReal: string, base: string, file: string, where: string, at: string): Promise<void> {
   const inRepo = posix.normalize(posix.join(base, file));
   const shown = inRepo;
-  if (inRepo.startsWith('..') || posix.isAbsolute(file)) throw new BuildFailure(`${where}: file ${file} is outside the repository`);
+  if (inRepo.startsWith('..') || posix.isAbsolute(file))
+    throw new BuildFailure(`${where}: file ${file} is outside the repository`);
   const full = join(rootReal, ...inRepo.split('/'));
   let real: string;
   try {

@@ -27,15 +27,30 @@ export const API_PREFIXES = ['/v2', '/api-host/v2'] as const;
 /** Query parameters that may be repeated or comma-separated lists. */
 const LIST_PARAMS = new Set(['status', 'deployment_type', 'deployment_ids']);
 
-export function controlPlaneApp({ service, keys, log, maxBodyBytes = 1024 * 1024 }: ControlPlaneDeps): Hono<ControlPlaneEnv> {
+export function controlPlaneApp({
+  service,
+  keys,
+  log,
+  maxBodyBytes = 1024 * 1024,
+}: ControlPlaneDeps): Hono<ControlPlaneEnv> {
   const api = new Hono<ControlPlaneEnv>();
   api.use('*', authenticate(keys));
-  api.use('*', bodyLimit({ maxSize: maxBodyBytes, onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413) }));
+  api.use(
+    '*',
+    bodyLimit({
+      maxSize: maxBodyBytes,
+      onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413),
+    }),
+  );
 
-  api.post('/deployments', async (c) => c.json(await service.create(c.get('tenantId'), await body(c, createBody)), 201));
+  api.post('/deployments', async (c) =>
+    c.json(await service.create(c.get('tenantId'), await body(c, createBody)), 201),
+  );
   api.get('/deployments', async (c) => c.json(await service.list(c.get('tenantId'), query(c, listDeploymentsQuery))));
   api.get('/deployments/:id', async (c) => c.json(await service.get(c.get('tenantId'), c.req.param('id'))));
-  api.patch('/deployments/:id', async (c) => c.json(await service.patch(c.get('tenantId'), c.req.param('id'), await body(c, patchBody))));
+  api.patch('/deployments/:id', async (c) =>
+    c.json(await service.patch(c.get('tenantId'), c.req.param('id'), await body(c, patchBody))),
+  );
   api.delete('/deployments/:id', async (c) => {
     await service.remove(c.get('tenantId'), c.req.param('id'));
     return c.body(null, 204);
@@ -88,7 +103,12 @@ async function body<S extends z.ZodType>(c: Context<ControlPlaneEnv>, schema: S)
 function query<S extends z.ZodType>(c: Context<ControlPlaneEnv>, schema: S): z.infer<S> {
   const raw: Record<string, string | string[]> = {};
   for (const [name, values] of Object.entries(c.req.queries())) {
-    raw[name] = LIST_PARAMS.has(name) ? values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter((v) => v !== '') : values[values.length - 1]!;
+    raw[name] = LIST_PARAMS.has(name)
+      ? values
+          .flatMap((v) => v.split(','))
+          .map((v) => v.trim())
+          .filter((v) => v !== '')
+      : values[values.length - 1]!;
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw new ApiError(422, validationIssues(parsed.error, 'query', raw));
@@ -104,7 +124,10 @@ function errorHandler(log: Logger) {
       log.error({ err: err.message }, 'control plane store unavailable');
       return c.json({ detail: 'Store unavailable; retry later.' }, 503);
     }
-    log.error({ err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method }, 'control plane failure');
+    log.error(
+      { err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method },
+      'control plane failure',
+    );
     return c.json({ detail: 'Internal server error.' }, 500);
   };
 }

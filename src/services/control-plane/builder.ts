@@ -48,9 +48,12 @@ export class GitBuilder implements Builder {
     }
     if (!req.repoUrl) throw new BuildFailure('source_config.repo_url: required for a git source');
     if (!req.repoRef) throw new BuildFailure('source_revision_config.repo_ref: required for a git source');
-    if (req.repoRef.startsWith('-') || req.repoUrl.startsWith('-')) throw new BuildFailure('repo_url and repo_ref must not start with "-"');
+    if (req.repoRef.startsWith('-') || req.repoUrl.startsWith('-'))
+      throw new BuildFailure('repo_url and repo_ref must not start with "-"');
     if (this.options.localRepos === false && isLocal(req.repoUrl)) {
-      throw new BuildFailure('repo_url: repositories on this host are not allowed here (LOCAL_REPOS=deny, the default with NODE_ENV=production)');
+      throw new BuildFailure(
+        'repo_url: repositories on this host are not allowed here (LOCAL_REPOS=deny, the default with NODE_ENV=production)',
+      );
     }
     try {
       const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal);
@@ -83,10 +86,21 @@ export class GitBuilder implements Builder {
       }
       if (!SHA.test(ref)) throw new BuildFailure(`repo_ref: "${ref}" is not a branch, tag or commit of ${shown}`);
       await rm(folder, { recursive: true, force: true });
-      await this.run(git([...clone, '--no-checkout', '--', url, folder], opts), (m) => `repo_url: cannot clone ${shown}: ${m}`);
-      await this.run(git(['checkout', '--quiet', '--detach', ref], { ...opts, cwd: folder }), () => `repo_ref: commit ${ref} not found in ${shown}`);
+      await this.run(
+        git([...clone, '--no-checkout', '--', url, folder], opts),
+        (m) => `repo_url: cannot clone ${shown}: ${m}`,
+      );
+      await this.run(
+        git(['checkout', '--quiet', '--detach', ref], { ...opts, cwd: folder }),
+        () => `repo_ref: commit ${ref} not found in ${shown}`,
+      );
     }
-    return (await this.run(git(['rev-parse', 'HEAD'], { ...opts, cwd: folder }), (m) => `cannot read the commit checked out: ${m}`)).trim();
+    return (
+      await this.run(
+        git(['rev-parse', 'HEAD'], { ...opts, cwd: folder }),
+        (m) => `cannot read the commit checked out: ${m}`,
+      )
+    ).trim();
   }
 
   /** Git failures as BuildFailure with `reason(git's message)`; a cancellation stays a GitError('aborted'). */

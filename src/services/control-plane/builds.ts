@@ -52,7 +52,11 @@ export class Builds {
         const to = supersededStatus(cur.status);
         return moveRevision(cur, to, this.o.now(), `${to}: superseded by revision ${keep}`);
       });
-      if (done) this.o.log.info({ deploymentId, revisionId: r.id, status: done.status, supersededBy: keep }, 'revision superseded');
+      if (done)
+        this.o.log.info(
+          { deploymentId, revisionId: r.id, status: done.status, supersededBy: keep },
+          'revision superseded',
+        );
       await rm(this.folderOf(deploymentId, r.id), { recursive: true, force: true });
     }
   }
@@ -71,7 +75,9 @@ export class Builds {
    * folder is gone with the process that had it).
    */
   async recover(): Promise<{ requeued: number; interrupted: number }> {
-    const unfinished = (await this.o.store.unfinishedRevisions()).sort((a, b) => a.created_at.localeCompare(b.created_at));
+    const unfinished = (await this.o.store.unfinishedRevisions()).sort((a, b) =>
+      a.created_at.localeCompare(b.created_at),
+    );
     let requeued = 0;
     let interrupted = 0;
     for (const r of unfinished) {
@@ -88,7 +94,10 @@ export class Builds {
       });
       if (done) {
         interrupted++;
-        this.o.log.warn({ deploymentId: r.deployment_id, revisionId: r.id, was: r.status }, 'revision interrupted by a restart');
+        this.o.log.warn(
+          { deploymentId: r.deployment_id, revisionId: r.id, was: r.status },
+          'revision interrupted by a restart',
+        );
         await rm(this.folderOf(r.deployment_id, r.id), { recursive: true, force: true });
       }
     }
@@ -132,7 +141,11 @@ export class Builds {
         return;
       }
       await this.pause(signal);
-      const changes = { source_revision_config: { ...cfg, repo_commit_sha: result.commitSha }, graphs: result.graphs, auth_path: result.authPath };
+      const changes = {
+        source_revision_config: { ...cfg, repo_commit_sha: result.commitSha },
+        graphs: result.graphs,
+        auth_path: result.authPath,
+      };
       await move('BUILDING', 'AWAITING_DEPLOY', null, changes);
       await this.pause(signal);
       const deploying = await move('AWAITING_DEPLOY', 'DEPLOYING');
@@ -173,7 +186,11 @@ export class Builds {
     });
     if (done === null || !deployed) throw new Settled();
     const folders = await readdir(this.folderOf(rev.deployment_id)).catch(() => [] as string[]);
-    await Promise.all(folders.filter((f) => f !== rev.id).map((f) => rm(this.folderOf(rev.deployment_id, f), { recursive: true, force: true })));
+    await Promise.all(
+      folders
+        .filter((f) => f !== rev.id)
+        .map((f) => rm(this.folderOf(rev.deployment_id, f), { recursive: true, force: true })),
+    );
   }
 
   /** An unexpected error fails the revision in the phase it reached (never left unfinished). */

@@ -32,7 +32,9 @@ export interface ControlPlane {
   readonly queue: BuildQueue;
   /** The development key made at this start (print it once, never log it), or null. */
   readonly devKey: DevelopmentKey | null;
-  /** Stops builds (a running one stays unfinished in the store and is INTERRUPTED at the next start), then the store. */
+  /**
+   * Stops builds (a running one stays unfinished in the store and is INTERRUPTED at the next start), then the store.
+   */
   close(): Promise<void>;
 }
 
@@ -45,17 +47,24 @@ export interface ControlPlaneOptions {
   readonly now?: () => Date;
 }
 
-export async function createControlPlane(settings: ControlPlaneSettings, log: Logger, options: ControlPlaneOptions = {}): Promise<ControlPlane> {
+export async function createControlPlane(
+  settings: ControlPlaneSettings,
+  log: Logger,
+  options: ControlPlaneOptions = {},
+): Promise<ControlPlane> {
   const cpLog = log.child({ component: 'control-plane' });
   const now = options.now ?? (() => new Date());
   let ownRedis: Redis | null = null;
-  const redis = options.redis ?? (settings.redisUrl !== null ? (ownRedis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 2 })) : null);
+  const redis =
+    options.redis ??
+    (settings.redisUrl !== null ? (ownRedis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 2 })) : null);
   ownRedis?.on('error', (err: Error) => cpLog.warn({ err: err.message }, 'control plane redis error'));
 
   const store: ControlPlaneStore = redis
     ? new RedisControlPlaneStore(redis, settings.region, { prefix: settings.storePrefix })
     : new MemoryControlPlaneStore(settings.region);
-  const keys = options.keys ?? (redis ? new RedisKeyRegistry(redis, { prefix: settings.keysPrefix }) : new MemoryKeyRegistry());
+  const keys =
+    options.keys ?? (redis ? new RedisKeyRegistry(redis, { prefix: settings.keysPrefix }) : new MemoryKeyRegistry());
 
   let box: SecretBox;
   if (settings.secretsKey !== null) box = new SecretBox(settings.secretsKey);
@@ -69,10 +78,13 @@ export async function createControlPlane(settings: ControlPlaneSettings, log: Lo
     );
   }
 
-  const queue = new BuildQueue(settings.buildConcurrency, (err, id) => cpLog.error({ err, revisionId: id }, 'build job failed'));
+  const queue = new BuildQueue(settings.buildConcurrency, (err, id) =>
+    cpLog.error({ err, revisionId: id }, 'build job failed'),
+  );
   const builds = new Builds({
     store,
-    builder: options.builder ?? new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos }),
+    builder:
+      options.builder ?? new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos }),
     queue,
     stepDelayMs: settings.buildDelayMs,
     workDir: settings.workDir,
@@ -84,13 +96,22 @@ export async function createControlPlane(settings: ControlPlaneSettings, log: Lo
   const recovered = await builds.recover();
   if (recovered.requeued + recovered.interrupted > 0) cpLog.info(recovered, 'recovered unfinished revisions');
   const devKey = settings.development ? await ensureDevelopmentKey(keys) : null;
-  if (devKey) cpLog.warn({ org: devKey.org, workspace: devKey.workspace }, 'empty key registry: created a development API key (printed once on stdout)');
+  if (devKey)
+    cpLog.warn(
+      { org: devKey.org, workspace: devKey.workspace },
+      'empty key registry: created a development API key (printed once on stdout)',
+    );
   // `gateway keys create` writes to Redis: a registry in this process's memory can never hold a key in production.
   if (!settings.development && keys.kind === 'memory') {
-    cpLog.warn('the key registry is in memory and NODE_ENV=production makes no development key: no API key exists, so every X-Api-Key is refused (401); set REDIS_URL and create keys with `gateway keys create`');
+    cpLog.warn(
+      'the key registry is in memory and NODE_ENV=production makes no development key: no API key exists, so every X-Api-Key is refused (401); set REDIS_URL and create keys with `gateway keys create`',
+    );
   }
 
-  cpLog.info({ region: settings.region, store: store.kind, keys: keys.kind, buildConcurrency: settings.buildConcurrency }, 'control plane ready');
+  cpLog.info(
+    { region: settings.region, store: store.kind, keys: keys.kind, buildConcurrency: settings.buildConcurrency },
+    'control plane ready',
+  );
   return {
     app: controlPlaneApp({ service, keys, log: cpLog }),
     service,

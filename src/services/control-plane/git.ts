@@ -48,17 +48,33 @@ export interface GitOptions {
   readonly signal?: AbortSignal;
 }
 
-/** Runs `git <args>`; resolves with stdout, rejects with a GitError whose message is git's first error line (credentials in URLs removed). */
-export function git(args: readonly string[], { cwd, timeoutMs, signal, localRepos = true }: GitOptions): Promise<string> {
+/**
+ * Runs `git <args>`; resolves with stdout, rejects with a GitError whose message is git's first error line (credentials
+ * in URLs removed).
+ */
+export function git(
+  args: readonly string[],
+  { cwd, timeoutMs, signal, localRepos = true }: GitOptions,
+): Promise<string> {
   return new Promise((resolve, reject) => {
     execFile(
       'git',
       [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`, ...args],
-      { cwd, env: ENV, timeout: timeoutMs, killSignal: 'SIGKILL', signal, maxBuffer: 16 * 1024 * 1024, windowsHide: true },
+      {
+        cwd,
+        env: ENV,
+        timeout: timeoutMs,
+        killSignal: 'SIGKILL',
+        signal,
+        maxBuffer: 16 * 1024 * 1024,
+        windowsHide: true,
+      },
       (err, stdout, stderr) => {
         if (!err) return resolve(stdout);
-        if (signal?.aborted || err.name === 'AbortError') return reject(new GitError('aborted', 'git stopped: build cancelled'));
-        if ((err as { killed?: boolean }).killed) return reject(new GitError('timeout', `no answer within ${timeoutMs / 1000} s`));
+        if (signal?.aborted || err.name === 'AbortError')
+          return reject(new GitError('aborted', 'git stopped: build cancelled'));
+        if ((err as { killed?: boolean }).killed)
+          return reject(new GitError('timeout', `no answer within ${timeoutMs / 1000} s`));
         reject(new GitError('failed', firstErrorLine(String(stderr)) || err.message));
       },
     );

@@ -15,7 +15,10 @@ import { loadControlPlaneSettings } from './settings.ts';
 export async function runControlPlane(
   env: NodeJS.ProcessEnv = process.env,
   out: Output = consoleOutput,
-  /** `stop` resolves when the service should stop (default: SIGTERM or SIGINT); `listening` gets its URL; `log` replaces the stdout logger. */
+  /**
+   * `stop` resolves when the service should stop (default: SIGTERM or SIGINT); `listening` gets its URL; `log` replaces
+   * the stdout logger.
+   */
   { stop, listening, log: given }: { stop?: Promise<unknown>; listening?: (url: string) => void; log?: Logger } = {},
 ): Promise<number> {
   let settings;

@@ -1,6 +1,14 @@
 import type { Region } from '../../rules/load.ts';
 import { isTerminal } from './revision-state.ts';
-import { checkOwnership, matchesFilter, pageOf, type ControlPlaneStore, type DeploymentChange, type DeploymentFilter, type Page } from './store.ts';
+import {
+  checkOwnership,
+  matchesFilter,
+  pageOf,
+  type ControlPlaneStore,
+  type DeploymentChange,
+  type DeploymentFilter,
+  type Page,
+} from './store.ts';
 import type { RevisionStatus, StoredDeployment, StoredRevision } from './types.ts';
 
 /**
@@ -29,7 +37,9 @@ export class MemoryControlPlaneStore implements ControlPlaneStore {
   }
 
   async listDeployments(tenantId: string, filter: DeploymentFilter, page: Page): Promise<StoredDeployment[]> {
-    const mine = [...this.deployments.values()].filter((d) => d.tenant_id === tenantId && d.region === this.region && matchesFilter(d, filter));
+    const mine = [...this.deployments.values()].filter(
+      (d) => d.tenant_id === tenantId && d.region === this.region && matchesFilter(d, filter),
+    );
     return pageOf(mine.reverse(), page); // insertion order is creation order
   }
 
@@ -64,8 +74,14 @@ export class MemoryControlPlaneStore implements ControlPlaneStore {
     return this.revision(deploymentId, revisionId);
   }
 
-  async listRevisions(deploymentId: string, statuses: readonly RevisionStatus[] | undefined, page: Page): Promise<StoredRevision[]> {
-    const all = [...(this.revisions.get(deploymentId)?.values() ?? [])].filter((r) => !statuses?.length || statuses.includes(r.status));
+  async listRevisions(
+    deploymentId: string,
+    statuses: readonly RevisionStatus[] | undefined,
+    page: Page,
+  ): Promise<StoredRevision[]> {
+    const all = [...(this.revisions.get(deploymentId)?.values() ?? [])].filter(
+      (r) => !statuses?.length || statuses.includes(r.status),
+    );
     return pageOf(
       all.sort((a, b) => b.seq - a.seq),
       page,
@@ -87,7 +103,9 @@ export class MemoryControlPlaneStore implements ControlPlaneStore {
   }
 
   async unfinishedRevisions(): Promise<StoredRevision[]> {
-    return [...this.revisions.values()].flatMap((m) => [...m.values()]).filter((r) => r.region === this.region && !isTerminal(r.status));
+    return [...this.revisions.values()]
+      .flatMap((m) => [...m.values()])
+      .filter((r) => r.region === this.region && !isTerminal(r.status));
   }
 
   async close(): Promise<void> {}

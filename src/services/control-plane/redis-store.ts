@@ -3,7 +3,15 @@ import type { Redis } from 'ioredis';
 import type { Region } from '../../rules/load.ts';
 import { StoreUnavailable } from './errors.ts';
 import { isTerminal } from './revision-state.ts';
-import { checkOwnership, matchesFilter, pageOf, type ControlPlaneStore, type DeploymentChange, type DeploymentFilter, type Page } from './store.ts';
+import {
+  checkOwnership,
+  matchesFilter,
+  pageOf,
+  type ControlPlaneStore,
+  type DeploymentChange,
+  type DeploymentFilter,
+  type Page,
+} from './store.ts';
 import type { RevisionStatus, StoredDeployment, StoredRevision } from './types.ts';
 
 /**
@@ -71,7 +79,9 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
       const ids = await this.client.zrevrange(this.k(`tenant:${tenantId}`), 0, -1);
       if (ids.length === 0) return [];
       const raws = await this.client.mget(ids.map((id) => this.k(`dep:${id}`)));
-      const all = raws.map((raw) => this.parse<StoredDeployment>(raw)).filter((d): d is StoredDeployment => d !== null && d.tenant_id === tenantId);
+      const all = raws
+        .map((raw) => this.parse<StoredDeployment>(raw))
+        .filter((d): d is StoredDeployment => d !== null && d.tenant_id === tenantId);
       return pageOf(
         all.filter((d) => matchesFilter(d, filter)),
         page,
@@ -111,7 +121,10 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
       if (current === null || current.tenant_id !== tenantId) return { done: true, value: null };
       const revIds = await this.client.zrange(this.k(`revs:${id}`), 0, -1);
       const keys = [key, this.k(`tenant:${tenantId}`), this.k(`revs:${id}`), this.k('unfinished')];
-      const ops: Op[] = [['zrem', 2, id], ['del', 3]];
+      const ops: Op[] = [
+        ['zrem', 2, id],
+        ['del', 3],
+      ];
       for (const rev of revIds) {
         keys.push(this.k(`rev:${id}:${rev}`));
         ops.push(['del', keys.length], ['srem', 4, `${id}/${rev}`]);
@@ -121,10 +134,16 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
   }
 
   async getRevision(deploymentId: string, revisionId: string): Promise<StoredRevision | null> {
-    return this.guard(async () => this.parse<StoredRevision>(await this.client.get(this.k(`rev:${deploymentId}:${revisionId}`))));
+    return this.guard(async () =>
+      this.parse<StoredRevision>(await this.client.get(this.k(`rev:${deploymentId}:${revisionId}`))),
+    );
   }
 
-  async listRevisions(deploymentId: string, statuses: readonly RevisionStatus[] | undefined, page: Page): Promise<StoredRevision[]> {
+  async listRevisions(
+    deploymentId: string,
+    statuses: readonly RevisionStatus[] | undefined,
+    page: Page,
+  ): Promise<StoredRevision[]> {
     return this.guard(async () => {
       // Unfiltered, only the page is read; a status filter reads the whole list (a deployment has few revisions).
       const [start, stop] = statuses?.length ? [0, -1] : [page.offset, page.offset + page.limit - 1];
@@ -132,7 +151,12 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
       if (ids.length === 0) return [];
       const raws = await this.client.mget(ids.map((id) => this.k(`rev:${deploymentId}:${id}`)));
       const revs = raws.map((raw) => this.parse<StoredRevision>(raw)).filter((r): r is StoredRevision => r !== null);
-      return statuses?.length ? pageOf(revs.filter((r) => statuses.includes(r.status)), page) : revs;
+      return statuses?.length
+        ? pageOf(
+            revs.filter((r) => statuses.includes(r.status)),
+            page,
+          )
+        : revs;
     });
   }
 
@@ -160,7 +184,9 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
       const members = await this.client.smembers(this.k('unfinished'));
       if (members.length === 0) return [];
       const raws = await this.client.mget(members.map((m) => this.k(`rev:${m.replace('/', ':')}`)));
-      return raws.map((raw) => this.parse<StoredRevision>(raw)).filter((r): r is StoredRevision => r !== null && !isTerminal(r.status));
+      return raws
+        .map((raw) => this.parse<StoredRevision>(raw))
+        .filter((r): r is StoredRevision => r !== null && !isTerminal(r.status));
     });
   }
 
@@ -231,6 +257,8 @@ export function isRedisError(err: unknown): boolean {
   if (!(err instanceof Error)) return false;
   return (
     ['ReplyError', 'MaxRetriesPerRequestError', 'AbortError'].includes(err.name) ||
-    /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(err.message)
+    /ECONNREFUSED|ECONNRESET|ETIMEDOUT|Connection is closed|Stream isn't writeable|enableOfflineQueue/i.test(
+      err.message,
+    )
   );
 }

@@ -25,7 +25,14 @@ const NEXT: Readonly<Record<RevisionStatus, readonly RevisionStatus[]>> = {
 };
 
 /** The happy path, in order. */
-export const PIPELINE: readonly RevisionStatus[] = ['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'AWAITING_DEPLOY', 'DEPLOYING', 'DEPLOYED'];
+export const PIPELINE: readonly RevisionStatus[] = [
+  'QUEUED',
+  'AWAITING_BUILD',
+  'BUILDING',
+  'AWAITING_DEPLOY',
+  'DEPLOYING',
+  'DEPLOYED',
+];
 
 export const isTerminal = (status: RevisionStatus): boolean => NEXT[status].length === 0;
 export const isFailed = (status: RevisionStatus): boolean => status.includes('FAILED');
@@ -62,7 +69,10 @@ export function moveRevision(
     status: to,
     status_message: message,
     updated_at: when,
-    status_history: [...revision.status_history, message === null ? { status: to, at: when } : { status: to, at: when, message }],
+    status_history: [
+      ...revision.status_history,
+      message === null ? { status: to, at: when } : { status: to, at: when, message },
+    ],
   };
 }
 

@@ -10,20 +10,38 @@ import { DEPLOYMENT_STATUSES, DEPLOYMENT_TYPES, isGitSource, REVISION_STATUSES, 
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A branch, tag or commit: no whitespace, control characters or git's forbidden characters, no leading "-". */
 const GIT_REF = /^(?!-)(?!.*\.\.)[^\s\x00-\x1f\x7f~^:?*[\\]+$/;
-/** Git URLs this machine may fetch: http(s), ssh, git, file URLs, scp-like `user@host:path`, or an absolute local path. */
+/**
+ * Git URLs this machine may fetch: http(s), ssh, git, file URLs, scp-like `user@host:path`, or an absolute local path.
+ */
 const REPO_URL = /^(?:(?:https?|ssh|git|file):\/\/\S+|[A-Za-z0-9._-]+@[A-Za-z0-9.-]+:\S+|\/\S*)$/;
 
-const repoUrl = z.string().max(2048).regex(REPO_URL, 'must be an https://, http://, ssh://, git:// or file:// URL, user@host:path, or an absolute local path');
-const repoRef = z.string().min(1).max(256).regex(GIT_REF, 'must be a branch, tag or commit (no spaces, "..", "~", "^", ":", "?", "*", "[" or leading "-")');
+const repoUrl = z
+  .string()
+  .max(2048)
+  .regex(
+    REPO_URL,
+    'must be an https://, http://, ssh://, git:// or file:// URL, user@host:path, or an absolute local path',
+  );
+const repoRef = z
+  .string()
+  .min(1)
+  .max(256)
+  .regex(GIT_REF, 'must be a branch, tag or commit (no spaces, "..", "~", "^", ":", "?", "*", "[" or leading "-")');
 const configPath = z
   .string()
   .min(1)
   .max(512)
-  .refine((p) => !p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\\'), 'must be a relative path inside the repository');
+  .refine(
+    (p) => !p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\\'),
+    'must be a relative path inside the repository',
+  );
 const imageUri = z.string().min(1).max(1024).regex(/^\S+$/, 'must not contain whitespace');
 
 const secret = z.object({
-  name: z.string().max(256).regex(ENV_NAME, 'must be an environment variable name (letters, digits and "_", not starting with a digit)'),
+  name: z
+    .string()
+    .max(256)
+    .regex(ENV_NAME, 'must be an environment variable name (letters, digits and "_", not starting with a digit)'),
   value: z.string().max(65_536),
 });
 
@@ -33,7 +51,8 @@ const secrets = z
   .superRefine((list, ctx) => {
     const seen = new Set<string>();
     list.forEach((s, i) => {
-      if (seen.has(s.name)) ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate secret name "${s.name}"` });
+      if (seen.has(s.name))
+        ctx.addIssue({ code: 'custom', path: [i, 'name'], message: `duplicate secret name "${s.name}"` });
       seen.add(s.name);
     });
   });
@@ -65,10 +84,13 @@ export const createBody = z
     secrets: secrets.default([]),
   })
   .superRefine((body, ctx) => {
-    const need = (path: string[], message: string) => ctx.addIssue({ code: 'custom', path, message, params: { type: 'missing' } });
+    const need = (path: string[], message: string) =>
+      ctx.addIssue({ code: 'custom', path, message, params: { type: 'missing' } });
     if (isGitSource(body.source)) {
-      if (!body.source_config.repo_url) need(['source_config', 'repo_url'], `Field required for source "${body.source}"`);
-      if (!body.source_revision_config.repo_ref) need(['source_revision_config', 'repo_ref'], `Field required for source "${body.source}"`);
+      if (!body.source_config.repo_url)
+        need(['source_config', 'repo_url'], `Field required for source "${body.source}"`);
+      if (!body.source_revision_config.repo_ref)
+        need(['source_revision_config', 'repo_ref'], `Field required for source "${body.source}"`);
     } else if (!body.source_revision_config.image_uri) {
       need(['source_revision_config', 'image_uri'], `Field required for source "${body.source}"`);
     }
@@ -89,7 +111,13 @@ export type PatchBody = z.infer<typeof patchBody>;
 /** A query value given once, as a comma-separated list, or repeated: one flat list. */
 const csv = <T extends z.ZodType>(item: T) =>
   z.preprocess(
-    (v) => (v === undefined ? undefined : (Array.isArray(v) ? v : [v]).flatMap((s) => String(s).split(',')).map((s) => s.trim()).filter((s) => s !== '')),
+    (v) =>
+      v === undefined
+        ? undefined
+        : (Array.isArray(v) ? v : [v])
+            .flatMap((s) => String(s).split(','))
+            .map((s) => s.trim())
+            .filter((s) => s !== ''),
     z.array(item).optional(),
   );
 

@@ -25,14 +25,22 @@ export class SecretBox {
     const cipher = createCipheriv('aes-256-gcm', this.key, iv);
     cipher.setAAD(Buffer.from(owner));
     const body = Buffer.concat([cipher.update(value, 'utf8'), cipher.final()]);
-    return ['v1', this.keyId, iv.toString('base64url'), cipher.getAuthTag().toString('base64url'), body.toString('base64url')].join('.');
+    return [
+      'v1',
+      this.keyId,
+      iv.toString('base64url'),
+      cipher.getAuthTag().toString('base64url'),
+      body.toString('base64url'),
+    ].join('.');
   }
 
   /** The value, or throws SecretError when the key differs or the value was altered. */
   open(sealed: string, owner: string): string {
     const [version, keyId, iv, tag, body] = sealed.split('.');
-    if (version !== 'v1' || iv === undefined || tag === undefined || body === undefined) throw new SecretError('not a sealed secret');
-    if (keyId !== this.keyId) throw new SecretError(`sealed with another key (${keyId}); this process has ${this.keyId}: check SECRETS_KEY`);
+    if (version !== 'v1' || iv === undefined || tag === undefined || body === undefined)
+      throw new SecretError('not a sealed secret');
+    if (keyId !== this.keyId)
+      throw new SecretError(`sealed with another key (${keyId}); this process has ${this.keyId}: check SECRETS_KEY`);
     try {
       const decipher = createDecipheriv('aes-256-gcm', this.key, Buffer.from(iv, 'base64url'));
       decipher.setAAD(Buffer.from(owner));

@@ -6,7 +6,13 @@ import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
 import { secretOwner, type SecretBox } from './secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
-import { isGitSource, type SourceRevisionConfig, type StoredDeployment, type StoredRevision, type StoredSecret } from './types.ts';
+import {
+  isGitSource,
+  type SourceRevisionConfig,
+  type StoredDeployment,
+  type StoredRevision,
+  type StoredSecret,
+} from './types.ts';
 import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './views.ts';
 
 /**
@@ -67,13 +73,21 @@ export class DeploymentService {
     const first = queuedRevision(deployment, 1, now);
     const stored = { ...deployment, latest_revision_id: first.id };
     await this.o.store.createDeployment(stored, first);
-    this.o.log.info({ deploymentId: id, revisionId: first.id, tenantId, source: body.source, secrets: body.secrets.length }, 'deployment created');
+    this.o.log.info(
+      { deploymentId: id, revisionId: first.id, tenantId, source: body.source, secrets: body.secrets.length },
+      'deployment created',
+    );
     this.o.builds.enqueue(first);
     return this.view(stored);
   }
 
   async list(tenantId: string, q: ListDeploymentsQuery): Promise<ListView<DeploymentView>> {
-    const filter = { nameContains: q.name_contains, statuses: q.status, deploymentTypes: q.deployment_type, ids: q.deployment_ids };
+    const filter = {
+      nameContains: q.name_contains,
+      statuses: q.status,
+      deploymentTypes: q.deployment_type,
+      ids: q.deployment_ids,
+    };
     const found = await this.o.store.listDeployments(tenantId, filter, { limit: q.limit, offset: q.offset });
     return { resources: found.map((d) => this.view(d)), offset: q.offset + found.length };
   }
@@ -91,8 +105,10 @@ export class DeploymentService {
   async patch(tenantId: string, id: string, body: PatchBody): Promise<DeploymentView> {
     const now = this.o.now().toISOString();
     const changed = await this.o.store.updateDeployment(tenantId, id, (d) => {
-      if (body.name !== undefined && body.name !== d.name) throw badRequest(`Field "name" cannot be changed (deployment ${d.id} is named "${d.name}").`);
-      if (body.source !== undefined && body.source !== d.source) throw badRequest(`Field "source" cannot be changed (deployment ${d.id} has source "${d.source}").`);
+      if (body.name !== undefined && body.name !== d.name)
+        throw badRequest(`Field "name" cannot be changed (deployment ${d.id} is named "${d.name}").`);
+      if (body.source !== undefined && body.source !== d.source)
+        throw badRequest(`Field "source" cannot be changed (deployment ${d.id} has source "${d.source}").`);
       const sc = body.source_config;
       const src = body.source_revision_config;
       if (sc === undefined && (src === undefined || src === null) && body.secrets === undefined) return null;
@@ -107,7 +123,10 @@ export class DeploymentService {
       checkBuildable(next);
       if (!src || (src.repo_ref == null && src.image_uri == null)) return { deployment: next };
       const revision = queuedRevision(next, d.revision_count + 1, now);
-      return { deployment: { ...next, latest_revision_id: revision.id, revision_count: d.revision_count + 1 }, revision };
+      return {
+        deployment: { ...next, latest_revision_id: revision.id, revision_count: d.revision_count + 1 },
+        revision,
+      };
     });
     if (changed === null) throw deploymentNotFound(id);
     if (changed.revision) {
@@ -151,7 +170,10 @@ export class DeploymentService {
   }
 
   private seal(deploymentId: string, secrets: readonly { name: string; value: string }[]): StoredSecret[] {
-    return secrets.map((s) => ({ name: s.name, ciphertext: this.o.box.seal(s.value, secretOwner(deploymentId, s.name)) }));
+    return secrets.map((s) => ({
+      name: s.name,
+      ciphertext: this.o.box.seal(s.value, secretOwner(deploymentId, s.name)),
+    }));
   }
 
   private view(d: StoredDeployment): DeploymentView {
@@ -162,12 +184,25 @@ export class DeploymentService {
 /** A patch may not leave a deployment unable to build its next revision. */
 function checkBuildable(d: StoredDeployment): void {
   if (isGitSource(d.source)) {
-    if (!d.source_config.repo_url) throw invalid({ loc: ['body', 'source_config', 'repo_url'], msg: `cannot be null for source "${d.source}"`, type: 'value_error' });
+    if (!d.source_config.repo_url)
+      throw invalid({
+        loc: ['body', 'source_config', 'repo_url'],
+        msg: `cannot be null for source "${d.source}"`,
+        type: 'value_error',
+      });
     if (!d.source_revision_config.repo_ref) {
-      throw invalid({ loc: ['body', 'source_revision_config', 'repo_ref'], msg: `cannot be null for source "${d.source}"`, type: 'value_error' });
+      throw invalid({
+        loc: ['body', 'source_revision_config', 'repo_ref'],
+        msg: `cannot be null for source "${d.source}"`,
+        type: 'value_error',
+      });
     }
   } else if (!d.source_revision_config.image_uri) {
-    throw invalid({ loc: ['body', 'source_revision_config', 'image_uri'], msg: `cannot be null for source "${d.source}"`, type: 'value_error' });
+    throw invalid({
+      loc: ['body', 'source_revision_config', 'image_uri'],
+      msg: `cannot be null for source "${d.source}"`,
+      type: 'value_error',
+    });
   }
 }
 
@@ -178,5 +213,7 @@ function defined<T extends object>(o: T): Partial<T> {
 
 /** The fields given with a value (undefined and null = not given). */
 function given<T extends object>(o: T): { [K in keyof T]?: NonNullable<T[K]> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as { [K in keyof T]?: NonNullable<T[K]> };
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as {
+    [K in keyof T]?: NonNullable<T[K]>;
+  };
 }

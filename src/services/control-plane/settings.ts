@@ -67,7 +67,8 @@ function secretsKey(env: Env): Buffer | null {
   const v = text(env, 'SECRETS_KEY', '');
   if (v === '') return null;
   const key = /^[A-Za-z0-9+/_-]+={0,2}$/.test(v) ? Buffer.from(v, 'base64') : Buffer.alloc(0);
-  if (key.length !== 32) throw new SettingsError('SECRETS_KEY', 'must be 32 bytes in base64 (e.g. `openssl rand -base64 32`)');
+  if (key.length !== 32)
+    throw new SettingsError('SECRETS_KEY', 'must be 32 bytes in base64 (e.g. `openssl rand -base64 32`)');
   return key;
 }
 

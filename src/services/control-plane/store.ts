@@ -42,14 +42,26 @@ export interface ControlPlaneStore {
    * revision it adds, if any). `change` returning null writes nothing.
    * Null when the deployment does not exist (for this tenant and region).
    */
-  updateDeployment(tenantId: string, id: string, change: (current: StoredDeployment) => DeploymentChange | null): Promise<DeploymentChange | null>;
+  updateDeployment(
+    tenantId: string,
+    id: string,
+    change: (current: StoredDeployment) => DeploymentChange | null,
+  ): Promise<DeploymentChange | null>;
   /** Removes the deployment and all its revisions; returns what was removed, or null. */
   deleteDeployment(tenantId: string, id: string): Promise<StoredDeployment | null>;
   getRevision(deploymentId: string, revisionId: string): Promise<StoredRevision | null>;
   /** Newest first, optionally only these statuses, paged. */
-  listRevisions(deploymentId: string, statuses: readonly RevisionStatus[] | undefined, page: Page): Promise<StoredRevision[]>;
+  listRevisions(
+    deploymentId: string,
+    statuses: readonly RevisionStatus[] | undefined,
+    page: Page,
+  ): Promise<StoredRevision[]>;
   /** Like updateDeployment for one revision; null when it is gone or `change` declined. */
-  updateRevision(deploymentId: string, revisionId: string, change: (current: StoredRevision) => StoredRevision | null): Promise<StoredRevision | null>;
+  updateRevision(
+    deploymentId: string,
+    revisionId: string,
+    change: (current: StoredRevision) => StoredRevision | null,
+  ): Promise<StoredRevision | null>;
   /** Revisions of this region not yet in a final status (for recovery at start). */
   unfinishedRevisions(): Promise<StoredRevision[]>;
   close(): Promise<void>;

@@ -9,7 +9,12 @@ describe('authorization handler lookup', () => {
   it('takes resource:action, then resource, then *:action, then *', async () => {
     const calls: string[] = [];
     const handler = (name: string) => () => void calls.push(name);
-    const all = { 'threads:create': handler('threads:create'), threads: handler('threads'), '*:create': handler('*:create'), '*': handler('*') };
+    const all = {
+      'threads:create': handler('threads:create'),
+      threads: handler('threads'),
+      '*:create': handler('*:create'),
+      '*': handler('*'),
+    };
     await authorizer(all, user)('threads', 'create', {});
     await authorizer({ ...all, 'threads:create': undefined! }, user)('threads', 'create', {});
     await authorizer({ '*:create': all['*:create'], '*': all['*'] }, user)('threads', 'create', {});
@@ -23,7 +28,15 @@ describe('authorization handler lookup', () => {
     });
     const value: Record<string, unknown> = { thread_id: 't' };
     await authorizer({ threads: seen as never }, user)('threads', 'create', value);
-    expect(seen).toHaveBeenCalledWith(expect.objectContaining({ event: 'threads:create', resource: 'threads', action: 'create', user, permissions: ['p1'] }));
+    expect(seen).toHaveBeenCalledWith(
+      expect.objectContaining({
+        event: 'threads:create',
+        resource: 'threads',
+        action: 'create',
+        user,
+        permissions: ['p1'],
+      }),
+    );
     expect(value.metadata).toEqual({ owner: 'alice' });
   });
 

@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureLog, collect, EXAMPLE_APP, FIXTURE_AUTH_APP, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
+import {
+  captureLog,
+  collect,
+  EXAMPLE_APP,
+  FIXTURE_AUTH_APP,
+  newKey,
+  sdk,
+  startStack,
+  userInput,
+  type Stack,
+} from './helpers.ts';
 
 /**
  * Custom authentication through the edge. The example app's handler
@@ -17,7 +27,9 @@ describe('the example app: bearer tokens and per-user threads', () => {
 
   const as = (token: string) => sdk(stack.url, newKey(), { authorization: `Bearer ${token}` });
   const rawList = async (token: string) => {
-    const res = await fetch(`${stack.url}/threads?limit=100`, { headers: { 'x-api-key': newKey(), authorization: `Bearer ${token}` } });
+    const res = await fetch(`${stack.url}/threads?limit=100`, {
+      headers: { 'x-api-key': newKey(), authorization: `Bearer ${token}` },
+    });
     return { status: res.status, ids: ((await res.json()) as { thread_id: string }[]).map((t) => t.thread_id) };
   };
 
@@ -29,9 +41,13 @@ describe('the example app: bearer tokens and per-user threads', () => {
     expect(aliceThread.metadata).toMatchObject({ owner: 'alice' });
     expect(bobThread.metadata).toMatchObject({ owner: 'bob' });
 
-    const chunks = (await collect(alice.client.runs.stream(aliceThread.thread_id, 'agent', { input: userInput('hi'), streamMode: 'updates' }))) as { event: string; data: any }[];
+    const chunks = (await collect(
+      alice.client.runs.stream(aliceThread.thread_id, 'agent', { input: userInput('hi'), streamMode: 'updates' }),
+    )) as { event: string; data: any }[];
     expect(chunks.find((c) => c.event === 'updates')?.data.greet.messages[0].content).toBe('Hello, alice!');
-    const bobRun = (await bob.client.runs.wait(bobThread.thread_id, 'agent', { input: userInput('hi') })) as { messages: { content: string }[] };
+    const bobRun = (await bob.client.runs.wait(bobThread.thread_id, 'agent', { input: userInput('hi') })) as {
+      messages: { content: string }[];
+    };
     expect(bobRun.messages[1]!.content).toBe('Hello, bob!');
 
     const aliceSees = (await alice.client.threads.search({ limit: 100 })).map((t) => t.thread_id);
@@ -44,10 +60,16 @@ describe('the example app: bearer tokens and per-user threads', () => {
 
     await expect(bob.client.threads.get(aliceThread.thread_id)).rejects.toMatchObject({ status: 404 });
     await expect(bob.client.threads.getState(aliceThread.thread_id)).rejects.toMatchObject({ status: 404 });
-    await expect(collect(bob.client.runs.stream(aliceThread.thread_id, 'agent', { input: userInput('sneaky') }))).rejects.toMatchObject({ status: 404 });
-    expect((await alice.client.threads.getState<{ messages: unknown[] }>(aliceThread.thread_id)).values.messages).toHaveLength(3);
+    await expect(
+      collect(bob.client.runs.stream(aliceThread.thread_id, 'agent', { input: userInput('sneaky') })),
+    ).rejects.toMatchObject({ status: 404 });
+    expect(
+      (await alice.client.threads.getState<{ messages: unknown[] }>(aliceThread.thread_id)).values.messages,
+    ).toHaveLength(3);
     await expect(bob.client.threads.getHistory(aliceThread.thread_id)).rejects.toMatchObject({ status: 404 });
-    await expect(bob.client.threads.updateState(aliceThread.thread_id, { values: { messages: [] }, asNode: 'greet' })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      bob.client.threads.updateState(aliceThread.thread_id, { values: { messages: [] }, asNode: 'greet' }),
+    ).rejects.toMatchObject({ status: 404 });
     await expect(collect(bob.client.threads.joinStream(aliceThread.thread_id))).rejects.toMatchObject({ status: 404 });
     // Counts see what searches see.
     expect(await alice.client.threads.count()).toBe(aliceSees.length);
@@ -70,7 +92,9 @@ describe('the example app: bearer tokens and per-user threads', () => {
     await expect(bob.crons.update(cron.cron_id, { enabled: false })).rejects.toMatchObject({ status: 404 });
     await expect(bob.crons.delete(cron.cron_id)).rejects.toMatchObject({ status: 404 });
     const aliceThread = await alice.threads.create();
-    await expect(bob.crons.createForThread(aliceThread.thread_id, 'agent', { schedule: '* * * * *' })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      bob.crons.createForThread(aliceThread.thread_id, 'agent', { schedule: '* * * * *' }),
+    ).rejects.toMatchObject({ status: 404 });
     await alice.crons.delete(cron.cron_id);
   });
 
@@ -82,7 +106,9 @@ describe('the example app: bearer tokens and per-user threads', () => {
     expect((await alice.store.listNamespaces({ prefix: ['alice'] })).namespaces).toEqual([['alice', 'notes']]);
     await expect(bob.store.getItem(['alice', 'notes'], 'n1')).rejects.toMatchObject({ status: 403 });
     await expect(bob.store.searchItems(['alice'])).rejects.toMatchObject({ status: 403 });
-    await expect(bob.store.putItem(['alice', 'notes'], 'n1', { text: 'overwritten' })).rejects.toMatchObject({ status: 403 });
+    await expect(bob.store.putItem(['alice', 'notes'], 'n1', { text: 'overwritten' })).rejects.toMatchObject({
+      status: 403,
+    });
     await expect(bob.store.deleteItem(['alice', 'notes'], 'n1')).rejects.toMatchObject({ status: 403 });
     await expect(bob.store.listNamespaces()).rejects.toMatchObject({ status: 403 });
     expect((await alice.store.getItem(['alice', 'notes'], 'n1'))?.value).toEqual({ text: 'private' });
@@ -113,7 +139,10 @@ describe('the example app: bearer tokens and per-user threads', () => {
     expect((await alice.runs.join(id, runId)) as { messages: unknown[] }).toEqual(intact.values);
 
     // The owner may: metadata merges (the owner stays), the run record goes, then the thread.
-    expect((await alice.threads.update(id, { metadata: { topic: 'renamed' } })).metadata).toMatchObject({ owner: 'alice', topic: 'renamed' });
+    expect((await alice.threads.update(id, { metadata: { topic: 'renamed' } })).metadata).toMatchObject({
+      owner: 'alice',
+      topic: 'renamed',
+    });
     await alice.runs.delete(id, runId);
     expect(await alice.runs.list(id)).toEqual([]);
     await alice.threads.delete(id);
@@ -124,12 +153,20 @@ describe('the example app: bearer tokens and per-user threads', () => {
     const alice = as('alice-token').client;
     const bob = as('bob-token').client;
     let runId = '';
-    const own = (await collect(alice.runs.stream(null, 'agent', { input: userInput('just once'), streamResumable: true, onRunCreated: (m) => (runId = m.run_id) }))) as {
+    const own = (await collect(
+      alice.runs.stream(null, 'agent', {
+        input: userInput('just once'),
+        streamResumable: true,
+        onRunCreated: (m) => (runId = m.run_id),
+      }),
+    )) as {
       id?: string;
     }[];
     expect(own.length).toBeGreaterThan(2);
     expect(await collect(alice.runs.joinStream(null, runId, { lastEventId: '0' }))).toEqual(own);
-    await expect(collect(bob.runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({ status: 404 });
+    await expect(collect(bob.runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({
+      status: 404,
+    });
     await expect(collect(alice.runs.joinStream(null, randomUUID()))).rejects.toMatchObject({ status: 404 });
   });
 
@@ -139,13 +176,16 @@ describe('the example app: bearer tokens and per-user threads', () => {
     expect(err).toMatchObject({ status: 401 });
     expect((err as Error).message).toContain('Missing bearer token: send Authorization: Bearer <token>.');
     expect(none.seen[0]?.headers.get('ratelimit')).toMatch(/"default\.api-key";r=\d+/);
-    const wrong = await as('mallory-token').client.assistants.search().catch((e: unknown) => e);
+    const wrong = await as('mallory-token')
+      .client.assistants.search()
+      .catch((e: unknown) => e);
     expect(wrong).toMatchObject({ status: 401 });
     expect((wrong as Error).message).toContain('Invalid bearer token.');
   });
 
   it('serves /ok, /info and /docs without the handler', async () => {
-    for (const path of ['/ok', '/info', '/docs', '/openapi.json']) expect((await fetch(`${stack.url}${path}`)).status).toBe(200);
+    for (const path of ['/ok', '/info', '/docs', '/openapi.json'])
+      expect((await fetch(`${stack.url}${path}`)).status).toBe(200);
   });
 
   it('lets the design studio (x-auth-scheme: langsmith and a valid API key) see every thread: empty filter', async () => {
@@ -170,25 +210,41 @@ describe('authorization filters and handler failures', () => {
 
   const as = (user: string, team = 'red') => sdk(stack.url, newKey(), { 'x-user': user, 'x-team': team }).client;
   const raw = (user: string, path = '/assistants/search') =>
-    fetch(`${stack.url}${path}`, { method: 'POST', headers: { 'x-api-key': newKey(), 'x-user': user, 'content-type': 'application/json' }, body: '{}' });
+    fetch(`${stack.url}${path}`, {
+      method: 'POST',
+      headers: { 'x-api-key': newKey(), 'x-user': user, 'content-type': 'application/json' },
+      body: '{}',
+    });
 
   it('lets the user who started a threadless run follow it even when no filter matches its metadata', async () => {
     // The fixture's `threads` handler filters by team but writes nothing on create_run: the run's metadata has no team.
     let runId = '';
-    const own = await collect(as('erin').runs.stream(null, 'agent', { input: userInput('mine alone'), streamResumable: true, onRunCreated: (m) => (runId = m.run_id) }));
+    const own = await collect(
+      as('erin').runs.stream(null, 'agent', {
+        input: userInput('mine alone'),
+        streamResumable: true,
+        onRunCreated: (m) => (runId = m.run_id),
+      }),
+    );
     expect(await collect(as('erin').runs.joinStream(null, runId, { lastEventId: '0' }))).toEqual(own);
-    await expect(collect(as('frank').runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({ status: 404 });
+    await expect(collect(as('frank').runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({
+      status: 404,
+    });
   });
 
   it('filters searches with $contains and single reads with $eq', async () => {
     const carol = as('carol');
     const thread = await carol.threads.create({ metadata: { topic: 'filters' } });
     expect(thread.metadata).toEqual({ topic: 'filters', members: ['carol'], team: 'red' });
-    expect((await carol.threads.search({ metadata: { topic: 'filters' } })).map((t) => t.thread_id)).toContain(thread.thread_id);
+    expect((await carol.threads.search({ metadata: { topic: 'filters' } })).map((t) => t.thread_id)).toContain(
+      thread.thread_id,
+    );
     // dave: same team (read allowed), not a member (search leaves it out).
     const dave = as('dave');
     expect((await dave.threads.get(thread.thread_id)).thread_id).toBe(thread.thread_id);
-    expect((await dave.threads.search({ metadata: { topic: 'filters' } })).map((t) => t.thread_id)).not.toContain(thread.thread_id);
+    expect((await dave.threads.search({ metadata: { topic: 'filters' } })).map((t) => t.thread_id)).not.toContain(
+      thread.thread_id,
+    );
     // erin: other team: the single read is 404.
     await expect(as('erin', 'blue').threads.get(thread.thread_id)).rejects.toMatchObject({ status: 404 });
   });
@@ -198,15 +254,28 @@ describe('authorization filters and handler failures', () => {
     expect(made.metadata).toEqual({ mark: 'm1', team: 'red' });
     expect((await as('dave').assistants.get(made.assistant_id)).assistant_id).toBe(made.assistant_id);
     await expect(as('erin', 'blue').assistants.get(made.assistant_id)).rejects.toMatchObject({ status: 404 });
-    expect((await as('erin', 'blue').assistants.search({ metadata: { mark: 'm1' } })).map((a) => a.assistant_id)).toEqual([made.assistant_id]);
+    expect(
+      (await as('erin', 'blue').assistants.search({ metadata: { mark: 'm1' } })).map((a) => a.assistant_id),
+    ).toEqual([made.assistant_id]);
   });
 
   it('applies assistant update and delete handlers: another team gets 404, a handler returning false 403', async () => {
     const made = await as('carol').assistants.create({ graphId: 'agent', metadata: { mark: 'm2' } });
-    await expect(as('erin', 'blue').assistants.update(made.assistant_id, { name: 'taken' })).rejects.toMatchObject({ status: 404 });
-    const updated = await as('dave').assistants.update(made.assistant_id, { name: 'renamed', metadata: { mark: 'm3' } });
-    expect(updated).toMatchObject({ name: 'renamed', metadata: { mark: 'm3', team: 'red', updated_by: 'dave' }, version: 2 });
-    const denied = await as('carol').assistants.delete(made.assistant_id).catch((e: unknown) => e);
+    await expect(as('erin', 'blue').assistants.update(made.assistant_id, { name: 'taken' })).rejects.toMatchObject({
+      status: 404,
+    });
+    const updated = await as('dave').assistants.update(made.assistant_id, {
+      name: 'renamed',
+      metadata: { mark: 'm3' },
+    });
+    expect(updated).toMatchObject({
+      name: 'renamed',
+      metadata: { mark: 'm3', team: 'red', updated_by: 'dave' },
+      version: 2,
+    });
+    const denied = await as('carol')
+      .assistants.delete(made.assistant_id)
+      .catch((e: unknown) => e);
     expect(denied).toMatchObject({ status: 403 });
     expect((denied as Error).message).toContain('Not allowed to delete assistants');
     expect((await as('carol').assistants.get(made.assistant_id)).version).toBe(2);
@@ -214,9 +283,13 @@ describe('authorization filters and handler failures', () => {
 
   it('applies the threads handler to update and delete: another team gets 404', async () => {
     const thread = await as('carol').threads.create({ metadata: { topic: 'kept' } });
-    await expect(as('erin', 'blue').threads.update(thread.thread_id, { metadata: { topic: 'x' } })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      as('erin', 'blue').threads.update(thread.thread_id, { metadata: { topic: 'x' } }),
+    ).rejects.toMatchObject({ status: 404 });
     await expect(as('erin', 'blue').threads.delete(thread.thread_id)).rejects.toMatchObject({ status: 404 });
-    expect((await as('dave').threads.update(thread.thread_id, { metadata: { topic: 'changed' } })).metadata).toMatchObject({ topic: 'changed', team: 'red' });
+    expect(
+      (await as('dave').threads.update(thread.thread_id, { metadata: { topic: 'changed' } })).metadata,
+    ).toMatchObject({ topic: 'changed', team: 'red' });
     await as('dave').threads.delete(thread.thread_id);
     await expect(as('carol').threads.get(thread.thread_id)).rejects.toMatchObject({ status: 404 });
   });
@@ -224,7 +297,9 @@ describe('authorization filters and handler failures', () => {
   it('puts the whole user object in the run config, and never in storage', async () => {
     const carol = as('carol');
     const thread = await carol.threads.create();
-    const result = (await carol.runs.wait(thread.thread_id, 'whoami', { input: userInput('who am i') })) as { messages: { content: string }[] };
+    const result = (await carol.runs.wait(thread.thread_id, 'whoami', { input: userInput('who am i') })) as {
+      messages: { content: string }[];
+    };
     expect(JSON.parse(result.messages.at(-1)!.content)).toEqual({
       identity: 'carol',
       team: 'red',

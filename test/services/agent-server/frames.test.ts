@@ -1,6 +1,12 @@
 import { AIMessage, AIMessageChunk } from '@langchain/core/messages';
 import { describe, expect, it } from 'vitest';
-import { FrameMapper, frame, graphStreamModes, modeOfEvent, onlyModes } from '../../../src/services/agent-server/frames.ts';
+import {
+  FrameMapper,
+  frame,
+  graphStreamModes,
+  modeOfEvent,
+  onlyModes,
+} from '../../../src/services/agent-server/frames.ts';
 import { uuid5 } from '../../../src/services/agent-server/ids.ts';
 
 const meta = (node: string) => ({ langgraph_node: node, tags: [] });
@@ -43,9 +49,13 @@ describe('frame mapper', () => {
 
   it('messages: a whole message is complete at once; unfinished ones complete at the end', () => {
     const m = new FrameMapper(new Set(['messages']));
-    expect(events(m.map(['messages', [new AIMessage({ id: 'g', content: 'Hi!' }), meta('greet')]])).map(([e]) => e)).toEqual(['messages/metadata', 'messages/complete']);
+    expect(
+      events(m.map(['messages', [new AIMessage({ id: 'g', content: 'Hi!' }), meta('greet')]])).map(([e]) => e),
+    ).toEqual(['messages/metadata', 'messages/complete']);
     m.map(['messages', [new AIMessageChunk({ id: 'x', content: 'par' }), meta('model')]]);
-    expect(events(m.finish())).toEqual([['messages/complete', [expect.objectContaining({ id: 'x', content: 'par', type: 'ai' })]]]);
+    expect(events(m.finish())).toEqual([
+      ['messages/complete', [expect.objectContaining({ id: 'x', content: 'par', type: 'ai' })]],
+    ]);
   });
 
   it('messages-tuple: event messages with [chunk, metadata]', () => {
@@ -60,23 +70,29 @@ describe('default assistant ids', () => {
   it('are RFC 4122 v5 UUIDs (the public server derives the same)', () => {
     // Python: uuid.uuid5(uuid.UUID("6ba7b821-9dad-11d1-80b4-00c04fd430c8"), "agent")
     expect(uuid5('agent')).toBe('fe096781-5601-53d2-b2f6-0d3403f7e9ca');
-    expect(uuid5('agent', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe(uuid5('agent', '6ba7b810-9dad-11d1-80b4-00c04fd430c8'));
-    expect(uuid5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe('2ed6657d-e927-568b-95e1-2665a8aea6a2');
+    expect(uuid5('agent', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe(
+      uuid5('agent', '6ba7b810-9dad-11d1-80b4-00c04fd430c8'),
+    );
+    expect(uuid5('www.example.com', '6ba7b810-9dad-11d1-80b4-00c04fd430c8')).toBe(
+      '2ed6657d-e927-568b-95e1-2665a8aea6a2',
+    );
   });
 });
 
 describe('filtering a joined stream by mode', () => {
   it('names the mode of every event, subgraph events included; metadata and error belong to every mode', async () => {
-    expect(['values', 'updates|sub:1', 'messages/partial', 'messages/complete|sub:1', 'messages', 'custom', 'metadata', 'error'].map(modeOfEvent)).toEqual([
-      'values',
-      'updates',
-      'messages',
-      'messages',
-      'messages-tuple',
-      'custom',
-      null,
-      null,
-    ]);
+    expect(
+      [
+        'values',
+        'updates|sub:1',
+        'messages/partial',
+        'messages/complete|sub:1',
+        'messages',
+        'custom',
+        'metadata',
+        'error',
+      ].map(modeOfEvent),
+    ).toEqual(['values', 'updates', 'messages', 'messages', 'messages-tuple', 'custom', null, null]);
     async function* all() {
       for (const e of ['metadata', 'values', 'messages', 'updates', 'messages/partial', 'error']) yield frame(e, {});
     }

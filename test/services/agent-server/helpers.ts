@@ -4,7 +4,11 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import pino from 'pino';
-import { createAgentServer, type AgentServer, type AgentServerOptions } from '../../../src/services/agent-server/app.ts';
+import {
+  createAgentServer,
+  type AgentServer,
+  type AgentServerOptions,
+} from '../../../src/services/agent-server/app.ts';
 import type { ApiKeyVerifier } from '../../../src/services/agent-server/auth.ts';
 import { listen, type Listening } from '../../../src/listen.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
@@ -13,7 +17,9 @@ import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 export const FIXTURE_APP = fileURLToPath(new URL('./fixtures/app/langgraph.json', import.meta.url));
 export const FIXTURE_AUTH_APP = fileURLToPath(new URL('./fixtures/auth-app/langgraph.json', import.meta.url));
 export const EXAMPLE_APP = fileURLToPath(new URL('../../../examples/app/langgraph.json', import.meta.url));
-export const EXAMPLE_API_KEY_APP = fileURLToPath(new URL('../../../examples/app/langgraph.api-key.json', import.meta.url));
+export const EXAMPLE_API_KEY_APP = fileURLToPath(
+  new URL('../../../examples/app/langgraph.api-key.json', import.meta.url),
+);
 
 /** Keys of organisation `acme` start with `ak-acme-`; of `other`, with `ak-other-`. Anything else is unknown. */
 export const testVerifier: ApiKeyVerifier = async (key) => {
@@ -32,7 +38,13 @@ export interface RunningAgentServer {
 }
 
 export async function startAgentServer(options: Partial<AgentServerOptions> = {}): Promise<RunningAgentServer> {
-  const server = await createAgentServer({ configPath: FIXTURE_APP, verifyApiKey: testVerifier, org: 'acme', log: pino({ level: 'silent' }), ...options });
+  const server = await createAgentServer({
+    configPath: FIXTURE_APP,
+    verifyApiKey: testVerifier,
+    org: 'acme',
+    log: pino({ level: 'silent' }),
+    ...options,
+  });
   const listening = await listen(server.app, 0, '127.0.0.1');
   return {
     server,
@@ -70,7 +82,10 @@ export async function startStack(options: Partial<AgentServerOptions> = {}): Pro
   };
 }
 
-/** Responses the client saw (status and headers), recorded by a fetch passed as the client's public `callerOptions.fetch`. */
+/**
+ * Responses the client saw (status and headers), recorded by a fetch passed as the client's public
+ * `callerOptions.fetch`.
+ */
 export interface Seen {
   readonly url: string;
   readonly status: number;
@@ -78,14 +93,21 @@ export interface Seen {
 }
 
 /** The public JS client, unmodified, against `url`. */
-export function sdk(url: string, apiKey: string | null, headers: Record<string, string> = {}): { client: Client; seen: Seen[] } {
+export function sdk(
+  url: string,
+  apiKey: string | null,
+  headers: Record<string, string> = {},
+): { client: Client; seen: Seen[] } {
   const seen: Seen[] = [];
   const recording = async (input: string | URL | Request, init?: RequestInit) => {
     const res = await fetch(input, init);
     seen.push({ url: String(input), status: res.status, headers: res.headers });
     return res;
   };
-  return { client: new Client({ apiUrl: url, apiKey, defaultHeaders: headers, callerOptions: { fetch: recording } }), seen };
+  return {
+    client: new Client({ apiUrl: url, apiKey, defaultHeaders: headers, callerOptions: { fetch: recording } }),
+    seen,
+  };
 }
 
 /** Every chunk of an SDK stream, collected. */
@@ -111,7 +133,11 @@ export function parseSse(text: string): RawFrame[] {
       const lines = block.split('\n');
       const field = (name: string) => lines.find((l) => l.startsWith(`${name}: `))?.slice(name.length + 2) ?? null;
       const comment = lines.find((l) => l.startsWith(':'));
-      return { event: field('event'), data: field('data'), comment: comment === undefined ? null : comment.slice(1).trim() };
+      return {
+        event: field('event'),
+        data: field('data'),
+        comment: comment === undefined ? null : comment.slice(1).trim(),
+      };
     });
 }
 
@@ -140,7 +166,10 @@ export function captureLog(): { log: pino.Logger; text(): string } {
   return { log: pino({ level: 'trace' }, stream), text: () => text };
 }
 
-/** A TCP relay in front of `target` that breaks the first connection whose stream has reached the frame with `id: <cutAt>`. */
+/**
+ * A TCP relay in front of `target` that breaks the first connection whose stream has reached the frame with `id:
+ * <cutAt>`.
+ */
 export async function cuttingRelay(target: string, cutAt = 5): Promise<{ url: string; cut(): boolean; close(): void }> {
   let cut = false;
   const relay = createServer((client: Socket) => {
@@ -161,5 +190,9 @@ export async function cuttingRelay(target: string, cutAt = 5): Promise<{ url: st
     upstream.on('error', end).on('close', end);
   });
   await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`, cut: () => cut, close: () => relay.close() };
+  return {
+    url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}`,
+    cut: () => cut,
+    close: () => relay.close(),
+  };
 }

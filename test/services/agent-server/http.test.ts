@@ -14,7 +14,10 @@ beforeAll(async () => {
 });
 afterAll(() => as.close());
 
-const call = (path: string, init: { method?: string; body?: unknown; key?: string | null; signal?: AbortSignal } = {}) =>
+const call = (
+  path: string,
+  init: { method?: string; body?: unknown; key?: string | null; signal?: AbortSignal } = {},
+) =>
   fetch(`${as.url}${path}`, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
     headers: { ...(init.key === null ? {} : { 'x-api-key': init.key ?? key }), 'content-type': 'application/json' },
@@ -32,7 +35,11 @@ describe('health and authentication', () => {
     expect(await json('/ok', { key: null })).toMatchObject({ status: 200, body: { ok: true } });
     const info = await json('/info', { key: null });
     expect(info.status).toBe(200);
-    expect(info.body).toMatchObject({ version: expect.any(String), langgraph_js_version: expect.stringMatching(/^\d+\./), flags: { assistants: true } });
+    expect(info.body).toMatchObject({
+      version: expect.any(String),
+      langgraph_js_version: expect.stringMatching(/^\d+\./),
+      flags: { assistants: true },
+    });
   });
 
   it.each([
@@ -64,7 +71,16 @@ describe('assistants', () => {
     const res = await json('/assistants/search', { body: { metadata: { created_by: 'system' }, limit: 100 } });
     expect(res.status).toBe(200);
     expect(Array.isArray(res.body)).toBe(true);
-    expect(res.body.map((a: any) => a.graph_id).sort()).toEqual(['agent', 'custom', 'factory', 'failing', 'remember', 'slow', 'uncompiled', 'whoami']);
+    expect(res.body.map((a: any) => a.graph_id).sort()).toEqual([
+      'agent',
+      'custom',
+      'factory',
+      'failing',
+      'remember',
+      'slow',
+      'uncompiled',
+      'whoami',
+    ]);
     const byName = await json('/assistants/agent');
     const agent = res.body.find((a: any) => a.graph_id === 'agent');
     expect(byName.body).toEqual(agent);
@@ -72,11 +88,15 @@ describe('assistants', () => {
   });
 
   it('pages with limit and offset, X-Pagination-Total and X-Pagination-Next', async () => {
-    const first = await json('/assistants/search', { body: { metadata: { created_by: 'system' }, limit: 4, offset: 0 } });
+    const first = await json('/assistants/search', {
+      body: { metadata: { created_by: 'system' }, limit: 4, offset: 0 },
+    });
     expect(first.body).toHaveLength(4);
     expect(first.headers.get('x-pagination-total')).toBe('8');
     expect(first.headers.get('x-pagination-next')).toBe('4');
-    const second = await json('/assistants/search', { body: { metadata: { created_by: 'system' }, limit: 5, offset: 4 } });
+    const second = await json('/assistants/search', {
+      body: { metadata: { created_by: 'system' }, limit: 5, offset: 4 },
+    });
     expect(second.body).toHaveLength(4);
     expect(second.headers.get('x-pagination-next')).toBeNull();
     const ids = [...first.body, ...second.body].map((a: any) => a.assistant_id);
@@ -97,7 +117,9 @@ describe('assistants', () => {
     const id = randomUUID();
     expect((await json('/assistants', { body: { graph_id: 'agent', assistant_id: id } })).status).toBe(200);
     expect((await json('/assistants', { body: { graph_id: 'agent', assistant_id: id } })).status).toBe(409);
-    expect((await json('/assistants', { body: { graph_id: 'agent', assistant_id: id, if_exists: 'do_nothing' } })).status).toBe(200);
+    expect(
+      (await json('/assistants', { body: { graph_id: 'agent', assistant_id: id, if_exists: 'do_nothing' } })).status,
+    ).toBe(200);
     const unknownGraph = await json('/assistants', { body: { graph_id: 'nope' } });
     expect(unknownGraph.status).toBe(404);
     expect(unknownGraph.body.detail).toMatch(/Graph "nope" not found/);
@@ -110,7 +132,9 @@ describe('assistants', () => {
 
 describe('run stream framing', () => {
   it('sends metadata first, one event, one JSON data line and its number (id) per frame, Content-Location and Location', async () => {
-    const res = await call('/runs/stream', { body: { assistant_id: 'agent', input: userInput('hello there'), stream_mode: ['updates', 'messages-tuple'] } });
+    const res = await call('/runs/stream', {
+      body: { assistant_id: 'agent', input: userInput('hello there'), stream_mode: ['updates', 'messages-tuple'] },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
     const text = await res.text();
@@ -136,7 +160,14 @@ describe('run stream framing', () => {
 
   it('streams as the graph runs: the first frame arrives before the run ends', async () => {
     const started = Date.now();
-    const res = await call('/runs/stream', { body: { assistant_id: 'agent', input: userInput('slowly'), config: { configurable: { token_delay_ms: 40 } }, stream_mode: 'messages-tuple' } });
+    const res = await call('/runs/stream', {
+      body: {
+        assistant_id: 'agent',
+        input: userInput('slowly'),
+        config: { configurable: { token_delay_ms: 40 } },
+        stream_mode: 'messages-tuple',
+      },
+    });
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     const firstAt = Date.now() - started;
@@ -153,7 +184,14 @@ describe('run stream framing', () => {
   });
 
   it('keeps an idle stream open with heartbeat comments', async () => {
-    const res = await call('/runs/stream', { body: { assistant_id: 'slow', input: userInput('x'), config: { configurable: { wait_ms: 450 } }, stream_mode: 'updates' } });
+    const res = await call('/runs/stream', {
+      body: {
+        assistant_id: 'slow',
+        input: userInput('x'),
+        config: { configurable: { wait_ms: 450 } },
+        stream_mode: 'updates',
+      },
+    });
     const frames = parseSse(await res.text());
     const beats = frames.filter((f) => f.comment === 'heartbeat').length;
     expect(beats).toBeGreaterThanOrEqual(2);
@@ -161,7 +199,9 @@ describe('run stream framing', () => {
   });
 
   it('ends a failing run with an error frame, and no stack trace', async () => {
-    const res = await call('/runs/stream', { body: { assistant_id: 'failing', input: userInput('x'), stream_mode: 'updates' } });
+    const res = await call('/runs/stream', {
+      body: { assistant_id: 'failing', input: userInput('x'), stream_mode: 'updates' },
+    });
     const text = await res.text();
     const frames = parseSse(text);
     expect(frames.map((f) => f.event)).toEqual(['metadata', 'updates', 'error']);
@@ -170,8 +210,15 @@ describe('run stream framing', () => {
   });
 
   it('streams the custom mode', async () => {
-    const frames = parseSse(await (await call('/runs/stream', { body: { assistant_id: 'custom', input: userInput('x'), stream_mode: ['custom'] } })).text());
-    expect(frames.filter((f) => f.event === 'custom').map((f) => JSON.parse(f.data!))).toEqual([{ progress: 50 }, { progress: 100 }]);
+    const frames = parseSse(
+      await (
+        await call('/runs/stream', { body: { assistant_id: 'custom', input: userInput('x'), stream_mode: ['custom'] } })
+      ).text(),
+    );
+    expect(frames.filter((f) => f.event === 'custom').map((f) => JSON.parse(f.data!))).toEqual([
+      { progress: 50 },
+      { progress: 100 },
+    ]);
   });
 
   it('runs uncompiled graphs and graph factories', async () => {
@@ -202,7 +249,9 @@ describe('run errors', () => {
 
   it('creates the thread of a run with if_not_exists=create', async () => {
     const id = randomUUID();
-    const res = await json(`/threads/${id}/runs/wait`, { body: { assistant_id: 'agent', input: userInput('hi'), if_not_exists: 'create' } });
+    const res = await json(`/threads/${id}/runs/wait`, {
+      body: { assistant_id: 'agent', input: userInput('hi'), if_not_exists: 'create' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('content-location')).toMatch(new RegExp(`^/threads/${id}/runs/`));
     expect((await json(`/threads/${id}`)).body).toMatchObject({ status: 'idle', metadata: { graph_id: 'agent' } });
@@ -217,7 +266,14 @@ describe('run errors', () => {
 describe('busy threads', () => {
   /** Starts a slow run on `thread` and resolves once the graph is inside it, with the response still streaming. */
   async function occupy(thread: string, waitMs = 30_000) {
-    const res = await call(`/threads/${thread}/runs/stream`, { body: { assistant_id: 'slow', input: userInput('x'), config: { configurable: { wait_ms: waitMs } }, stream_mode: 'updates' } });
+    const res = await call(`/threads/${thread}/runs/stream`, {
+      body: {
+        assistant_id: 'slow',
+        input: userInput('x'),
+        config: { configurable: { wait_ms: waitMs } },
+        stream_mode: 'updates',
+      },
+    });
     const runId = res.headers.get('content-location')!.split('/').at(-1)!;
     await eventually(async () => (registry.started.has(runId) ? true : undefined));
     return { res, runId };
@@ -227,7 +283,9 @@ describe('busy threads', () => {
     const thread = await newThread();
     const { res, runId } = await occupy(thread, 400);
     expect((await json(`/threads/${thread}`)).body.status).toBe('busy');
-    const second = await json(`/threads/${thread}/runs/wait`, { body: { assistant_id: 'agent', input: userInput('again') } });
+    const second = await json(`/threads/${thread}/runs/wait`, {
+      body: { assistant_id: 'agent', input: userInput('again') },
+    });
     expect(second.status).toBe(409);
     expect(second.body.detail).toMatch(/already running/);
     await res.text();
@@ -238,7 +296,9 @@ describe('busy threads', () => {
   it('interrupt cancels the active run and runs the new one', async () => {
     const thread = await newThread();
     const { res, runId } = await occupy(thread);
-    const second = await json(`/threads/${thread}/runs/wait`, { body: { assistant_id: 'agent', input: userInput('now'), multitask_strategy: 'interrupt' } });
+    const second = await json(`/threads/${thread}/runs/wait`, {
+      body: { assistant_id: 'agent', input: userInput('now'), multitask_strategy: 'interrupt' },
+    });
     expect(second.status).toBe(200);
     expect(second.body.messages.at(-1).content).toMatch(/You said "now"/);
     const frames = parseSse(await res.text());
@@ -251,10 +311,17 @@ describe('busy threads', () => {
   it('enqueue waits for the active run, then runs', async () => {
     const thread = await newThread();
     const { res, runId } = await occupy(thread, 300);
-    const second = await json(`/threads/${thread}/runs/wait`, { body: { assistant_id: 'agent', input: userInput('queued'), multitask_strategy: 'enqueue' } });
+    const second = await json(`/threads/${thread}/runs/wait`, {
+      body: { assistant_id: 'agent', input: userInput('queued'), multitask_strategy: 'enqueue' },
+    });
     expect(second.status).toBe(200);
     expect(registry.finished.has(runId)).toBe(true);
-    expect(second.body.messages.map((m: any) => m.content)).toEqual(['x', 'waited', 'queued', expect.stringMatching(/You said "queued"/)]);
+    expect(second.body.messages.map((m: any) => m.content)).toEqual([
+      'x',
+      'waited',
+      'queued',
+      expect.stringMatching(/You said "queued"/),
+    ]);
     await res.text();
     const runs = (await json(`/threads/${thread}/runs`)).body;
     expect(runs.map((r: any) => r.status)).toEqual(['success', 'success']);
@@ -265,7 +332,10 @@ describe('client disconnects', () => {
   it('cancels the run by default (on_disconnect: cancel)', async () => {
     const thread = await newThread();
     const ac = new AbortController();
-    const res = await call(`/threads/${thread}/runs/stream`, { body: { assistant_id: 'slow', input: userInput('x'), stream_mode: 'updates' }, signal: ac.signal });
+    const res = await call(`/threads/${thread}/runs/stream`, {
+      body: { assistant_id: 'slow', input: userInput('x'), stream_mode: 'updates' },
+      signal: ac.signal,
+    });
     const runId = res.headers.get('content-location')!.split('/').at(-1)!;
     await eventually(async () => (registry.started.has(runId) ? true : undefined));
     ac.abort();
@@ -282,7 +352,12 @@ describe('client disconnects', () => {
     const thread = await newThread();
     const ac = new AbortController();
     const res = await call(`/threads/${thread}/runs/stream`, {
-      body: { assistant_id: 'slow', input: userInput('x'), config: { configurable: { wait_ms: 300 } }, on_disconnect: 'continue' },
+      body: {
+        assistant_id: 'slow',
+        input: userInput('x'),
+        config: { configurable: { wait_ms: 300 } },
+        on_disconnect: 'continue',
+      },
       signal: ac.signal,
     });
     const runId = res.headers.get('content-location')!.split('/').at(-1)!;
@@ -301,7 +376,9 @@ describe('client disconnects', () => {
 describe('run control on the wire', () => {
   it('cancel answers 202 (or 204 with wait=1) without a body; a joined stream is SSE naming the run', async () => {
     const thread = await newThread();
-    const started = await call(`/threads/${thread}/runs/stream`, { body: { assistant_id: 'slow', input: userInput('x'), stream_mode: 'updates' } });
+    const started = await call(`/threads/${thread}/runs/stream`, {
+      body: { assistant_id: 'slow', input: userInput('x'), stream_mode: 'updates' },
+    });
     const location = started.headers.get('content-location')!;
     const runId = location.split('/').at(-1)!;
     await eventually(async () => (registry.started.has(runId) ? true : undefined));
@@ -314,7 +391,11 @@ describe('run control on the wire', () => {
     expect(await cancelled.text()).toBe('');
     // The joiner came after `metadata`: it sees only how the run ended.
     expect(parseSse(await joined.text()).filter((f) => f.comment === null)).toEqual([
-      { event: 'error', data: JSON.stringify({ error: 'CancelledError', message: 'Run cancelled on request.' }), comment: null },
+      {
+        event: 'error',
+        data: JSON.stringify({ error: 'CancelledError', message: 'Run cancelled on request.' }),
+        comment: null,
+      },
     ]);
     expect(parseSse(await started.text()).at(-1)?.event).toBe('error');
     const again = await call(`${location}/cancel`, { method: 'POST' });

@@ -47,7 +47,8 @@ describe.each(stores)('%s', (_, make) => {
     await store.put(['docs', 'a'], 'k2', { n: 2, kind: 'task' });
     await store.put(['docs', 'b'], 'k3', { n: 3, kind: 'note' });
     await store.put(['docsx'], 'k4', { n: 4, kind: 'note' });
-    const keys = async (prefix: string[], options: Parameters<BaseStore['search']>[1] = {}) => (await store.search(prefix, options)).map((i) => i.key);
+    const keys = async (prefix: string[], options: Parameters<BaseStore['search']>[1] = {}) =>
+      (await store.search(prefix, options)).map((i) => i.key);
     expect(await keys(['docs'])).toEqual(['k1', 'k2', 'k3']);
     expect(await keys(['docs', 'a'])).toEqual(['k1', 'k2']);
     expect(await keys([])).toEqual(['k1', 'k2', 'k3', 'k4']);
@@ -67,11 +68,17 @@ describe.each(stores)('%s', (_, make) => {
     await store.put(['a', 'x'], 'k', { v: 1 });
     await store.put(['z'], 'k', { v: 1 });
     expect(await store.listNamespaces()).toEqual([['a', 'b', 'c'], ['a', 'b', 'd'], ['a', 'x'], ['z']]);
-    expect(await store.listNamespaces({ prefix: ['a', 'b'] })).toEqual([['a', 'b', 'c'], ['a', 'b', 'd']]);
+    expect(await store.listNamespaces({ prefix: ['a', 'b'] })).toEqual([
+      ['a', 'b', 'c'],
+      ['a', 'b', 'd'],
+    ]);
     expect(await store.listNamespaces({ suffix: ['d'] })).toEqual([['a', 'b', 'd']]);
     expect(await store.listNamespaces({ prefix: ['a', '*', 'c'] })).toEqual([['a', 'b', 'c']]);
     expect(await store.listNamespaces({ maxDepth: 2 })).toEqual([['a', 'b'], ['a', 'x'], ['z']]);
-    expect(await store.listNamespaces({ limit: 2, offset: 1 })).toEqual([['a', 'b', 'd'], ['a', 'x']]);
+    expect(await store.listNamespaces({ limit: 2, offset: 1 })).toEqual([
+      ['a', 'b', 'd'],
+      ['a', 'x'],
+    ]);
   });
 });
 
@@ -79,7 +86,9 @@ describe('RedisItemStore', () => {
   it('keeps items in Redis: a second store on the same prefix sees them, another prefix does not', async () => {
     const p = `${prefix}:shared`;
     await new RedisItemStore(redis, { prefix: p }).put(['memories', 'u1'], 'last', { said: 'hello' });
-    expect((await new RedisItemStore(redis, { prefix: p }).get(['memories', 'u1'], 'last'))?.value).toEqual({ said: 'hello' });
+    expect((await new RedisItemStore(redis, { prefix: p }).get(['memories', 'u1'], 'last'))?.value).toEqual({
+      said: 'hello',
+    });
     expect(await new RedisItemStore(redis, { prefix: `${p}:other` }).get(['memories', 'u1'], 'last')).toBeNull();
   });
 

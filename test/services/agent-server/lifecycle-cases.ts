@@ -33,7 +33,11 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
 
     const client = () => sdk(stack.url, newKey()).client;
     /** A run of the `slow` graph that waits until cancelled (or `waitMs`), streamed in the background. */
-    const slowRun = async (c: ReturnType<typeof client>, threadId: string, options: { waitMs?: number; strategy?: 'enqueue' } = {}) => {
+    const slowRun = async (
+      c: ReturnType<typeof client>,
+      threadId: string,
+      options: { waitMs?: number; strategy?: 'enqueue' } = {},
+    ) => {
       let runId = '';
       const chunks = collect(
         c.runs.stream(threadId, 'slow', {
@@ -50,7 +54,12 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
     describe('assistants', () => {
       it('update replaces config and context, merges metadata, renames and bumps the version', async () => {
         const c = client();
-        const made = await c.assistants.create({ graphId: 'agent', metadata: { a: 1 }, name: 'before', config: { configurable: { x: 1 } } });
+        const made = await c.assistants.create({
+          graphId: 'agent',
+          metadata: { a: 1 },
+          name: 'before',
+          config: { configurable: { x: 1 } },
+        });
         const updated = await c.assistants.update(made.assistant_id, {
           metadata: { b: 2 },
           name: 'after',
@@ -81,14 +90,30 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         await c.assistants.update(made.assistant_id, { name: 'v2' });
         await c.assistants.update(made.assistant_id, { name: 'v3', metadata: { stage: 'final' } });
         const versions = await c.assistants.getVersions(made.assistant_id);
-        expect(versions.map((v) => [v.version, v.name])).toEqual([[3, 'v3'], [2, 'v2'], [1, 'v1']]);
-        expect(versions[2]).toMatchObject({ assistant_id: made.assistant_id, graph_id: 'agent', metadata: { stage: 'draft' }, created_at: made.created_at });
-        expect((await c.assistants.getVersions(made.assistant_id, { metadata: { stage: 'final' } })).map((v) => v.version)).toEqual([3]);
-        expect((await c.assistants.getVersions(made.assistant_id, { limit: 1, offset: 1 })).map((v) => v.version)).toEqual([2]);
+        expect(versions.map((v) => [v.version, v.name])).toEqual([
+          [3, 'v3'],
+          [2, 'v2'],
+          [1, 'v1'],
+        ]);
+        expect(versions[2]).toMatchObject({
+          assistant_id: made.assistant_id,
+          graph_id: 'agent',
+          metadata: { stage: 'draft' },
+          created_at: made.created_at,
+        });
+        expect(
+          (await c.assistants.getVersions(made.assistant_id, { metadata: { stage: 'final' } })).map((v) => v.version),
+        ).toEqual([3]);
+        expect(
+          (await c.assistants.getVersions(made.assistant_id, { limit: 1, offset: 1 })).map((v) => v.version),
+        ).toEqual([2]);
         const back = await c.assistants.setLatest(made.assistant_id, 1);
         expect(back).toMatchObject({ version: 1, name: 'v1', metadata: { stage: 'draft' } });
         expect(await c.assistants.get(made.assistant_id)).toEqual(back);
-        expect(await c.assistants.update(made.assistant_id, { description: 'after going back' })).toMatchObject({ version: 4, name: 'v1' });
+        expect(await c.assistants.update(made.assistant_id, { description: 'after going back' })).toMatchObject({
+          version: 4,
+          name: 'v1',
+        });
         await expect(c.assistants.setLatest(made.assistant_id, 9)).rejects.toMatchObject({ status: 404 });
         await expect(c.assistants.getVersions(randomUUID())).rejects.toMatchObject({ status: 404 });
       });
@@ -98,8 +123,12 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         const c = sdk(stack.url, key).client;
         const drawn = await c.assistants.getGraph('failing', { xray: true });
         expect(drawn.nodes.map((n) => n.id)).toEqual(['__start__', 'first', 'second', '__end__']);
-        expect(drawn.edges).toEqual(expect.arrayContaining([expect.objectContaining({ source: 'first', target: 'second', conditional: false })]));
-        expect((await fetch(`${stack.url}/assistants/failing/graph?xray=maybe`, { headers: { 'x-api-key': key } })).status).toBe(422);
+        expect(drawn.edges).toEqual(
+          expect.arrayContaining([expect.objectContaining({ source: 'first', target: 'second', conditional: false })]),
+        );
+        expect(
+          (await fetch(`${stack.url}/assistants/failing/graph?xray=maybe`, { headers: { 'x-api-key': key } })).status,
+        ).toBe(422);
         await expect(c.assistants.getGraph(randomUUID())).rejects.toMatchObject({ status: 404 });
       });
 
@@ -107,8 +136,12 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         const c = client();
         await expect(c.assistants.update(randomUUID(), { name: 'x' })).rejects.toMatchObject({ status: 404 });
         const made = await c.assistants.create({ graphId: 'agent' });
-        await expect(c.assistants.update(made.assistant_id, { graphId: 'no-such-graph' })).rejects.toMatchObject({ status: 404 });
-        const bad = await c.assistants.update(made.assistant_id, { metadata: 'nope' as never }).catch((e: unknown) => e);
+        await expect(c.assistants.update(made.assistant_id, { graphId: 'no-such-graph' })).rejects.toMatchObject({
+          status: 404,
+        });
+        const bad = await c.assistants
+          .update(made.assistant_id, { metadata: 'nope' as never })
+          .catch((e: unknown) => e);
         expect(bad).toMatchObject({ status: 422 });
         expect((bad as Error).message).toMatch(/metadata/);
         expect((await c.assistants.get(made.assistant_id)).version).toBe(1);
@@ -139,7 +172,12 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         const c = client();
         const thread = await c.threads.create({ metadata: { a: 1, keep: 'yes' } });
         const updated = await c.threads.update(thread.thread_id, { metadata: { a: 2, b: 3 } });
-        expect(updated).toMatchObject({ thread_id: thread.thread_id, metadata: { a: 2, b: 3, keep: 'yes' }, status: 'idle', created_at: thread.created_at });
+        expect(updated).toMatchObject({
+          thread_id: thread.thread_id,
+          metadata: { a: 2, b: 3, keep: 'yes' },
+          status: 'idle',
+          created_at: thread.created_at,
+        });
         expect(await c.threads.get(thread.thread_id)).toEqual(updated);
         expect((await c.threads.search({ metadata: { b: 3 } })).map((t) => t.thread_id)).toContain(thread.thread_id);
         await expect(c.threads.update(randomUUID(), { metadata: { a: 1 } })).rejects.toMatchObject({ status: 404 });
@@ -178,18 +216,29 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
       it('updateState writes as a node (a new checkpoint the thread record follows); getState reads any checkpoint; 409 while busy or before a graph', async () => {
         const c = client();
         const fresh = await c.threads.create();
-        await expect(c.threads.updateState(fresh.thread_id, { values: { messages: [] } })).rejects.toMatchObject({ status: 409 });
+        await expect(c.threads.updateState(fresh.thread_id, { values: { messages: [] } })).rejects.toMatchObject({
+          status: 409,
+        });
         const thread = await c.threads.create({ graphId: 'uncompiled' });
         expect(thread.metadata).toMatchObject({ graph_id: 'uncompiled' });
-        const contents = (values: unknown) => (values as { messages: { content: string }[] }).messages.map((m) => m.content);
+        const contents = (values: unknown) =>
+          (values as { messages: { content: string }[] }).messages.map((m) => m.content);
 
-        // The server answers {checkpoint} (the public API's ThreadStateUpdateResponse; the JS client's type says otherwise).
+        // The server answers {checkpoint} (the public API's ThreadStateUpdateResponse; the JS client's type says
+        // otherwise).
         type Updated = { checkpoint: { thread_id: string; checkpoint_ns: string; checkpoint_id: string } };
-        const first = (await c.threads.updateState(thread.thread_id, { values: { messages: [{ type: 'human', content: 'typed in' }] }, asNode: 'echo' })) as unknown as Updated;
+        const first = (await c.threads.updateState(thread.thread_id, {
+          values: { messages: [{ type: 'human', content: 'typed in' }] },
+          asNode: 'echo',
+        })) as unknown as Updated;
         expect(first.checkpoint).toMatchObject({ thread_id: thread.thread_id, checkpoint_id: expect.any(String) });
         expect(contents((await c.threads.get(thread.thread_id)).values)).toEqual(['typed in']);
         await c.runs.wait(thread.thread_id, 'uncompiled', { input: userInput('hi') });
-        expect(contents((await c.threads.getState(thread.thread_id)).values)).toEqual(['typed in', 'hi', 'uncompiled ok']);
+        expect(contents((await c.threads.getState(thread.thread_id)).values)).toEqual([
+          'typed in',
+          'hi',
+          'uncompiled ok',
+        ]);
 
         // Any checkpoint, by id in the path or in the body.
         const then = await c.threads.getState(thread.thread_id, first.checkpoint.checkpoint_id);
@@ -199,17 +248,24 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         await expect(c.threads.getState(thread.thread_id, randomUUID())).rejects.toMatchObject({ status: 404 });
 
         // An edit of the last answer, as the node that wrote it.
-        await c.threads.updateState(thread.thread_id, { values: { messages: [{ type: 'ai', content: 'edited' }] }, asNode: 'echo' });
+        await c.threads.updateState(thread.thread_id, {
+          values: { messages: [{ type: 'ai', content: 'edited' }] },
+          asNode: 'echo',
+        });
         expect(contents((await c.threads.getState(thread.thread_id)).values).at(-1)).toBe('edited');
         expect(contents((await c.threads.get(thread.thread_id)).values).at(-1)).toBe('edited');
-        const err = await c.threads.updateState(thread.thread_id, { values: { messages: [] }, asNode: 'nobody' }).catch((e: unknown) => e);
+        const err = await c.threads
+          .updateState(thread.thread_id, { values: { messages: [] }, asNode: 'nobody' })
+          .catch((e: unknown) => e);
         expect(err).toMatchObject({ status: 422, message: expect.stringContaining('as_node') });
 
         // Not while a run is on the thread.
         const busy = await c.threads.create();
         const { runId } = await slowRun(c, busy.thread_id);
         await waitFor(() => registry.started.has(runId));
-        await expect(c.threads.updateState(busy.thread_id, { values: { messages: [] }, asNode: 'wait' })).rejects.toMatchObject({ status: 409 });
+        await expect(
+          c.threads.updateState(busy.thread_id, { values: { messages: [] }, asNode: 'wait' }),
+        ).rejects.toMatchObject({ status: 409 });
         await c.runs.cancel(busy.thread_id, runId, true);
       });
 
@@ -222,7 +278,9 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         await c.threads.patchState(fresh.thread_id, { reviewed: true, by: 'qa' });
         const after = await c.threads.getHistory(fresh.thread_id, { limit: 100 });
         expect(after[0]!.metadata).toEqual({ ...before[0]!.metadata, reviewed: true, by: 'qa' });
-        expect(after.map((s) => [s.checkpoint, s.parent_checkpoint, s.values])).toEqual(before.map((s) => [s.checkpoint, s.parent_checkpoint, s.values]));
+        expect(after.map((s) => [s.checkpoint, s.parent_checkpoint, s.values])).toEqual(
+          before.map((s) => [s.checkpoint, s.parent_checkpoint, s.values]),
+        );
         expect(after.slice(1).map((s) => s.metadata)).toEqual(before.slice(1).map((s) => s.metadata));
         await expect(c.threads.patchState(randomUUID(), { x: 1 })).rejects.toMatchObject({ status: 404 });
       });
@@ -235,14 +293,22 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         expect(copy.thread_id).not.toBe(thread.thread_id);
         expect(copy.metadata).toMatchObject({ topic: 'copy me', graph_id: 'agent' });
         expect(copy.values).toEqual((await c.threads.get(thread.thread_id)).values);
-        const [before, copied] = await Promise.all([c.threads.getHistory(thread.thread_id, { limit: 100 }), c.threads.getHistory(copy.thread_id, { limit: 100 })]);
+        const [before, copied] = await Promise.all([
+          c.threads.getHistory(thread.thread_id, { limit: 100 }),
+          c.threads.getHistory(copy.thread_id, { limit: 100 }),
+        ]);
         expect(copied.map((s) => s.checkpoint.checkpoint_id)).toEqual(before.map((s) => s.checkpoint.checkpoint_id));
         expect(copied.map((s) => s.values)).toEqual(before.map((s) => s.values));
         expect(copied.every((s) => s.checkpoint.thread_id === copy.thread_id)).toBe(true);
 
         await c.runs.wait(copy.thread_id, 'agent', { input: userInput('only in the copy') });
-        const said = async (id: string) => ((await c.threads.getState(id)).values as { messages: { content: string }[] }).messages.map((m) => m.content);
-        expect(await said(copy.thread_id)).toEqual([...(await said(thread.thread_id)), 'only in the copy', expect.stringMatching(/only in the copy/)]);
+        const said = async (id: string) =>
+          ((await c.threads.getState(id)).values as { messages: { content: string }[] }).messages.map((m) => m.content);
+        expect(await said(copy.thread_id)).toEqual([
+          ...(await said(thread.thread_id)),
+          'only in the copy',
+          expect.stringMatching(/only in the copy/),
+        ]);
         expect(await said(thread.thread_id)).not.toContain('only in the copy');
         expect(await c.runs.list(copy.thread_id)).toHaveLength(1);
         await expect(c.threads.copy(randomUUID())).rejects.toMatchObject({ status: 404 });
@@ -327,27 +393,55 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
       it.each([
         ['on a thread', true],
         ['threadless', false],
-      ])('create starts a run in the background (%s): join replays it from its first event, in every mode unless it named some', async (_, threaded) => {
-        const c = client();
-        const threadId = threaded ? (await c.threads.create()).thread_id : null;
-        let created: { run_id: string; thread_id?: string } | undefined;
-        const input = userInput('in the background');
-        const run = await c.runs.create(threadId, 'agent', { input, config: { configurable: { token_delay_ms: 20 } }, onRunCreated: (m) => (created = m) });
-        expect(run).toMatchObject({ run_id: expect.any(String), status: expect.stringMatching(/^(pending|running)$/), metadata: { assistant_id: expect.any(String) } });
-        expect(created?.run_id).toBe(run.run_id);
-        const everything = (await collect(c.runs.joinStream(threadId, run.run_id))) as Chunk[];
-        expect(everything[0]).toMatchObject({ event: 'metadata', data: { run_id: run.run_id }, id: '1' });
-        expect(new Set(everything.map((ch) => ch.event))).toEqual(new Set(['metadata', 'values', 'updates', 'messages', 'messages/metadata', 'messages/partial', 'messages/complete']));
-        const updates = (await collect(c.runs.joinStream(threadId, run.run_id, { streamMode: 'updates' }))) as Chunk[];
-        expect(updates).toEqual(everything.filter((ch) => ch.event === 'metadata' || ch.event === 'updates'));
-        expect(everything.filter((ch) => ch.event === 'values').at(-1)!.data.messages.at(-1).content).toMatch(/^You said "in the background"/);
-        if (threadId !== null) {
-          expect((await c.runs.get(threadId, run.run_id)).status).toBe('success');
-          const named = await c.runs.create(threadId, 'agent', { input, streamMode: 'updates' });
-          const only = (await collect(c.runs.joinStream(threadId, named.run_id))) as Chunk[];
-          expect(new Set(only.map((ch) => ch.event))).toEqual(new Set(['metadata', 'updates']));
-        }
-      });
+      ])(
+        'create starts a run in the background (%s): join replays it from its first event, in every mode unless it named some',
+        async (_, threaded) => {
+          const c = client();
+          const threadId = threaded ? (await c.threads.create()).thread_id : null;
+          let created: { run_id: string; thread_id?: string } | undefined;
+          const input = userInput('in the background');
+          const run = await c.runs.create(threadId, 'agent', {
+            input,
+            config: { configurable: { token_delay_ms: 20 } },
+            onRunCreated: (m) => (created = m),
+          });
+          expect(run).toMatchObject({
+            run_id: expect.any(String),
+            status: expect.stringMatching(/^(pending|running)$/),
+            metadata: { assistant_id: expect.any(String) },
+          });
+          expect(created?.run_id).toBe(run.run_id);
+          const everything = (await collect(c.runs.joinStream(threadId, run.run_id))) as Chunk[];
+          expect(everything[0]).toMatchObject({ event: 'metadata', data: { run_id: run.run_id }, id: '1' });
+          expect(new Set(everything.map((ch) => ch.event))).toEqual(
+            new Set([
+              'metadata',
+              'values',
+              'updates',
+              'messages',
+              'messages/metadata',
+              'messages/partial',
+              'messages/complete',
+            ]),
+          );
+          const updates = (await collect(
+            c.runs.joinStream(threadId, run.run_id, { streamMode: 'updates' }),
+          )) as Chunk[];
+          expect(updates).toEqual(everything.filter((ch) => ch.event === 'metadata' || ch.event === 'updates'));
+          expect(
+            everything
+              .filter((ch) => ch.event === 'values')
+              .at(-1)!
+              .data.messages.at(-1).content,
+          ).toMatch(/^You said "in the background"/);
+          if (threadId !== null) {
+            expect((await c.runs.get(threadId, run.run_id)).status).toBe('success');
+            const named = await c.runs.create(threadId, 'agent', { input, streamMode: 'updates' });
+            const only = (await collect(c.runs.joinStream(threadId, named.run_id))) as Chunk[];
+            expect(new Set(only.map((ch) => ch.event))).toEqual(new Set(['metadata', 'updates']));
+          }
+        },
+      );
 
       it('createBatch starts threadless runs in the background; an unknown assistant fails the whole batch', async () => {
         const c = client();
@@ -356,18 +450,28 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
           { assistantId: 'uncompiled', input: userInput('second of two') },
         ]);
         expect(runs).toHaveLength(2);
-        const last = async (runId: string) => ((await collect(c.runs.joinStream(null, runId, { streamMode: 'values' }))) as Chunk[]).at(-1)!.data;
+        const last = async (runId: string) =>
+          ((await collect(c.runs.joinStream(null, runId, { streamMode: 'values' }))) as Chunk[]).at(-1)!.data;
         expect((await last(runs[0]!.run_id)).messages.at(-1).content).toMatch(/^You said "first of two"/);
         expect((await last(runs[1]!.run_id)).messages.at(-1).content).toBe('uncompiled ok');
-        await expect(c.runs.createBatch([{ assistantId: 'agent', input: userInput('x') }, { assistantId: randomUUID(), input: userInput('y') }])).rejects.toMatchObject({ status: 404 });
+        await expect(
+          c.runs.createBatch([
+            { assistantId: 'agent', input: userInput('x') },
+            { assistantId: randomUUID(), input: userInput('y') },
+          ]),
+        ).rejects.toMatchObject({ status: 404 });
       });
 
       it('create answers 422 naming after_seconds or webhook, which this server does not support', async () => {
         const c = client();
         const thread = await c.threads.create();
-        const delayed = await c.runs.create(thread.thread_id, 'agent', { input: userInput('later'), afterSeconds: 5 }).catch((e: unknown) => e);
+        const delayed = await c.runs
+          .create(thread.thread_id, 'agent', { input: userInput('later'), afterSeconds: 5 })
+          .catch((e: unknown) => e);
         expect(delayed).toMatchObject({ status: 422, message: expect.stringContaining('after_seconds') });
-        const hooked = await c.runs.create(thread.thread_id, 'agent', { input: userInput('x'), webhook: 'http://127.0.0.1:9/hook' }).catch((e: unknown) => e);
+        const hooked = await c.runs
+          .create(thread.thread_id, 'agent', { input: userInput('x'), webhook: 'http://127.0.0.1:9/hook' })
+          .catch((e: unknown) => e);
         expect(hooked).toMatchObject({ status: 422, message: expect.stringContaining('webhook') });
         expect(await c.runs.list(thread.thread_id)).toEqual([]);
       });
@@ -375,7 +479,9 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
       it('join of a failed run answers the state it reached', async () => {
         const c = client();
         const thread = await c.threads.create();
-        await expect(c.runs.wait(thread.thread_id, 'failing', { input: userInput('x') })).rejects.toThrow(/the tool broke/);
+        await expect(c.runs.wait(thread.thread_id, 'failing', { input: userInput('x') })).rejects.toThrow(
+          /the tool broke/,
+        );
         const [run] = await c.runs.list(thread.thread_id);
         expect(run!.status).toBe('error');
         const joined = (await c.runs.join(thread.thread_id, run!.run_id)) as { messages: { content: string }[] };
@@ -415,13 +521,18 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         const { runId, chunks } = await slowRun(c, thread.thread_id);
         await waitFor(() => registry.started.has(runId));
         const ac = new AbortController();
-        const joined = collect(c.runs.joinStream(thread.thread_id, runId, { cancelOnDisconnect: true, signal: ac.signal })).catch(() => 'aborted');
+        const joined = collect(
+          c.runs.joinStream(thread.thread_id, runId, { cancelOnDisconnect: true, signal: ac.signal }),
+        ).catch(() => 'aborted');
         await waitFor(() => seen.some((s) => s.url.includes(`/runs/${runId}/stream`) && s.status === 200));
         ac.abort();
         await joined;
         await waitFor(() => registry.cancelled.has(runId));
         // The run's own stream learns why it ended.
-        expect((await chunks).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError', message: expect.stringMatching(/disconnected/) } });
+        expect((await chunks).at(-1)).toMatchObject({
+          event: 'error',
+          data: { error: 'CancelledError', message: expect.stringMatching(/disconnected/) },
+        });
         expect((await c.runs.get(thread.thread_id, runId)).status).toBe('interrupted');
       });
 
@@ -440,14 +551,20 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
           for await (const chunk of stream as AsyncIterable<Chunk>) own.push(chunk);
         })();
         await waitFor(() => own.length >= 4);
-        const resumed = (await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: own[2]!.id }))) as Chunk[];
+        const resumed = (await collect(
+          c.runs.joinStream(thread.thread_id, runId, { lastEventId: own[2]!.id }),
+        )) as Chunk[];
         await original;
         expect(own.map((ch) => ch.id)).toEqual(own.map((_, i) => String(i + 1)));
         expect(own.length).toBeGreaterThan(10);
         expect(resumed).toEqual(own.slice(3));
         // The run has ended: its frames are still held, and a client that saw them all gets nothing more.
-        expect(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length - 2) }))).toEqual(own.slice(-2));
-        expect(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length) }))).toEqual([]);
+        expect(
+          await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length - 2) })),
+        ).toEqual(own.slice(-2));
+        expect(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length) }))).toEqual(
+          [],
+        );
       });
 
       it('a stream_resumable run goes on without its client; a join without Last-Event-ID replays it from the first frame', async () => {
@@ -474,7 +591,10 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         expect(replay.map((ch) => ch.id)).toEqual(replay.map((_, i) => String(i + 1)));
         expect(replay.some((ch) => ch.event === 'error')).toBe(false);
         expect((await c.runs.get(thread.thread_id, runId)).status).toBe('success');
-        const said = replay.filter((ch) => ch.event === 'messages' && ch.data[1].langgraph_node === 'model').map((ch) => ch.data[0].content).join('');
+        const said = replay
+          .filter((ch) => ch.event === 'messages' && ch.data[1].langgraph_node === 'model')
+          .map((ch) => ch.data[0].content)
+          .join('');
         expect(said).toMatch(/You said "carry on without me"/);
       });
 
@@ -483,7 +603,9 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
         const thread = await c.threads.create();
         await c.runs.wait(thread.thread_id, 'agent', { input: userInput('hi') });
         const [run] = await c.runs.list(thread.thread_id);
-        const err = await collect(c.runs.joinStream(thread.thread_id, run!.run_id, { lastEventId: 'abc' })).catch((e: unknown) => e);
+        const err = await collect(c.runs.joinStream(thread.thread_id, run!.run_id, { lastEventId: 'abc' })).catch(
+          (e: unknown) => e,
+        );
         expect(err).toMatchObject({ status: 422 });
         expect((err as Error).message).toContain('last-event-id');
       });
@@ -526,10 +648,16 @@ export function lifecycleCases(name: string, make: () => Promise<LifecycleBacken
 
       it('answers 422 naming the query parameter for a bad cancel flag or stream mode', async () => {
         const headers = { 'x-api-key': newKey() };
-        const cancel = await fetch(`${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/cancel?wait=maybe`, { method: 'POST', headers });
+        const cancel = await fetch(`${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/cancel?wait=maybe`, {
+          method: 'POST',
+          headers,
+        });
         expect(cancel.status).toBe(422);
         expect(((await cancel.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc).toEqual(['query', 'wait']);
-        const join = await fetch(`${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/stream?stream_mode=events`, { headers });
+        const join = await fetch(
+          `${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/stream?stream_mode=events`,
+          { headers },
+        );
         expect(join.status).toBe(422);
         expect(JSON.stringify(await join.json())).toContain('stream_mode');
       });

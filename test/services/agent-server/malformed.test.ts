@@ -13,12 +13,25 @@ describe('malformed requests to every documented operation', () => {
   });
   afterAll(() => agent?.close());
 
-  const BODIES: (string | undefined)[] = [undefined, '', '{', '[]', '"text"', '{"assistant_id": 5, "namespace": "x", "limit": -1, "schedule": 7, "values": 3}', '{"metadata": [], "stream_mode": ["nope"], "checkpoint": "x"}'];
+  const BODIES: (string | undefined)[] = [
+    undefined,
+    '',
+    '{',
+    '[]',
+    '"text"',
+    '{"assistant_id": 5, "namespace": "x", "limit": -1, "schedule": 7, "values": 3}',
+    '{"metadata": [], "stream_mode": ["nope"], "checkpoint": "x"}',
+  ];
   const PATH_VALUES = ['00000000-0000-4000-8000-000000000000', 'not-a-uuid', '%E2%80%AE%00', 'x'.repeat(300)];
-  const QUERIES = ['', '?limit=abc&offset=-1&xray=maybe&stream_mode=[&namespace=&key=&before=&cancel_on_disconnect=perhaps'];
+  const QUERIES = [
+    '',
+    '?limit=abc&offset=-1&xray=maybe&stream_mode=[&namespace=&key=&before=&cancel_on_disconnect=perhaps',
+  ];
 
   it('answers 4xx JSON, never 5xx', async () => {
-    const doc = (await (await fetch(`${agent.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
+    const doc = (await (await fetch(`${agent.url}/openapi.json`)).json()) as {
+      paths: Record<string, Record<string, unknown>>;
+    };
     const failures: string[] = [];
     let sent = 0;
     for (const [path, methods] of Object.entries(doc.paths)) {
@@ -30,7 +43,10 @@ describe('malformed requests to every documented operation', () => {
             for (const body of method === 'get' ? [undefined] : BODIES) {
               const res = await fetch(`${agent.url}${url}${query}`, {
                 method: method.toUpperCase(),
-                headers: { 'x-api-key': newKey(), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+                headers: {
+                  'x-api-key': newKey(),
+                  ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+                },
                 body,
               });
               sent++;
@@ -40,8 +56,14 @@ describe('malformed requests to every documented operation', () => {
                 continue;
               }
               const text = await res.text();
-              if (res.status >= 500) failures.push(`${method.toUpperCase()} ${url}${query} ${body ?? '(no body)'} → ${res.status} ${text.slice(0, 200)}`);
-              else if (res.status >= 400 && !/"detail"/.test(text)) failures.push(`${method.toUpperCase()} ${url}${query} → ${res.status} without detail: ${text.slice(0, 200)}`);
+              if (res.status >= 500)
+                failures.push(
+                  `${method.toUpperCase()} ${url}${query} ${body ?? '(no body)'} → ${res.status} ${text.slice(0, 200)}`,
+                );
+              else if (res.status >= 400 && !/"detail"/.test(text))
+                failures.push(
+                  `${method.toUpperCase()} ${url}${query} → ${res.status} without detail: ${text.slice(0, 200)}`,
+                );
             }
           }
         }

@@ -33,7 +33,16 @@ describe('redis store', () => {
     const p = `${prefix}:again`;
     const a = new RedisAgentStore(redis, { prefix: p });
     const now = new Date().toISOString();
-    const thread = { thread_id: randomUUID(), created_at: now, updated_at: now, metadata: {}, status: 'idle' as const, values: { n: 1 }, config: {}, interrupts: {} };
+    const thread = {
+      thread_id: randomUUID(),
+      created_at: now,
+      updated_at: now,
+      metadata: {},
+      status: 'idle' as const,
+      values: { n: 1 },
+      config: {},
+      interrupts: {},
+    };
     await a.putThread(thread);
     await a.close();
     expect(redis.status).toBe('ready');
@@ -46,7 +55,12 @@ describe('redis store', () => {
 
 /** The same steps against MemorySaver and RedisCheckpointer must give the same answers. */
 describe('redis checkpointer (compared with MemorySaver)', () => {
-  const checkpoint = (values: Record<string, unknown>): Checkpoint => ({ ...emptyCheckpoint(), id: uuid6(-1), channel_values: values, channel_versions: { messages: 1 } });
+  const checkpoint = (values: Record<string, unknown>): Checkpoint => ({
+    ...emptyCheckpoint(),
+    id: uuid6(-1),
+    channel_values: values,
+    channel_versions: { messages: 1 },
+  });
 
   async function scenario(saver: BaseCheckpointSaver, thread: string) {
     const cfg = { configurable: { thread_id: thread, checkpoint_ns: '' } };
@@ -54,22 +68,38 @@ describe('redis checkpointer (compared with MemorySaver)', () => {
     const c1cfg = await saver.put(cfg, c1, { source: 'input', step: -1, parents: {} }, {});
     const c2 = checkpoint({ messages: ['a', 'b'] });
     const c2cfg = await saver.put(c1cfg, c2, { source: 'loop', step: 0, parents: {} }, {});
-    await saver.putWrites(c2cfg, [['messages', 'x'], ['other', { deep: [1] }]], 'task-b', 'path-2');
+    await saver.putWrites(
+      c2cfg,
+      [
+        ['messages', 'x'],
+        ['other', { deep: [1] }],
+      ],
+      'task-b',
+      'path-2',
+    );
     await saver.putWrites(c2cfg, [['messages', 'first']], 'task-a', 'path-1');
     await saver.putWrites(c2cfg, [['messages', 'replaced?']], 'task-a', 'path-1');
     await saver.putWrites(c2cfg, [['__error__', 'e1']], 'task-c');
     await saver.putWrites(c2cfg, [['__error__', 'e2']], 'task-c');
     const c3 = checkpoint({ sub: true });
-    await saver.put({ configurable: { thread_id: thread, checkpoint_ns: 'sub:1' } }, c3, { source: 'loop', step: 1, parents: {} }, {});
+    await saver.put(
+      { configurable: { thread_id: thread, checkpoint_ns: 'sub:1' } },
+      c3,
+      { source: 'loop', step: 1, parents: {} },
+      {},
+    );
     const strip = (t: CheckpointTuple | undefined) => t && { ...t, checkpoint: { ...t.checkpoint, ts: 'ts' } };
     const all = [];
     for await (const t of saver.list({ configurable: { thread_id: thread } })) all.push(strip(t));
     const limited = [];
-    for await (const t of saver.list({ configurable: { thread_id: thread, checkpoint_ns: '' } }, { limit: 1 })) limited.push(strip(t));
+    for await (const t of saver.list({ configurable: { thread_id: thread, checkpoint_ns: '' } }, { limit: 1 }))
+      limited.push(strip(t));
     const before = [];
-    for await (const t of saver.list({ configurable: { thread_id: thread, checkpoint_ns: '' } }, { before: c2cfg })) before.push(strip(t));
+    for await (const t of saver.list({ configurable: { thread_id: thread, checkpoint_ns: '' } }, { before: c2cfg }))
+      before.push(strip(t));
     const filtered = [];
-    for await (const t of saver.list({ configurable: { thread_id: thread } }, { filter: { source: 'input' } })) filtered.push(strip(t));
+    for await (const t of saver.list({ configurable: { thread_id: thread } }, { filter: { source: 'input' } }))
+      filtered.push(strip(t));
     const latest = strip(await saver.getTuple(cfg));
     const first = strip(await saver.getTuple(c1cfg));
     await saver.deleteThread(thread);
@@ -83,7 +113,10 @@ describe('redis checkpointer (compared with MemorySaver)', () => {
     const fromRedis = await scenario(redisSaver, 't-redis');
     const normalise = (x: unknown, from: string, to: string, ids: string[], into: string[]) =>
       JSON.parse(
-        ids.reduce((s, id, i) => s.replaceAll(id, into[i]!), JSON.stringify(x, (_k, v) => (v instanceof Uint8Array ? [...v] : v)).replaceAll(from, to)),
+        ids.reduce(
+          (s, id, i) => s.replaceAll(id, into[i]!),
+          JSON.stringify(x, (_k, v) => (v instanceof Uint8Array ? [...v] : v)).replaceAll(from, to),
+        ),
       );
     const a = normalise(memory, 't-mem', 'T', memory.ids, ['C1', 'C2', 'C3']);
     const b = normalise(fromRedis, 't-redis', 'T', fromRedis.ids, ['C1', 'C2', 'C3']);

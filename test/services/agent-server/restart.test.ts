@@ -36,7 +36,12 @@ async function start(): Promise<{ agent: RunningAgentServer; redis: Redis }> {
   return { agent, redis };
 }
 
-async function call(agent: RunningAgentServer, path: string, body?: unknown, method = body === undefined ? 'GET' : 'POST'): Promise<{ status: number; body: any }> {
+async function call(
+  agent: RunningAgentServer,
+  path: string,
+  body?: unknown,
+  method = body === undefined ? 'GET' : 'POST',
+): Promise<{ status: number; body: any }> {
   const res = await fetch(`${agent.url}${path}`, {
     method,
     headers: { 'x-api-key': key, 'content-type': 'application/json' },
@@ -53,7 +58,10 @@ describe('agent server restart over Redis', () => {
     const created = await call(first.agent, '/threads', { metadata: { purpose: 'restart' } });
     expect(created.status).toBe(200);
     const threadId = created.body.thread_id as string;
-    const ran = await call(first.agent, `/threads/${threadId}/runs/wait`, { assistant_id: 'agent', input: userInput('hello there') });
+    const ran = await call(first.agent, `/threads/${threadId}/runs/wait`, {
+      assistant_id: 'agent',
+      input: userInput('hello there'),
+    });
     expect(ran.status).toBe(200);
     const before = await call(first.agent, `/threads/${threadId}/state`);
     expect(before.status).toBe(200);
@@ -62,7 +70,16 @@ describe('agent server restart over Redis', () => {
     expect(messagesBefore).toContain('Hello, acme!');
     expect(messagesBefore.length).toBeGreaterThanOrEqual(3);
     const assistantsBefore = (await call(first.agent, '/assistants/search', {})).body as { assistant_id: string }[];
-    expect((await call(first.agent, '/store/items', { namespace: ['memories', 'acme'], key: 'k', value: { kept: true } }, 'PUT')).status).toBe(204);
+    expect(
+      (
+        await call(
+          first.agent,
+          '/store/items',
+          { namespace: ['memories', 'acme'], key: 'k', value: { kept: true } },
+          'PUT',
+        )
+      ).status,
+    ).toBe(204);
     await first.agent.close();
     await first.redis.quit();
 
@@ -89,14 +106,19 @@ describe('agent server restart over Redis', () => {
       expect(found.body.map((t: { thread_id: string }) => t.thread_id)).toEqual([threadId]);
       // The default assistants are found again, not made twice.
       const assistantsAfter = (await call(second.agent, '/assistants/search', {})).body as { assistant_id: string }[];
-      expect(assistantsAfter.map((a) => a.assistant_id).sort()).toEqual(assistantsBefore.map((a) => a.assistant_id).sort());
+      expect(assistantsAfter.map((a) => a.assistant_id).sort()).toEqual(
+        assistantsBefore.map((a) => a.assistant_id).sort(),
+      );
 
       // The long-term store kept its items.
       const item = await call(second.agent, '/store/items?namespace=memories.acme&key=k');
       expect(item.body).toMatchObject({ namespace: ['memories', 'acme'], key: 'k', value: { kept: true } });
 
       // The graph resumes from the stored checkpoint: no second greeting, the old messages stay first.
-      const again = await call(second.agent, `/threads/${threadId}/runs/wait`, { assistant_id: 'agent', input: userInput('still there?') });
+      const again = await call(second.agent, `/threads/${threadId}/runs/wait`, {
+        assistant_id: 'agent',
+        input: userInput('still there?'),
+      });
       expect(again.status).toBe(200);
       const after = texts((await call(second.agent, `/threads/${threadId}/state`)).body.values);
       expect(after.slice(0, messagesBefore.length)).toEqual(messagesBefore);

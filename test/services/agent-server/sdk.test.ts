@@ -23,13 +23,16 @@ describe('assistants through the edge', () => {
     const { client: c } = client();
     const tag = randomUUID();
     const made = [];
-    for (const n of [1, 2, 3]) made.push(await c.assistants.create({ graphId: 'agent', metadata: { tag, n }, name: `a${n}` }));
+    for (const n of [1, 2, 3])
+      made.push(await c.assistants.create({ graphId: 'agent', metadata: { tag, n }, name: `a${n}` }));
     const page1 = await c.assistants.search({ metadata: { tag }, limit: 2, offset: 0, includePagination: true });
     expect(page1.assistants).toHaveLength(2);
     expect(page1.next).toBe('2');
     const page2 = await c.assistants.search({ metadata: { tag }, limit: 2, offset: 2 });
     expect(page2).toHaveLength(1);
-    expect([...page1.assistants, ...page2].map((a) => a.assistant_id).sort()).toEqual(made.map((a) => a.assistant_id).sort());
+    expect([...page1.assistants, ...page2].map((a) => a.assistant_id).sort()).toEqual(
+      made.map((a) => a.assistant_id).sort(),
+    );
     expect(await c.assistants.search({ metadata: { tag, n: 2 } })).toEqual([made[1]]);
     const system = await c.assistants.search({ metadata: { created_by: 'system' }, graphId: 'agent' });
     expect(system).toHaveLength(1);
@@ -66,60 +69,99 @@ describe('runs through the edge', () => {
   it('streams a threadless run in updates mode, greeting the key owner', async () => {
     const { client: c } = client();
     let created: { run_id: string } | undefined;
-    const chunks = (await collect(c.runs.stream(null, 'agent', { input: userInput('hi there'), streamMode: 'updates', onRunCreated: (m) => (created = m) }))) as Chunk[];
+    const chunks = (await collect(
+      c.runs.stream(null, 'agent', {
+        input: userInput('hi there'),
+        streamMode: 'updates',
+        onRunCreated: (m) => (created = m),
+      }),
+    )) as Chunk[];
     expect(events(chunks)).toEqual(['metadata', 'updates', 'updates']);
     expect(chunks[0]!.data.run_id).toBe(created?.run_id);
     expect(chunks[1]!.data.greet.messages[0]).toMatchObject({ type: 'ai', content: 'Hello, acme!' });
-    expect(chunks[2]!.data.model.messages[0].content).toBe('You said "hi there" (2 words). I am a local model: no network, no keys, and the same answer every time.');
+    expect(chunks[2]!.data.model.messages[0].content).toBe(
+      'You said "hi there" (2 words). I am a local model: no network, no keys, and the same answer every time.',
+    );
   });
 
   it('streams a threadless run in messages mode token by token', async () => {
     const { client: c } = client();
-    const chunks = (await collect(c.runs.stream(null, 'agent', { input: userInput('tell me'), streamMode: 'messages' }))) as Chunk[];
+    const chunks = (await collect(
+      c.runs.stream(null, 'agent', { input: userInput('tell me'), streamMode: 'messages' }),
+    )) as Chunk[];
     const partial = chunks.filter((ch) => ch.event === 'messages/partial').map((ch) => ch.data[0].content as string);
     expect(partial.length).toBeGreaterThan(10);
     for (let i = 1; i < partial.length; i++) expect(partial[i]!.startsWith(partial[i - 1]!)).toBe(true);
     const complete = chunks.filter((ch) => ch.event === 'messages/complete').map((ch) => ch.data[0].content);
     expect(complete).toEqual(['Hello, acme!', partial.at(-1)]);
     expect(complete[1]).toMatch(/^You said "tell me"/);
-    const metadata = chunks.filter((ch) => ch.event === 'messages/metadata').map((ch) => Object.values(ch.data)[0] as { metadata: { langgraph_node: string } });
+    const metadata = chunks
+      .filter((ch) => ch.event === 'messages/metadata')
+      .map((ch) => Object.values(ch.data)[0] as { metadata: { langgraph_node: string } });
     expect(metadata.map((m) => m.metadata.langgraph_node)).toEqual(['greet', 'model']);
     expect(events(chunks)[0]).toBe('metadata');
   });
 
   it('streams messages-tuple and values, and several modes at once with each frame naming its mode', async () => {
     const { client: c } = client();
-    const tuple = (await collect(c.runs.stream(null, 'agent', { input: userInput('a b c'), streamMode: 'messages-tuple' }))) as Chunk[];
+    const tuple = (await collect(
+      c.runs.stream(null, 'agent', { input: userInput('a b c'), streamMode: 'messages-tuple' }),
+    )) as Chunk[];
     const model = tuple.filter((ch) => ch.event === 'messages' && ch.data[1].langgraph_node === 'model');
     expect(model.length).toBeGreaterThan(10);
     expect(model.map((ch) => ch.data[0].content).join('')).toMatch(/^You said "a b c" \(3 words\)/);
 
-    const values = (await collect(c.runs.stream(null, 'agent', { input: userInput('v'), streamMode: 'values' }))) as Chunk[];
+    const values = (await collect(
+      c.runs.stream(null, 'agent', { input: userInput('v'), streamMode: 'values' }),
+    )) as Chunk[];
     expect(values.at(-1)!.data.messages.map((m: any) => m.type)).toEqual(['human', 'ai', 'ai']);
 
-    const several = (await collect(c.runs.stream(null, 'agent', { input: userInput('all'), streamMode: ['values', 'updates', 'messages-tuple'] }))) as Chunk[];
+    const several = (await collect(
+      c.runs.stream(null, 'agent', { input: userInput('all'), streamMode: ['values', 'updates', 'messages-tuple'] }),
+    )) as Chunk[];
     expect(new Set(events(several))).toEqual(new Set(['metadata', 'values', 'updates', 'messages']));
-    expect(several.filter((ch) => ch.event === 'updates').map((ch) => Object.keys(ch.data)[0])).toEqual(['greet', 'model']);
+    expect(several.filter((ch) => ch.event === 'updates').map((ch) => Object.keys(ch.data)[0])).toEqual([
+      'greet',
+      'model',
+    ]);
   });
 
   it('runs on a thread, keeps its state across runs, and waits for results', async () => {
     const { client: c } = client();
     const thread = await c.threads.create({ metadata: { purpose: 'chat' } });
-    const first = (await collect(c.runs.stream(thread.thread_id, 'agent', { input: userInput('first'), streamMode: 'values' }))) as Chunk[];
+    const first = (await collect(
+      c.runs.stream(thread.thread_id, 'agent', { input: userInput('first'), streamMode: 'values' }),
+    )) as Chunk[];
     expect(first.at(-1)!.data.messages).toHaveLength(3);
     const state = await c.threads.getState<{ messages: { type: string; content: string }[] }>(thread.thread_id);
-    expect(state.values.messages.map((m) => m.content)).toEqual(['first', 'Hello, acme!', expect.stringMatching(/^You said "first"/)]);
+    expect(state.values.messages.map((m) => m.content)).toEqual([
+      'first',
+      'Hello, acme!',
+      expect.stringMatching(/^You said "first"/),
+    ]);
     expect(state.next).toEqual([]);
     expect(state.checkpoint).toMatchObject({ thread_id: thread.thread_id, checkpoint_id: expect.any(String) });
 
-    const waited = (await c.runs.wait(thread.thread_id, 'agent', { input: userInput('second') })) as { messages: { content: string }[] };
-    expect(waited.messages.map((m) => m.content)).toEqual(['first', 'Hello, acme!', expect.any(String), 'second', expect.stringMatching(/^You said "second"/)]);
+    const waited = (await c.runs.wait(thread.thread_id, 'agent', { input: userInput('second') })) as {
+      messages: { content: string }[];
+    };
+    expect(waited.messages.map((m) => m.content)).toEqual([
+      'first',
+      'Hello, acme!',
+      expect.any(String),
+      'second',
+      expect.stringMatching(/^You said "second"/),
+    ]);
     const after = await c.threads.get(thread.thread_id);
     expect(after).toMatchObject({ status: 'idle', metadata: { purpose: 'chat', graph_id: 'agent' } });
     expect((after.values as { messages: unknown[] }).messages).toHaveLength(5);
-    expect((await c.threads.search({ metadata: { purpose: 'chat' }, status: 'idle' })).map((t) => t.thread_id)).toContain(thread.thread_id);
+    expect(
+      (await c.threads.search({ metadata: { purpose: 'chat' }, status: 'idle' })).map((t) => t.thread_id),
+    ).toContain(thread.thread_id);
 
-    const threadless = (await c.runs.wait(null, 'agent', { input: userInput('once') })) as { messages: { content: string }[] };
+    const threadless = (await c.runs.wait(null, 'agent', { input: userInput('once') })) as {
+      messages: { content: string }[];
+    };
     expect(threadless.messages.at(-1)!.content).toMatch(/^You said "once"/);
   });
 });
@@ -129,7 +171,9 @@ describe('errors as the client expects them', () => {
     const { client: c } = client();
     await expect(c.threads.get(randomUUID())).rejects.toMatchObject({ status: 404 });
     await expect(c.assistants.get(randomUUID())).rejects.toMatchObject({ status: 404 });
-    await expect(collect(c.runs.stream(randomUUID(), 'agent', { input: userInput('x') }))).rejects.toMatchObject({ status: 404 });
+    await expect(collect(c.runs.stream(randomUUID(), 'agent', { input: userInput('x') }))).rejects.toMatchObject({
+      status: 404,
+    });
     await expect(c.runs.wait(null, 'not-a-graph', { input: userInput('x') })).rejects.toMatchObject({ status: 404 });
   });
 
@@ -137,19 +181,30 @@ describe('errors as the client expects them', () => {
     const { client: c } = client();
     const thread = await c.threads.create();
     let runId = '';
-    const busy = collect(c.runs.stream(thread.thread_id, 'slow', { input: userInput('x'), config: { configurable: { wait_ms: 30_000 } }, onRunCreated: (m) => (runId = m.run_id) }));
+    const busy = collect(
+      c.runs.stream(thread.thread_id, 'slow', {
+        input: userInput('x'),
+        config: { configurable: { wait_ms: 30_000 } },
+        onRunCreated: (m) => (runId = m.run_id),
+      }),
+    );
     await eventually(async () => (runId !== '' && registry.started.has(runId) ? true : undefined));
     const err = await c.runs.wait(thread.thread_id, 'agent', { input: userInput('y') }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 409 });
     expect(String((err as Error).message)).toMatch(/HTTP 409: .*already running/);
-    const ok = (await c.runs.wait(thread.thread_id, 'agent', { input: userInput('y'), multitaskStrategy: 'interrupt' })) as { messages: { content: string }[] };
+    const ok = (await c.runs.wait(thread.thread_id, 'agent', {
+      input: userInput('y'),
+      multitaskStrategy: 'interrupt',
+    })) as { messages: { content: string }[] };
     expect(ok.messages.at(-1)!.content).toMatch(/^You said "y"/);
     expect(events((await busy) as Chunk[]).at(-1)).toBe('error');
   });
 
   it('422 for an invalid body, with a readable reason and no stack', async () => {
     const { client: c } = client();
-    const bad = await collect(c.runs.stream(null, 'agent', { input: userInput('x'), streamMode: 'events' as never })).catch((e: unknown) => e);
+    const bad = await collect(
+      c.runs.stream(null, 'agent', { input: userInput('x'), streamMode: 'events' as never }),
+    ).catch((e: unknown) => e);
     expect(bad).toMatchObject({ status: 422 });
     expect((bad as Error).message).toMatch(/stream_mode/);
     const badId = await c.threads.create({ threadId: 'not-a-uuid' }).catch((e: unknown) => e);
@@ -192,7 +247,10 @@ describe('client disconnects through the edge', () => {
     });
     expect(run.status).toBe('interrupted');
     const state = await c.threads.getState<{ messages: { content: string }[] }>(thread.thread_id);
-    expect(state.values.messages.map((m) => m.content)).toEqual(['please take your time with this long answer', 'Hello, acme!']);
+    expect(state.values.messages.map((m) => m.content)).toEqual([
+      'please take your time with this long answer',
+      'Hello, acme!',
+    ]);
     expect((await c.threads.get(thread.thread_id)).status).toBe('idle');
   });
 
@@ -200,7 +258,12 @@ describe('client disconnects through the edge', () => {
     const { client: c } = client();
     const ac = new AbortController();
     let runId = '';
-    const stream = c.runs.stream(null, 'slow', { input: userInput('x'), streamMode: 'updates', signal: ac.signal, onRunCreated: (m) => (runId = m.run_id) });
+    const stream = c.runs.stream(null, 'slow', {
+      input: userInput('x'),
+      streamMode: 'updates',
+      signal: ac.signal,
+      onRunCreated: (m) => (runId = m.run_id),
+    });
     const done = collect(stream).catch(() => 'aborted');
     await eventually(async () => (runId !== '' && registry.started.has(runId) ? true : undefined));
     ac.abort();
@@ -212,33 +275,37 @@ describe('client disconnects through the edge', () => {
   it.each([
     ['on a thread', true],
     ['threadless', false],
-  ])('resumes a broken run stream by itself (Location, Last-Event-ID), %s: no event lost, none twice', async (_, threaded) => {
-    // A TCP relay in front of the edge that breaks the first connection whose stream has reached frame 5.
-    const relay = await cuttingRelay(stack.url);
-    try {
-      const { client: c, seen } = sdk(relay.url, newKey());
-      const threadId = threaded ? (await c.threads.create()).thread_id : null;
-      let runId = '';
-      const options = {
-        input: userInput('a stream worth keeping whole'),
-        streamMode: 'messages-tuple' as const,
-        streamResumable: true,
-        config: { configurable: { token_delay_ms: 40 } },
-        onRunCreated: (m: { run_id: string }) => (runId = m.run_id),
-      };
-      const stream = threadId === null ? c.runs.stream(null, 'agent', options) : c.runs.stream(threadId, 'agent', options);
-      const chunks = (await collect(stream)) as Chunk[];
-      expect(relay.cut()).toBe(true);
-      const joinPath = threaded ? `/threads/${threadId}/runs/${runId}/stream` : `/runs/${runId}/stream`;
-      const resumedWith = seen.filter((s) => new URL(s.url).pathname === joinPath);
-      expect(resumedWith.map((s) => s.status)).toEqual([200]);
-      expect(chunks.map((ch) => ch.id)).toEqual(chunks.map((_, i) => String(i + 1)));
-      expect(chunks.length).toBeGreaterThan(10);
-      // The same frames as the whole run, replayed from the start.
-      expect(chunks).toEqual(await collect(c.runs.joinStream(threadId, runId, { lastEventId: '0' })));
-      if (threadId !== null) expect((await c.runs.get(threadId, runId)).status).toBe('success');
-    } finally {
-      relay.close();
-    }
-  });
+  ])(
+    'resumes a broken run stream by itself (Location, Last-Event-ID), %s: no event lost, none twice',
+    async (_, threaded) => {
+      // A TCP relay in front of the edge that breaks the first connection whose stream has reached frame 5.
+      const relay = await cuttingRelay(stack.url);
+      try {
+        const { client: c, seen } = sdk(relay.url, newKey());
+        const threadId = threaded ? (await c.threads.create()).thread_id : null;
+        let runId = '';
+        const options = {
+          input: userInput('a stream worth keeping whole'),
+          streamMode: 'messages-tuple' as const,
+          streamResumable: true,
+          config: { configurable: { token_delay_ms: 40 } },
+          onRunCreated: (m: { run_id: string }) => (runId = m.run_id),
+        };
+        const stream =
+          threadId === null ? c.runs.stream(null, 'agent', options) : c.runs.stream(threadId, 'agent', options);
+        const chunks = (await collect(stream)) as Chunk[];
+        expect(relay.cut()).toBe(true);
+        const joinPath = threaded ? `/threads/${threadId}/runs/${runId}/stream` : `/runs/${runId}/stream`;
+        const resumedWith = seen.filter((s) => new URL(s.url).pathname === joinPath);
+        expect(resumedWith.map((s) => s.status)).toEqual([200]);
+        expect(chunks.map((ch) => ch.id)).toEqual(chunks.map((_, i) => String(i + 1)));
+        expect(chunks.length).toBeGreaterThan(10);
+        // The same frames as the whole run, replayed from the start.
+        expect(chunks).toEqual(await collect(c.runs.joinStream(threadId, runId, { lastEventId: '0' })));
+        if (threadId !== null) expect((await c.runs.get(threadId, runId)).status).toBe('success');
+      } finally {
+        relay.close();
+      }
+    },
+  );
 });

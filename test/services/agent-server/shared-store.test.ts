@@ -16,7 +16,11 @@ import { collect, eventually, newKey, sdk, startAgentServer, userInput, type Run
  */
 const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
 const prefix = `test:shared:${randomUUID()}`;
-const start = () => startAgentServer({ store: new RedisAgentStore(redis, { prefix }), checkpointer: new RedisCheckpointer(redis, { prefix }) });
+const start = () =>
+  startAgentServer({
+    store: new RedisAgentStore(redis, { prefix }),
+    checkpointer: new RedisCheckpointer(redis, { prefix }),
+  });
 const waitFor = (check: () => boolean) => eventually(async () => (check() ? true : undefined), 8000);
 
 afterAll(async () => {
@@ -34,17 +38,26 @@ describe('two servers on one store', () => {
     await Promise.all([a?.close(), b?.close()]);
   });
 
-  it("waits for and cancels a run of the other server; its events can be followed only there (409)", async () => {
+  it('waits for and cancels a run of the other server; its events can be followed only there (409)', async () => {
     const key = newKey();
     const onA = sdk(a.url, key).client;
     const onB = sdk(b.url, key).client;
     const thread = await onA.threads.create();
     let runId = '';
-    const streamed = collect(onA.runs.stream(thread.thread_id, 'slow', { input: userInput('x'), config: { configurable: { wait_ms: 30_000 } }, onRunCreated: (m) => (runId = m.run_id) }));
+    const streamed = collect(
+      onA.runs.stream(thread.thread_id, 'slow', {
+        input: userInput('x'),
+        config: { configurable: { wait_ms: 30_000 } },
+        onRunCreated: (m) => (runId = m.run_id),
+      }),
+    );
     await waitFor(() => runId !== '' && registry.started.has(runId));
 
     expect((await onB.runs.get(thread.thread_id, runId)).status).toBe('running');
-    await expect(collect(onB.runs.joinStream(thread.thread_id, runId))).rejects.toMatchObject({ status: 409, message: expect.stringContaining('another server') });
+    await expect(collect(onB.runs.joinStream(thread.thread_id, runId))).rejects.toMatchObject({
+      status: 409,
+      message: expect.stringContaining('another server'),
+    });
     const joined = onB.runs.join(thread.thread_id, runId);
     await onB.runs.cancel(thread.thread_id, runId, true);
     expect(registry.cancelled.has(runId)).toBe(true);
@@ -57,8 +70,27 @@ describe('two servers on one store', () => {
     const now = new Date().toISOString();
     const store = new RedisAgentStore(redis, { prefix });
     const orphan = async (): Promise<{ thread: Thread; run: Run }> => {
-      const thread: Thread = { thread_id: randomUUID(), created_at: now, updated_at: now, metadata: { graph_id: 'agent' }, status: 'busy', values: null, config: {}, interrupts: {} };
-      const run: Run = { run_id: randomUUID(), thread_id: thread.thread_id, assistant_id: randomUUID(), created_at: now, updated_at: now, status: 'running', metadata: {}, kwargs: {}, multitask_strategy: 'reject' };
+      const thread: Thread = {
+        thread_id: randomUUID(),
+        created_at: now,
+        updated_at: now,
+        metadata: { graph_id: 'agent' },
+        status: 'busy',
+        values: null,
+        config: {},
+        interrupts: {},
+      };
+      const run: Run = {
+        run_id: randomUUID(),
+        thread_id: thread.thread_id,
+        assistant_id: randomUUID(),
+        created_at: now,
+        updated_at: now,
+        status: 'running',
+        metadata: {},
+        kwargs: {},
+        multitask_strategy: 'reject',
+      };
       await store.putThread(thread);
       await store.putRun(run);
       return { thread, run };
@@ -74,7 +106,9 @@ describe('two servers on one store', () => {
       expect((await c.runs.list(after.thread.thread_id)).map((r) => r.status)).toEqual(['error']);
       expect((await c.threads.get(after.thread.thread_id)).status).toBe('error');
       // The thread runs again.
-      const values = (await c.runs.wait(after.thread.thread_id, 'agent', { input: userInput('still here') })) as { messages: unknown[] };
+      const values = (await c.runs.wait(after.thread.thread_id, 'agent', { input: userInput('still here') })) as {
+        messages: unknown[];
+      };
       expect(values.messages.length).toBeGreaterThan(0);
       expect((await c.threads.get(after.thread.thread_id)).status).toBe('idle');
     } finally {

@@ -1,7 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
 
-/** The long-term memory store (`client.store`) with the unmodified public client, through the edge; and a graph that uses it. */
+/**
+ * The long-term memory store (`client.store`) with the unmodified public client, through the edge; and a graph that
+ * uses it.
+ */
 describe('store through the SDK', () => {
   let stack: Stack;
   beforeAll(async () => {
@@ -18,7 +21,13 @@ describe('store through the SDK', () => {
     await c.store.putItem([...ns, 'deeper'], 'c', { text: 'third', n: 3 });
 
     const a = await c.store.getItem(ns, 'a');
-    expect(a).toMatchObject({ namespace: ns, key: 'a', value: { text: 'first', n: 1 }, createdAt: expect.any(String), updatedAt: expect.any(String) });
+    expect(a).toMatchObject({
+      namespace: ns,
+      key: 'a',
+      value: { text: 'first', n: 1 },
+      createdAt: expect.any(String),
+      updatedAt: expect.any(String),
+    });
     expect(Date.parse(a!.createdAt)).not.toBeNaN();
 
     const all = await c.store.searchItems(ns);
@@ -35,18 +44,31 @@ describe('store through the SDK', () => {
 
   it('answers 422 for a namespace the store refuses, an empty one, or an expiry it does not support', async () => {
     const c = sdk(stack.url, newKey()).client;
-    await expect(c.store.putItem(['a:b'], 'k', { v: 1 })).rejects.toMatchObject({ status: 422, message: expect.stringContaining('colons') });
-    await expect(c.store.putItem([], 'k', { v: 1 })).rejects.toMatchObject({ status: 422, message: expect.stringContaining('namespace') });
-    await expect(c.store.putItem(['ok'], 'k', { v: 1 }, { ttl: 5 })).rejects.toMatchObject({ status: 422, message: expect.stringContaining('ttl') });
+    await expect(c.store.putItem(['a:b'], 'k', { v: 1 })).rejects.toMatchObject({
+      status: 422,
+      message: expect.stringContaining('colons'),
+    });
+    await expect(c.store.putItem([], 'k', { v: 1 })).rejects.toMatchObject({
+      status: 422,
+      message: expect.stringContaining('namespace'),
+    });
+    await expect(c.store.putItem(['ok'], 'k', { v: 1 }, { ttl: 5 })).rejects.toMatchObject({
+      status: 422,
+      message: expect.stringContaining('ttl'),
+    });
   });
 
   it('is what graphs reach as config.store: shared by every thread of the user', async () => {
     const key = newKey();
     const c = sdk(stack.url, key).client;
-    const first = (await c.runs.wait(null, 'remember', { input: userInput('apples') })) as { messages: { content: string }[] };
+    const first = (await c.runs.wait(null, 'remember', { input: userInput('apples') })) as {
+      messages: { content: string }[];
+    };
     expect(first.messages.at(-1)!.content).toBe('I remember 0 earlier: ');
     const thread = await c.threads.create();
-    const second = (await c.runs.wait(thread.thread_id, 'remember', { input: userInput('pears') })) as { messages: { content: string }[] };
+    const second = (await c.runs.wait(thread.thread_id, 'remember', { input: userInput('pears') })) as {
+      messages: { content: string }[];
+    };
     expect(second.messages.at(-1)!.content).toBe('I remember 1 earlier: apples');
     const namespaces = (await c.store.listNamespaces({ prefix: ['memories'] })).namespaces;
     const mine = namespaces.find((ns) => ns.length === 2);

@@ -16,8 +16,28 @@ export function storeContract(name: string, make: () => Promise<AgentStore>): vo
     afterEach(() => store.close());
 
     const now = new Date().toISOString();
-    const assistant = (): Assistant => ({ assistant_id: randomUUID(), graph_id: 'g', config: {}, context: {}, metadata: { a: [1] }, name: 'n', description: null, version: 1, created_at: now, updated_at: now });
-    const thread = (): Thread => ({ thread_id: randomUUID(), created_at: now, updated_at: now, metadata: { owner: 'x' }, status: 'idle', values: { messages: [] }, config: {}, interrupts: {} });
+    const assistant = (): Assistant => ({
+      assistant_id: randomUUID(),
+      graph_id: 'g',
+      config: {},
+      context: {},
+      metadata: { a: [1] },
+      name: 'n',
+      description: null,
+      version: 1,
+      created_at: now,
+      updated_at: now,
+    });
+    const thread = (): Thread => ({
+      thread_id: randomUUID(),
+      created_at: now,
+      updated_at: now,
+      metadata: { owner: 'x' },
+      status: 'idle',
+      values: { messages: [] },
+      config: {},
+      interrupts: {},
+    });
     const run = (threadId: string, at = now): Run => ({
       run_id: randomUUID(),
       thread_id: threadId,

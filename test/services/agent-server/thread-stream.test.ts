@@ -9,7 +9,9 @@ import { collect, cuttingRelay, eventually, newKey, sdk, startStack, userInput, 
 type Chunk = { event: string; data: any; id?: string };
 const waitFor = (check: () => boolean, ms?: number) => eventually(async () => (check() ? true : undefined), ms);
 const bare = (chunks: Chunk[]) => chunks.map(({ event, data }) => ({ event, data }));
-/** Ids rise: a frame's id is its number in the thread's stream, where a reader of some modes skips the others' frames. */
+/**
+ * Ids rise: a frame's id is its number in the thread's stream, where a reader of some modes skips the others' frames.
+ */
 const rising = (chunks: Chunk[]) => chunks.every((ch, i) => i === 0 || Number(ch.id) > Number(chunks[i - 1]!.id));
 
 /** Follows an endless stream in the background until `stop()`. */
@@ -42,12 +44,19 @@ describe('thread stream through the SDK', () => {
 
   /** `n` followers of the thread are connected. */
   const connected = (seen: { url: string; status: number }[], threadId: string, n: number) =>
-    waitFor(() => seen.filter((s) => new URL(s.url).pathname === `/threads/${threadId}/stream` && s.status === 200).length >= n);
+    waitFor(
+      () =>
+        seen.filter((s) => new URL(s.url).pathname === `/threads/${threadId}/stream` && s.status === 200).length >= n,
+    );
 
   /** Two runs on the thread, one after the other: the first streams `values`, the second `updates` only. */
   async function twoRuns(c: Client, threadId: string) {
-    const first = (await collect(c.runs.stream(threadId, 'agent', { input: userInput('one'), streamMode: 'values' }))) as Chunk[];
-    const second = (await collect(c.runs.stream(threadId, 'agent', { input: userInput('two'), streamMode: 'updates' }))) as Chunk[];
+    const first = (await collect(
+      c.runs.stream(threadId, 'agent', { input: userInput('one'), streamMode: 'values' }),
+    )) as Chunk[];
+    const second = (await collect(
+      c.runs.stream(threadId, 'agent', { input: userInput('two'), streamMode: 'updates' }),
+    )) as Chunk[];
     return { first, second, ids: [first[0]!.data.run_id as string, second[0]!.data.run_id as string] };
   }
 
@@ -70,8 +79,11 @@ describe('thread stream through the SDK', () => {
     expect(bare(all.chunks)).toEqual([...bare(first), done(ids[0]!), ...bare(second), done(ids[1]!)]);
     expect(rising(all.chunks)).toBe(true);
     expect(all.chunks[0]!.id).toBe('1');
-    expect(bare(lifecycle.chunks)).toEqual([first[0], done(ids[0]!), second[0], done(ids[1]!)].map((ch) => ({ event: ch!.event, data: ch!.data })));
-    // State after each step: the first run's own values events, then the second run's steps although it streamed updates only.
+    expect(bare(lifecycle.chunks)).toEqual(
+      [first[0], done(ids[0]!), second[0], done(ids[1]!)].map((ch) => ({ event: ch!.event, data: ch!.data })),
+    );
+    // State after each step: the first run's own values events, then the second run's steps although it streamed
+    // updates only.
     expect(new Set(state.chunks.map((ch) => ch.event))).toEqual(new Set(['values']));
     const firstValues = bare(first.filter((ch) => ch.event === 'values'));
     expect(bare(state.chunks.slice(0, firstValues.length))).toEqual(firstValues);
@@ -84,9 +96,16 @@ describe('thread stream through the SDK', () => {
     const thread = await c.threads.create();
     const lifecycle = watch((signal) => c.threads.joinStream(thread.thread_id, { streamMode: 'lifecycle', signal }));
     await connected(seen, thread.thread_id, 1);
-    const first = collect(c.runs.stream(thread.thread_id, 'slow', { input: userInput('first'), config: { configurable: { wait_ms: 400 } } }));
+    const first = collect(
+      c.runs.stream(thread.thread_id, 'slow', {
+        input: userInput('first'),
+        config: { configurable: { wait_ms: 400 } },
+      }),
+    );
     await waitFor(() => lifecycle.chunks.length >= 1);
-    const second = collect(c.runs.stream(thread.thread_id, 'agent', { input: userInput('second'), multitaskStrategy: 'enqueue' }));
+    const second = collect(
+      c.runs.stream(thread.thread_id, 'agent', { input: userInput('second'), multitaskStrategy: 'enqueue' }),
+    );
     await Promise.all([first, second]);
     await waitFor(() => lifecycle.chunks.length === 4);
     await lifecycle.stop();
@@ -108,15 +127,25 @@ describe('thread stream through the SDK', () => {
     const fromNow = watch((signal) => c.threads.joinStream(thread.thread_id, { signal }));
     await waitFor(() => after.chunks.length === total - 4);
     await connected(seen, thread.thread_id, 3);
-    const third = (await collect(c.runs.stream(thread.thread_id, 'agent', { input: userInput('three'), streamMode: 'updates' }))) as Chunk[];
+    const third = (await collect(
+      c.runs.stream(thread.thread_id, 'agent', { input: userInput('three'), streamMode: 'updates' }),
+    )) as Chunk[];
     const more = third.length + 1;
-    await waitFor(() => fromNow.chunks.length === more && fromStart.chunks.length === total + more && after.chunks.length === total - 4 + more);
+    await waitFor(
+      () =>
+        fromNow.chunks.length === more &&
+        fromStart.chunks.length === total + more &&
+        after.chunks.length === total - 4 + more,
+    );
     await Promise.all([fromStart.stop(), after.stop(), fromNow.stop()]);
 
     expect(rising(fromStart.chunks)).toBe(true);
     expect(after.chunks).toEqual(fromStart.chunks.slice(4));
     expect(fromNow.chunks).toEqual(fromStart.chunks.slice(total));
-    expect(bare(fromNow.chunks)).toEqual([...bare(third), { event: 'run_done', data: { run_id: third[0]!.data.run_id, status: 'success' } }]);
+    expect(bare(fromNow.chunks)).toEqual([
+      ...bare(third),
+      { event: 'run_done', data: { run_id: third[0]!.data.run_id, status: 'success' } },
+    ]);
   });
 
   it('reconnects by itself when the connection breaks (Location, Last-Event-ID): no event lost, none twice', async () => {
@@ -132,7 +161,9 @@ describe('thread stream through the SDK', () => {
       await waitFor(() => followed.chunks.length >= total, 15_000);
       await followed.stop();
       expect(relay.cut()).toBe(true);
-      expect(seen.filter((s) => new URL(s.url).pathname === `/threads/${thread.thread_id}/stream`).map((s) => s.status)).toEqual([200, 200]);
+      expect(
+        seen.filter((s) => new URL(s.url).pathname === `/threads/${thread.thread_id}/stream`).map((s) => s.status),
+      ).toEqual([200, 200]);
       expect(followed.chunks.length).toBe(total);
       // The same events as a replay of everything held.
       const replay = watch((signal) => c.threads.joinStream(thread.thread_id, { lastEventId: '-', signal }));
@@ -153,7 +184,11 @@ describe('thread stream through the SDK', () => {
     await followed.ended; // the stream ended by itself
     expect(followed.chunks).toEqual([]);
 
-    const err = (p: AsyncIterable<unknown>) => collect(p).then(() => null, (e: unknown) => e as { status: number; message: string });
+    const err = (p: AsyncIterable<unknown>) =>
+      collect(p).then(
+        () => null,
+        (e: unknown) => e as { status: number; message: string },
+      );
     expect(await err(c.threads.joinStream(thread.thread_id))).toMatchObject({ status: 404 });
     const live = await c.threads.create();
     const badMode = await err(c.threads.joinStream(live.thread_id, { streamMode: 'values' as never }));

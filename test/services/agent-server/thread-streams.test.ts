@@ -5,7 +5,10 @@ import { ThreadStreams, type ThreadFrame } from '../../../src/services/agent-ser
 const IDLE_MS = 30;
 const make = () => {
   const pool = { used: 0, limit: 1024 * 1024 };
-  const streams = new ThreadStreams({ items: 100, weight: 64 * 1024, weigh: (f: ThreadFrame) => f.frame.data.length, pool }, IDLE_MS);
+  const streams = new ThreadStreams(
+    { items: 100, weight: 64 * 1024, weigh: (f: ThreadFrame) => f.frame.data.length, pool },
+    IDLE_MS,
+  );
   return { streams, pool };
 };
 
@@ -29,7 +32,11 @@ describe('ThreadStreams', () => {
     streams.publish('t', frame('values', { v: 1 }), ['state_update']);
     streams.publish('t', frame('run_done', { run_id: 'r', status: 'success' }));
     streams.publish('other', frame('updates', {})); // nobody there: dropped
-    expect((await take(all.frames, 3)).map((f) => [f.id, f.event])).toEqual([['1', 'metadata'], ['2', 'updates'], ['4', 'run_done']]);
+    expect((await take(all.frames, 3)).map((f) => [f.id, f.event])).toEqual([
+      ['1', 'metadata'],
+      ['2', 'updates'],
+      ['4', 'run_done'],
+    ]);
     expect((await take(lifecycle.frames, 2)).map((f) => f.event)).toEqual(['metadata', 'run_done']);
     expect(await take(state.frames, 1)).toEqual([{ event: 'values', data: '{"v":1}', id: '3' }]);
   });

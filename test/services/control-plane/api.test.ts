@@ -1,6 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
-import { client, deploymentBody, imageBody, makeRepo, startControlPlane, waitForRevision, type TestControlPlane, type TestRepo } from './helpers.ts';
+import {
+  client,
+  deploymentBody,
+  imageBody,
+  makeRepo,
+  startControlPlane,
+  waitForRevision,
+  type TestControlPlane,
+  type TestRepo,
+} from './helpers.ts';
 
 /**
  * Every endpoint, on both path forms (`/v2` and `/api-host/v2`), against the
@@ -79,7 +88,12 @@ describe.each(targets)('$via $prefix', ({ via, prefix, base }) => {
     expect(rev.status).toBe('DEPLOYED');
     const res = await api.get(`/deployments/${created.id}`);
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ id: created.id, name: created.name, status: 'READY', active_revision_id: created.latest_revision_id });
+    expect(res.json).toMatchObject({
+      id: created.id,
+      name: created.name,
+      status: 'READY',
+      active_revision_id: created.latest_revision_id,
+    });
     expect(res.json.image_version).toBe('docker.io/acme/agent:1');
     expect(Date.parse(res.json.updated_at)).toBeGreaterThanOrEqual(Date.parse(created.updated_at));
   });
@@ -88,7 +102,9 @@ describe.each(targets)('$via $prefix', ({ via, prefix, base }) => {
     const { api } = await setup();
     const a = (await api.post('/deployments', imageBody({ name: 'alpha-one' }))).json;
     const b = (await api.post('/deployments', imageBody({ name: 'beta' }))).json;
-    const c = (await api.post('/deployments', imageBody({ name: 'alpha-prod', source_config: { deployment_type: 'prod' } }))).json;
+    const c = (
+      await api.post('/deployments', imageBody({ name: 'alpha-prod', source_config: { deployment_type: 'prod' } }))
+    ).json;
     const ids = (r: { json: { resources: { id: string }[] } }) => r.json.resources.map((d) => d.id);
 
     const all = await api.get('/deployments');
@@ -122,21 +138,34 @@ describe.each(targets)('$via $prefix', ({ via, prefix, base }) => {
     const before = (await api.get(`/deployments/${created.id}`)).json;
     const res = await api.patch(`/deployments/${created.id}`, { source_config: { build_on_push: true } });
     expect(res.status).toBe(200);
-    expect(res.json).toEqual({ ...before, source_config: { ...before.source_config, build_on_push: true }, updated_at: expect.stringMatching(ISO) });
+    expect(res.json).toEqual({
+      ...before,
+      source_config: { ...before.source_config, build_on_push: true },
+      updated_at: expect.stringMatching(ISO),
+    });
     expect(await api.get(`/deployments/${created.id}`)).toMatchObject({ status: 200, json: res.json });
   });
 
   it('GET /deployments/{id}/revisions: newest first, status filter, paging', async () => {
     const { api } = await setup();
-    const created = (await api.post('/deployments', deploymentBody(repo.url, { source_revision_config: { repo_ref: 'no-such-branch' } }))).json;
+    const created = (
+      await api.post(
+        '/deployments',
+        deploymentBody(repo.url, { source_revision_config: { repo_ref: 'no-such-branch' } }),
+      )
+    ).json;
     await waitForRevision(api, created.id, created.latest_revision_id);
-    const patched = (await api.patch(`/deployments/${created.id}`, { source_revision_config: { repo_ref: 'v1' } })).json;
+    const patched = (await api.patch(`/deployments/${created.id}`, { source_revision_config: { repo_ref: 'v1' } }))
+      .json;
     await waitForRevision(api, created.id, patched.latest_revision_id);
 
     const list = await api.get(`/deployments/${created.id}/revisions`);
     expect(list.status).toBe(200);
     expect(list.json.offset).toBe(2);
-    expect(list.json.resources.map((r: { id: string }) => r.id)).toEqual([patched.latest_revision_id, created.latest_revision_id]);
+    expect(list.json.resources.map((r: { id: string }) => r.id)).toEqual([
+      patched.latest_revision_id,
+      created.latest_revision_id,
+    ]);
     expect(list.json.resources.map((r: { status: string }) => r.status)).toEqual(['DEPLOYED', 'BUILD_FAILED']);
     const failed = await api.get(`/deployments/${created.id}/revisions?status=BUILD_FAILED`);
     expect(failed.json.resources.map((r: { id: string }) => r.id)).toEqual([created.latest_revision_id]);
@@ -146,13 +175,31 @@ describe.each(targets)('$via $prefix', ({ via, prefix, base }) => {
 
   it('GET /deployments/{id}/revisions/{revision_id}: 200 with status, source config and commit', async () => {
     const { api } = await setup();
-    const created = (await api.post('/deployments', deploymentBody(repo.url, { source_revision_config: { repo_ref: 'v1', langgraph_config_path: 'langgraph.json', image_uri: null } }))).json;
+    const created = (
+      await api.post(
+        '/deployments',
+        deploymentBody(repo.url, {
+          source_revision_config: { repo_ref: 'v1', langgraph_config_path: 'langgraph.json', image_uri: null },
+        }),
+      )
+    ).json;
     const res = await api.get(`/deployments/${created.id}/revisions/${created.latest_revision_id}`);
     expect(res.status).toBe(200);
-    expect(res.json).toMatchObject({ id: created.latest_revision_id, deployment_id: created.id, source: 'github', region: 'us', created_at: expect.stringMatching(ISO) });
+    expect(res.json).toMatchObject({
+      id: created.latest_revision_id,
+      deployment_id: created.id,
+      source: 'github',
+      region: 'us',
+      created_at: expect.stringMatching(ISO),
+    });
     expect(typeof res.json.status).toBe('string');
     const done = await waitForRevision(api, created.id, created.latest_revision_id);
-    expect(done.source_revision_config).toEqual({ repo_ref: 'v1', langgraph_config_path: 'langgraph.json', image_uri: null, repo_commit_sha: repo.git('rev-parse', 'v1') });
+    expect(done.source_revision_config).toEqual({
+      repo_ref: 'v1',
+      langgraph_config_path: 'langgraph.json',
+      image_uri: null,
+      repo_commit_sha: repo.git('rev-parse', 'v1'),
+    });
   });
 
   it('DELETE /deployments/{id}: 204 without a body; afterwards the deployment and its revisions answer 404', async () => {
@@ -164,7 +211,10 @@ describe.each(targets)('$via $prefix', ({ via, prefix, base }) => {
     const gone = { detail: `Deployment ID ${created.id} not found.` };
     expect(await api.get(`/deployments/${created.id}`)).toMatchObject({ status: 404, json: gone });
     expect(await api.get(`/deployments/${created.id}/revisions`)).toMatchObject({ status: 404, json: gone });
-    expect(await api.get(`/deployments/${created.id}/revisions/${created.latest_revision_id}`)).toMatchObject({ status: 404, json: gone });
+    expect(await api.get(`/deployments/${created.id}/revisions/${created.latest_revision_id}`)).toMatchObject({
+      status: 404,
+      json: gone,
+    });
     expect(await api.delete(`/deployments/${created.id}`)).toMatchObject({ status: 404, json: gone });
     expect((await api.get('/deployments')).json.resources).toEqual([]);
   });
@@ -180,7 +230,10 @@ describe.each(targets)('$via $prefix', ({ via, prefix, base }) => {
     expect(res.status).toBe(201);
     expect(res.json.source_config).toMatchObject({ repo_url: null, deployment_type: 'prod', build_on_push: false });
     const rev = await waitForRevision(api, res.json.id, res.json.latest_revision_id);
-    expect(rev).toMatchObject({ status: 'DEPLOYED', source_revision_config: { image_uri: 'docker.io/acme/agent:1.2', repo_commit_sha: null } });
+    expect(rev).toMatchObject({
+      status: 'DEPLOYED',
+      source_revision_config: { image_uri: 'docker.io/acme/agent:1.2', repo_commit_sha: null },
+    });
     expect((await api.get(`/deployments/${res.json.id}`)).json.image_version).toBe('docker.io/acme/agent:1.2');
   });
 });
@@ -191,16 +244,25 @@ describe('the same API on both path forms', () => {
     const v2 = client(gw.url, tenant, '/v2');
     const hosted = client(gw.url, tenant, '/api-host/v2');
     const created = (await v2.post('/deployments', imageBody())).json;
-    expect((await hosted.get(`/deployments/${created.id}`)).json).toEqual((await v2.get(`/deployments/${created.id}`)).json);
+    expect((await hosted.get(`/deployments/${created.id}`)).json).toEqual(
+      (await v2.get(`/deployments/${created.id}`)).json,
+    );
     expect((await hosted.delete(`/deployments/${created.id}`)).status).toBe(204);
     expect((await v2.get(`/deployments/${created.id}`)).status).toBe(404);
   });
 
   it('the edge logs each forwarded request to the control plane upstream', async () => {
     const tenant = await svc.tenant();
-    const res = await fetch(`${gw.url}/api-host/v2/deployments`, { headers: { 'x-api-key': tenant.key, 'x-tenant-id': tenant.workspace, 'x-request-id': 'cp-api-log-1' } });
+    const res = await fetch(`${gw.url}/api-host/v2/deployments`, {
+      headers: { 'x-api-key': tenant.key, 'x-tenant-id': tenant.workspace, 'x-request-id': 'cp-api-log-1' },
+    });
     expect(res.status).toBe(200);
     const line = await gw.logs.requestLine('cp-api-log-1');
-    expect(line).toMatchObject({ path: '/api-host/v2/deployments', status: 200, upstream: 'control-plane', rule: 'default' });
+    expect(line).toMatchObject({
+      path: '/api-host/v2/deployments',
+      status: 200,
+      upstream: 'control-plane',
+      rule: 'default',
+    });
   });
 });

@@ -87,7 +87,10 @@ describe.concurrent('GitBuilder: success', () => {
 
   it('resolves files relative to a config in a subfolder; accepts {"path"} graphs and an auth file without export', async () => {
     const r = repoWith({
-      'apps/bot/langgraph.json': JSON.stringify({ graphs: { bot: { path: './graph.ts:bot', description: 'x' } }, auth: { path: './auth.ts' } }),
+      'apps/bot/langgraph.json': JSON.stringify({
+        graphs: { bot: { path: './graph.ts:bot', description: 'x' } },
+        auth: { path: './auth.ts' },
+      }),
       'apps/bot/graph.ts': 'export const bot = 1;',
       'apps/bot/auth.ts': 'export default {};',
     });
@@ -109,20 +112,26 @@ describe.concurrent('GitBuilder: success', () => {
 
 describe.concurrent('GitBuilder: each failure has a reason a user can act on', () => {
   it('a local path that is not a repository', async () => {
-    expect(await reason(request({ repoUrl: '/nonexistent/repo' }))).toMatch(/^repo_url: cannot read repository \/nonexistent\/repo: .*(not appear to be a git repository|does not exist)/);
+    expect(await reason(request({ repoUrl: '/nonexistent/repo' }))).toMatch(
+      /^repo_url: cannot read repository \/nonexistent\/repo: .*(not appear to be a git repository|does not exist)/,
+    );
   });
 
   it('a remote nobody listens on fails fast', async () => {
     const started = Date.now();
     const why = await reason(request({ repoUrl: `http://127.0.0.1:${await closedPort()}/repo.git` }));
-    expect(why).toMatch(/^repo_url: cannot read repository http:\/\/127\.0\.0\.1:\d+\/repo\.git: .*(Failed to connect|Could not connect|Connection refused)/i);
+    expect(why).toMatch(
+      /^repo_url: cannot read repository http:\/\/127\.0\.0\.1:\d+\/repo\.git: .*(Failed to connect|Could not connect|Connection refused)/i,
+    );
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
   it('a remote that never answers fails at the git time budget', async () => {
     const port = (silent.address() as { port: number }).port;
     const started = Date.now();
-    const err = await new GitBuilder({ gitTimeoutMs: 300 }).build(request({ repoUrl: `http://127.0.0.1:${port}/repo.git` }), never).catch((e: unknown) => e);
+    const err = await new GitBuilder({ gitTimeoutMs: 300 })
+      .build(request({ repoUrl: `http://127.0.0.1:${port}/repo.git` }), never)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(BuildFailure);
     expect((err as Error).message).toMatch(/^repo_url: cannot read repository .*: no answer within 0\.3 s$/);
     expect(Date.now() - started).toBeLessThan(5000);
@@ -147,49 +156,93 @@ describe.concurrent('GitBuilder: each failure has a reason a user can act on', (
       const req = request({ repoUrl });
       const err = await denying.build(req, never).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(BuildFailure);
-      expect((err as Error).message).toMatch(/^repo_url: repositories on this host are not allowed here \(LOCAL_REPOS=deny/);
+      expect((err as Error).message).toMatch(
+        /^repo_url: repositories on this host are not allowed here \(LOCAL_REPOS=deny/,
+      );
       expect(existsSync(req.workFolder)).toBe(false);
     }
   });
 
   it('with localRepos: false, git itself refuses the file transport too', async () => {
     const dest = join(work, `git-level-${++n}`);
-    const err = await git(['clone', '--quiet', '--', repo.url, dest], { timeoutMs: 10_000, localRepos: false }).catch((e: unknown) => e);
+    const err = await git(['clone', '--quiet', '--', repo.url, dest], { timeoutMs: 10_000, localRepos: false }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(GitError);
     expect((err as Error).message).toMatch(/transport 'file' not allowed/);
     expect(existsSync(join(dest, 'langgraph.json'))).toBe(false);
   });
 
   it('a ref that is no branch, tag or commit', async () => {
-    expect(await reason(request({ repoRef: 'nope' }))).toBe(`repo_ref: "nope" is not a branch, tag or commit of ${repo.url}`);
+    expect(await reason(request({ repoRef: 'nope' }))).toBe(
+      `repo_ref: "nope" is not a branch, tag or commit of ${repo.url}`,
+    );
   });
 
   it('a commit that is not in the repository', async () => {
-    expect(await reason(request({ repoRef: 'deadbeefdeadbeef' }))).toBe(`repo_ref: commit deadbeefdeadbeef not found in ${repo.url}`);
+    expect(await reason(request({ repoRef: 'deadbeefdeadbeef' }))).toBe(
+      `repo_ref: commit deadbeefdeadbeef not found in ${repo.url}`,
+    );
   });
 
   it('no app config at the ref', async () => {
-    expect(await reason(request({ configPath: 'missing.json' }))).toBe('langgraph_config_path: file missing.json not found at ref main');
+    expect(await reason(request({ configPath: 'missing.json' }))).toBe(
+      'langgraph_config_path: file missing.json not found at ref main',
+    );
   });
 
   it('a config path outside the repository', async () => {
-    expect(await reason(request({ configPath: '../langgraph.json' }))).toMatch(/^langgraph_config_path: \.\.\/langgraph\.json must be a path inside the repository$/);
+    expect(await reason(request({ configPath: '../langgraph.json' }))).toMatch(
+      /^langgraph_config_path: \.\.\/langgraph\.json must be a path inside the repository$/,
+    );
   });
 
   // One branch of the shared repository per case (made in one git process); the message names the branch.
   const cases: [string, Record<string, string | null>, string | RegExp][] = [
     ['not JSON', { 'langgraph.json': '{"graphs": ' }, /^langgraph\.json: not valid JSON \(/],
     ['not an object', { 'langgraph.json': '[1]' }, 'langgraph.json: must be a JSON object with "graphs"'],
-    ['no graphs', { 'langgraph.json': '{}' }, 'langgraph.json: "graphs" is required: a map of graph name to "<file>:<export>"'],
-    ['graphs not a map', { 'langgraph.json': '{"graphs": ["a"]}' }, 'langgraph.json: "graphs" must be an object mapping graph names to "<file>:<export>"'],
-    ['empty graphs', { 'langgraph.json': '{"graphs": {}}' }, 'langgraph.json: "graphs" is empty: declare at least one graph'],
-    ['a graph without export', { 'langgraph.json': '{"graphs": {"agent": "src/agent.ts"}}' }, 'graphs.agent: "src/agent.ts" must be "<file>:<export>", e.g. "./src/agent.ts:graph"'],
-    ['a graph that is not a string', { 'langgraph.json': '{"graphs": {"agent": 3}}' }, 'graphs.agent: must be "<file>:<export>", e.g. "./src/agent.ts:graph"'],
+    [
+      'no graphs',
+      { 'langgraph.json': '{}' },
+      'langgraph.json: "graphs" is required: a map of graph name to "<file>:<export>"',
+    ],
+    [
+      'graphs not a map',
+      { 'langgraph.json': '{"graphs": ["a"]}' },
+      'langgraph.json: "graphs" must be an object mapping graph names to "<file>:<export>"',
+    ],
+    [
+      'empty graphs',
+      { 'langgraph.json': '{"graphs": {}}' },
+      'langgraph.json: "graphs" is empty: declare at least one graph',
+    ],
+    [
+      'a graph without export',
+      { 'langgraph.json': '{"graphs": {"agent": "src/agent.ts"}}' },
+      'graphs.agent: "src/agent.ts" must be "<file>:<export>", e.g. "./src/agent.ts:graph"',
+    ],
+    [
+      'a graph that is not a string',
+      { 'langgraph.json': '{"graphs": {"agent": 3}}' },
+      'graphs.agent: must be "<file>:<export>", e.g. "./src/agent.ts:graph"',
+    ],
     ['a graph file missing', { 'src/agent.ts': null }, 'graphs.agent: file src/agent.ts not found at ref {ref}'],
-    ['a graph file that is a folder', { 'langgraph.json': '{"graphs": {"agent": "./src:graph"}}' }, 'graphs.agent: src is not a file at ref {ref}'],
-    ['a graph outside the repository', { 'langgraph.json': '{"graphs": {"agent": "../x.ts:graph"}}' }, 'graphs.agent: file ../x.ts is outside the repository'],
+    [
+      'a graph file that is a folder',
+      { 'langgraph.json': '{"graphs": {"agent": "./src:graph"}}' },
+      'graphs.agent: src is not a file at ref {ref}',
+    ],
+    [
+      'a graph outside the repository',
+      { 'langgraph.json': '{"graphs": {"agent": "../x.ts:graph"}}' },
+      'graphs.agent: file ../x.ts is outside the repository',
+    ],
     ['an auth file missing', { 'src/auth.ts': null }, 'auth.path: file src/auth.ts not found at ref {ref}'],
-    ['auth.path not a string', { 'langgraph.json': JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, auth: { path: 1 } }) }, 'auth.path: must be "<file>:<export>", e.g. "./src/auth.ts:auth"'],
+    [
+      'auth.path not a string',
+      { 'langgraph.json': JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, auth: { path: 1 } }) },
+      'auth.path: must be "<file>:<export>", e.g. "./src/auth.ts:auth"',
+    ],
   ];
   const branchOf = (what: string) => `case-${what.replaceAll(' ', '-').replaceAll('.', '')}`;
   beforeAll(() => repo.branches(Object.fromEntries(cases.map(([what, change]) => [branchOf(what), change]))));
@@ -212,12 +265,13 @@ describe.concurrent('GitBuilder: each failure has a reason a user can act on', (
       symlinkSync(outside, join(r.dir, 'src/agent.ts'));
       r.git('add', '-A');
       r.git('commit', '--quiet', '-m', 'symlink');
-      expect(await reason(request({ repoUrl: r.url }))).toBe('graphs.agent: file src/agent.ts points outside the repository');
+      expect(await reason(request({ repoUrl: r.url }))).toBe(
+        'graphs.agent: file src/agent.ts points outside the repository',
+      );
     } finally {
       r.remove();
     }
   });
-
 });
 
 describe('GitBuilder: cancellation', () => {

@@ -2,7 +2,17 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
-import { client, deploymentBody, eventually, imageBody, makeRepo, startControlPlane, waitForRevision, type TestControlPlane, type TestRepo } from './helpers.ts';
+import {
+  client,
+  deploymentBody,
+  eventually,
+  imageBody,
+  makeRepo,
+  startControlPlane,
+  waitForRevision,
+  type TestControlPlane,
+  type TestRepo,
+} from './helpers.ts';
 
 /**
  * Builds from real temporary git repositories, driven through the edge:
@@ -28,7 +38,10 @@ beforeAll(async () => {
     'no-auth': { 'src/auth.ts': null },
   });
   [fast, slow] = await Promise.all([startControlPlane(), startControlPlane({ BUILD_DELAY_SECONDS: '0.2' })]);
-  [gwFast, gwSlow] = await Promise.all([startTestGateway({ CONTROL_PLANE_URL: fast.url }), startTestGateway({ CONTROL_PLANE_URL: slow.url })]);
+  [gwFast, gwSlow] = await Promise.all([
+    startTestGateway({ CONTROL_PLANE_URL: fast.url }),
+    startTestGateway({ CONTROL_PLANE_URL: slow.url }),
+  ]);
 });
 
 afterAll(async () => {
@@ -64,7 +77,9 @@ describe('a successful build', () => {
     const api = client(gwFast.url, await fast.tenant());
     const d = (await api.post('/deployments', deploymentBody(repo.url))).json;
     await waitForRevision(api, d.id, d.latest_revision_id);
-    const next = (await api.patch(`/deployments/${d.id}`, { source_revision_config: { repo_ref: repo.git('rev-parse', 'main') } })).json;
+    const next = (
+      await api.patch(`/deployments/${d.id}`, { source_revision_config: { repo_ref: repo.git('rev-parse', 'main') } })
+    ).json;
     const rev = await waitForRevision(api, d.id, next.latest_revision_id);
     expect(rev.status).toBe('DEPLOYED');
     expect((await api.get(`/deployments/${d.id}`)).json.active_revision_id).toBe(rev.id);
@@ -75,24 +90,65 @@ describe('a successful build', () => {
 
 describe('each failure reason, as BUILD_FAILED with a message, through the edge', () => {
   const cases: { what: string; repo: () => string; ref?: string; config?: string; message: string | RegExp }[] = [
-    { what: 'a graph file missing at the ref', repo: () => repo.url, ref: 'broken', message: 'BUILD_FAILED: graphs.agent: file src/agent.ts not found at ref broken' },
-    { what: 'an unknown ref', repo: () => repo.url, ref: 'nope', message: 'BUILD_FAILED: repo_ref: "nope" is not a branch, tag or commit of {repo}' },
-    { what: 'an unknown commit', repo: () => repo.url, ref: 'abcdef1234567', message: 'BUILD_FAILED: repo_ref: commit abcdef1234567 not found in {repo}' },
-    { what: 'no config at the path', repo: () => repo.url, config: 'nope/langgraph.json', message: 'BUILD_FAILED: langgraph_config_path: file nope/langgraph.json not found at ref main' },
-    { what: 'an unreachable source', repo: () => '/nonexistent/repo.git', message: /^BUILD_FAILED: repo_url: cannot read repository \/nonexistent\/repo\.git: / },
-    { what: 'an unreachable remote', repo: () => 'http://127.0.0.1:9/repo.git', message: /^BUILD_FAILED: repo_url: cannot read repository http:\/\/127\.0\.0\.1:9\/repo\.git: / },
+    {
+      what: 'a graph file missing at the ref',
+      repo: () => repo.url,
+      ref: 'broken',
+      message: 'BUILD_FAILED: graphs.agent: file src/agent.ts not found at ref broken',
+    },
+    {
+      what: 'an unknown ref',
+      repo: () => repo.url,
+      ref: 'nope',
+      message: 'BUILD_FAILED: repo_ref: "nope" is not a branch, tag or commit of {repo}',
+    },
+    {
+      what: 'an unknown commit',
+      repo: () => repo.url,
+      ref: 'abcdef1234567',
+      message: 'BUILD_FAILED: repo_ref: commit abcdef1234567 not found in {repo}',
+    },
+    {
+      what: 'no config at the path',
+      repo: () => repo.url,
+      config: 'nope/langgraph.json',
+      message: 'BUILD_FAILED: langgraph_config_path: file nope/langgraph.json not found at ref main',
+    },
+    {
+      what: 'an unreachable source',
+      repo: () => '/nonexistent/repo.git',
+      message: /^BUILD_FAILED: repo_url: cannot read repository \/nonexistent\/repo\.git: /,
+    },
+    {
+      what: 'an unreachable remote',
+      repo: () => 'http://127.0.0.1:9/repo.git',
+      message: /^BUILD_FAILED: repo_url: cannot read repository http:\/\/127\.0\.0\.1:9\/repo\.git: /,
+    },
   ];
 
   it.each(cases)('$what', async ({ repo: url, ref = 'main', config = 'langgraph.json', message }) => {
     const api = client(gwFast.url, await fast.tenant());
-    const d = (await api.post('/deployments', deploymentBody(url(), { source_revision_config: { repo_ref: ref, langgraph_config_path: config } }))).json;
+    const d = (
+      await api.post(
+        '/deployments',
+        deploymentBody(url(), { source_revision_config: { repo_ref: ref, langgraph_config_path: config } }),
+      )
+    ).json;
     const rev = await waitForRevision(api, d.id, d.latest_revision_id);
     expect(rev.status).toBe('BUILD_FAILED');
     if (typeof message === 'string') expect(rev.status_message).toBe(message.replace('{repo}', url()));
     else expect(rev.status_message).toMatch(message);
-    expect(rev.status_history.map((s: { status: string }) => s.status)).toEqual(['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'BUILD_FAILED']);
+    expect(rev.status_history.map((s: { status: string }) => s.status)).toEqual([
+      'QUEUED',
+      'AWAITING_BUILD',
+      'BUILDING',
+      'BUILD_FAILED',
+    ]);
     expect(rev.status_history.at(-1).message).toBe(rev.status_message);
-    expect((await api.get(`/deployments/${d.id}`)).json).toMatchObject({ status: 'AWAITING_DATABASE', active_revision_id: null });
+    expect((await api.get(`/deployments/${d.id}`)).json).toMatchObject({
+      status: 'AWAITING_DATABASE',
+      active_revision_id: null,
+    });
     expect(existsSync(folder(fast, d.id, rev.id))).toBe(false);
   });
 
@@ -104,7 +160,13 @@ describe('each failure reason, as BUILD_FAILED with a message, through the edge'
       ['bad-spec', 'BUILD_FAILED: graphs.agent: "src/agent.ts" must be "<file>:<export>"'],
       ['no-auth', 'BUILD_FAILED: auth.path: file src/auth.ts not found at ref no-auth'],
     ];
-    const created = await Promise.all(bad.map(async ([ref]) => (await api.post('/deployments', deploymentBody(repo.url, { source_revision_config: { repo_ref: ref } }))).json));
+    const created = await Promise.all(
+      bad.map(
+        async ([ref]) =>
+          (await api.post('/deployments', deploymentBody(repo.url, { source_revision_config: { repo_ref: ref } })))
+            .json,
+      ),
+    );
     for (const [i, d] of created.entries()) {
       const rev = await waitForRevision(api, d.id, d.latest_revision_id);
       expect(rev.status).toBe('BUILD_FAILED');
@@ -165,7 +227,9 @@ describe('background builds', () => {
     try {
       const api = client(stuck.url, await stuck.tenant());
       const d = (await api.post('/deployments', imageBody())).json;
-      const next = (await api.patch(`/deployments/${d.id}`, { source_revision_config: { image_uri: 'docker.io/acme/agent:2' } })).json;
+      const next = (
+        await api.patch(`/deployments/${d.id}`, { source_revision_config: { image_uri: 'docker.io/acme/agent:2' } })
+      ).json;
       const first = (await api.get(`/deployments/${d.id}/revisions/${d.latest_revision_id}`)).json;
       expect(first.status).toBe('SKIPPED');
       expect(first.status_message).toBe(`SKIPPED: superseded by revision ${next.latest_revision_id}`);

@@ -28,7 +28,10 @@ afterAll(async () => {
   repo?.remove();
 });
 
-function runScript(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+function runScript(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
@@ -49,10 +52,26 @@ async function runInProcess(args: string[]) {
 describe('examples/deploy-client.ts', () => {
   it('deploys a local repository end to end through the edge: create, poll, patch, poll the latest, delete; exit 0', async () => {
     const tenant = await svc.tenant('client');
-    const r = await runScript(['--url', gw.url, '--repo-url', repo.dir, '--ref', 'main', '--next-ref', 'v2', '--poll-interval', '1', '--timeout', '30'], {
-      API_KEY: tenant.key,
-      TENANT_ID: tenant.workspace,
-    });
+    const r = await runScript(
+      [
+        '--url',
+        gw.url,
+        '--repo-url',
+        repo.dir,
+        '--ref',
+        'main',
+        '--next-ref',
+        'v2',
+        '--poll-interval',
+        '1',
+        '--timeout',
+        '30',
+      ],
+      {
+        API_KEY: tenant.key,
+        TENANT_ID: tenant.workspace,
+      },
+    );
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
     const lines = r.stdout.trim().split('\n');
@@ -69,14 +88,29 @@ describe('examples/deploy-client.ts', () => {
     expect(lines.at(-1)).toBe('result ok exit=0');
     expect(lines.indexOf(`deployed revision=${firstRev}`)).toBeLessThan(lines.indexOf(patched));
     // It really went through the edge, and the deployment is gone.
-    const deleted = await gw.logs.waitFor((l) => l.msg === 'request' && l.status === 204 && typeof l.path === 'string' && l.path.includes(deploymentId!));
+    const deleted = await gw.logs.waitFor(
+      (l) => l.msg === 'request' && l.status === 204 && typeof l.path === 'string' && l.path.includes(deploymentId!),
+    );
     expect(deleted).toMatchObject({ method: 'DELETE', upstream: 'control-plane' });
     expect((await client(gw.url, tenant).get(`/deployments/${deploymentId}`)).status).toBe(404);
   });
 
   it('exit 1 with the reason when a revision fails (and the deployment is cleaned up)', async () => {
     const tenant = await svc.tenant('client');
-    const r = await runInProcess(['--url', gw.url, '--api-key', tenant.key, '--tenant-id', tenant.workspace, '--repo-url', repo.url, '--ref', 'missing', '--poll-interval', '0.05']);
+    const r = await runInProcess([
+      '--url',
+      gw.url,
+      '--api-key',
+      tenant.key,
+      '--tenant-id',
+      tenant.workspace,
+      '--repo-url',
+      repo.url,
+      '--ref',
+      'missing',
+      '--poll-interval',
+      '0.05',
+    ]);
     expect(r.code).toBe(EXIT.failed);
     expect(r.stderr).toMatch(/ended BUILD_FAILED: BUILD_FAILED: repo_ref: "missing" is not a branch, tag or commit/);
     expect(r.stdout).toMatch(/deleted deployment=\S+\nresult failed exit=1$/);
@@ -88,7 +122,21 @@ describe('examples/deploy-client.ts', () => {
     try {
       const tenant = await slow.tenant('client');
       const started = Date.now();
-      const r = await runInProcess(['--url', slow.url, '--api-key', tenant.key, '--tenant-id', tenant.workspace, '--repo-url', repo.url, '--poll-interval', '0.1', '--timeout', '0.5', '--keep']);
+      const r = await runInProcess([
+        '--url',
+        slow.url,
+        '--api-key',
+        tenant.key,
+        '--tenant-id',
+        tenant.workspace,
+        '--repo-url',
+        repo.url,
+        '--poll-interval',
+        '0.1',
+        '--timeout',
+        '0.5',
+        '--keep',
+      ]);
       expect(r.code).toBe(EXIT.timeout);
       expect(Date.now() - started).toBeLessThan(5000);
       expect(r.stderr).toMatch(/not DEPLOYED within 0\.5 s \(last status QUEUED\)/);
@@ -101,14 +149,26 @@ describe('examples/deploy-client.ts', () => {
 
   it('exit 4 when an API call fails, with the status and answer', async () => {
     const tenant = await svc.tenant('client');
-    const r = await runInProcess(['--url', gw.url, '--api-key', `gwk_${'B'.repeat(43)}`, '--tenant-id', tenant.workspace, '--repo-url', repo.url]);
+    const r = await runInProcess([
+      '--url',
+      gw.url,
+      '--api-key',
+      `gwk_${'B'.repeat(43)}`,
+      '--tenant-id',
+      tenant.workspace,
+      '--repo-url',
+      repo.url,
+    ]);
     expect(r.code).toBe(EXIT.api);
     expect(r.stderr).toContain('POST /v2/deployments: expected 201, got 401: {"detail":"Invalid API key."}');
   });
 
   it('exit 2 on usage errors', async () => {
     expect((await runInProcess(['--repo-url', repo.url])).stderr).toMatch(/--api-key \(or API_KEY\) is required/);
-    expect((await runInProcess(['--repo-url', repo.url, '--api-key', 'k', '--tenant-id', 't', '--poll-interval', 'soon'])).code).toBe(EXIT.usage);
+    expect(
+      (await runInProcess(['--repo-url', repo.url, '--api-key', 'k', '--tenant-id', 't', '--poll-interval', 'soon']))
+        .code,
+    ).toBe(EXIT.usage);
     expect((await runInProcess(['--bogus'])).code).toBe(EXIT.usage);
   });
 });

@@ -3,7 +3,15 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway } from '../../helpers/gateway.ts';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
-import { client, deploymentBody, imageBody, makeRepo, startControlPlane, waitForRevision, type TestRepo } from './helpers.ts';
+import {
+  client,
+  deploymentBody,
+  imageBody,
+  makeRepo,
+  startControlPlane,
+  waitForRevision,
+  type TestRepo,
+} from './helpers.ts';
 
 /**
  * With Redis, nothing is lost on a restart: a new process reads every
@@ -40,12 +48,21 @@ describe('restart on Redis', () => {
     const first = await startControlPlane(env);
     const tenant = await first.tenant();
     const api = client(first.url, tenant);
-    const deployed = (await api.post('/deployments', deploymentBody(repo.url, { secrets: [{ name: 'TOKEN', value: 'kept' }] }))).json;
-    const failed = (await api.post('/deployments', deploymentBody(repo.url, { source_revision_config: { repo_ref: 'nope' } }))).json;
+    const deployed = (
+      await api.post('/deployments', deploymentBody(repo.url, { secrets: [{ name: 'TOKEN', value: 'kept' }] }))
+    ).json;
+    const failed = (
+      await api.post('/deployments', deploymentBody(repo.url, { source_revision_config: { repo_ref: 'nope' } }))
+    ).json;
     const image = (await api.post('/deployments', imageBody())).json;
     await waitForRevision(api, image.id, image.latest_revision_id);
-    const image2 = (await api.patch(`/deployments/${image.id}`, { source_revision_config: { image_uri: 'x/y:2' } })).json;
-    for (const [id, rev] of [[deployed.id, deployed.latest_revision_id], [failed.id, failed.latest_revision_id], [image.id, image2.latest_revision_id]]) {
+    const image2 = (await api.patch(`/deployments/${image.id}`, { source_revision_config: { image_uri: 'x/y:2' } }))
+      .json;
+    for (const [id, rev] of [
+      [deployed.id, deployed.latest_revision_id],
+      [failed.id, failed.latest_revision_id],
+      [image.id, image2.latest_revision_id],
+    ]) {
       await waitForRevision(api, id, rev);
     }
     const snapshot = async (base: string, prefix: string) => {
@@ -54,7 +71,8 @@ describe('restart on Redis', () => {
       const out: unknown[] = [list];
       for (const d of list.resources) {
         out.push((await c.get(`/deployments/${d.id}`)).json, (await c.get(`/deployments/${d.id}/revisions`)).json);
-        for (const r of (await c.get(`/deployments/${d.id}/revisions`)).json.resources) out.push((await c.get(`/deployments/${d.id}/revisions/${r.id}`)).json);
+        for (const r of (await c.get(`/deployments/${d.id}/revisions`)).json.resources)
+          out.push((await c.get(`/deployments/${d.id}/revisions/${r.id}`)).json);
       }
       return out;
     };
@@ -69,8 +87,14 @@ describe('restart on Redis', () => {
       expect(await snapshot(gw.url, '/api-host/v2')).toEqual(before);
       expect(await second.cp.service.secretValues(tenant.workspace, deployed.id)).toEqual({ TOKEN: 'kept' });
       expect(second.cp.devKey).toBeNull();
-      const next = (await client(gw.url, tenant).patch(`/deployments/${deployed.id}`, { source_revision_config: { repo_ref: 'main' } })).json;
-      expect((await waitForRevision(client(gw.url, tenant), deployed.id, next.latest_revision_id)).status).toBe('DEPLOYED');
+      const next = (
+        await client(gw.url, tenant).patch(`/deployments/${deployed.id}`, {
+          source_revision_config: { repo_ref: 'main' },
+        })
+      ).json;
+      expect((await waitForRevision(client(gw.url, tenant), deployed.id, next.latest_revision_id)).status).toBe(
+        'DEPLOYED',
+      );
     } finally {
       await gw.close();
       await second.close();
@@ -86,7 +110,8 @@ describe('restart on Redis', () => {
     const queued = (await api.post('/deployments', imageBody())).json;
     await waitForRevision(api, building.id, building.latest_revision_id, (s) => s === 'BUILDING');
     await first.close(); // the run stops; the store still says BUILDING, as after a crash
-    const raw = (dep: string, rev: string) => redis.get(`${RUN}:interrupt:us:rev:${dep}:${rev}`).then((v) => JSON.parse(v!));
+    const raw = (dep: string, rev: string) =>
+      redis.get(`${RUN}:interrupt:us:rev:${dep}:${rev}`).then((v) => JSON.parse(v!));
     expect((await raw(building.id, building.latest_revision_id)).status).toBe('BUILDING');
     expect((await raw(queued.id, queued.latest_revision_id)).status).toBe('QUEUED');
 
@@ -96,10 +121,20 @@ describe('restart on Redis', () => {
       const api2 = client(gw.url, tenant);
       const interrupted = (await api2.get(`/deployments/${building.id}/revisions/${building.latest_revision_id}`)).json;
       expect(interrupted.status).toBe('INTERRUPTED');
-      expect(interrupted.status_message).toMatch(/^INTERRUPTED: the control plane restarted while the revision was BUILDING; patch the deployment/);
-      expect(interrupted.status_history.map((s: { status: string }) => s.status)).toEqual(['QUEUED', 'AWAITING_BUILD', 'BUILDING', 'INTERRUPTED']);
+      expect(interrupted.status_message).toMatch(
+        /^INTERRUPTED: the control plane restarted while the revision was BUILDING; patch the deployment/,
+      );
+      expect(interrupted.status_history.map((s: { status: string }) => s.status)).toEqual([
+        'QUEUED',
+        'AWAITING_BUILD',
+        'BUILDING',
+        'INTERRUPTED',
+      ]);
       expect((await waitForRevision(api2, queued.id, queued.latest_revision_id)).status).toBe('DEPLOYED');
-      expect(await second.logs.waitFor((l) => l.msg === 'recovered unfinished revisions')).toMatchObject({ requeued: 1, interrupted: 1 });
+      expect(await second.logs.waitFor((l) => l.msg === 'recovered unfinished revisions')).toMatchObject({
+        requeued: 1,
+        interrupted: 1,
+      });
     } finally {
       await gw.close();
       await second.close();
@@ -112,7 +147,10 @@ describe('regions on one Redis', () => {
     const env = envFor('regions');
     const us = await startControlPlane({ ...env, REGION: 'us' });
     const eu = await startControlPlane({ ...env, REGION: 'eu' });
-    const [gwUs, gwEu] = await Promise.all([startTestGateway({ REGION: 'us', CONTROL_PLANE_URL: us.url }), startTestGateway({ REGION: 'eu', CONTROL_PLANE_URL: eu.url })]);
+    const [gwUs, gwEu] = await Promise.all([
+      startTestGateway({ REGION: 'us', CONTROL_PLANE_URL: us.url }),
+      startTestGateway({ REGION: 'eu', CONTROL_PLANE_URL: eu.url }),
+    ]);
     try {
       const tenant = await us.tenant(); // one registry: the key works in both regions
       const inUs = client(gwUs.url, tenant);
@@ -123,7 +161,10 @@ describe('regions on one Redis', () => {
       expect(b.region).toBe('eu');
       expect((await inUs.get(`/deployments/${a.id}/revisions/${a.latest_revision_id}`)).json.region).toBe('us');
 
-      expect(await inEu.get(`/deployments/${a.id}`)).toMatchObject({ status: 404, json: { detail: `Deployment ID ${a.id} not found.` } });
+      expect(await inEu.get(`/deployments/${a.id}`)).toMatchObject({
+        status: 404,
+        json: { detail: `Deployment ID ${a.id} not found.` },
+      });
       expect((await inEu.get(`/deployments/${a.id}/revisions`)).status).toBe(404);
       expect((await inEu.delete(`/deployments/${a.id}`)).status).toBe(404);
       expect((await inUs.get(`/deployments/${b.id}`)).status).toBe(404);

@@ -42,11 +42,21 @@ describe.each(targets)('$via $prefix', ({ prefix, base }) => {
   it('401 without X-Api-Key, 401 with an unknown one', async () => {
     const tenant = await svc.tenant();
     const none = client(base(), null, prefix);
-    expectError(await none.get('/deployments', { 'x-tenant-id': tenant.workspace }), 401, 'Missing X-Api-Key header: send a valid API key.');
+    expectError(
+      await none.get('/deployments', { 'x-tenant-id': tenant.workspace }),
+      401,
+      'Missing X-Api-Key header: send a valid API key.',
+    );
     expectError(await none.post('/deployments', imageBody(), { 'x-tenant-id': tenant.workspace }), 401);
     const wrong = client(base(), { key: `gwk_${'A'.repeat(43)}`, workspace: tenant.workspace }, prefix);
     expectError(await wrong.get('/deployments'), 401, 'Invalid API key.');
-    expectError(await client(base(), { key: 'not-even-shaped-like-a-key', workspace: tenant.workspace }, prefix).get('/deployments'), 401, 'Invalid API key.');
+    expectError(
+      await client(base(), { key: 'not-even-shaped-like-a-key', workspace: tenant.workspace }, prefix).get(
+        '/deployments',
+      ),
+      401,
+      'Invalid API key.',
+    );
   });
 
   it('400 without X-Tenant-Id', async () => {
@@ -55,12 +65,20 @@ describe.each(targets)('$via $prefix', ({ prefix, base }) => {
     expectError(res, 400, 'Missing X-Tenant-Id header: send the ID of the workspace to target.');
   });
 
-  it("403 for a workspace of another organisation, or one that does not exist", async () => {
+  it('403 for a workspace of another organisation, or one that does not exist', async () => {
     const mine = await svc.tenant();
     const theirs = await svc.tenant();
     const detail = "X-Tenant-Id names a workspace outside this API key's organisation.";
-    expectError(await client(base(), { key: mine.key, workspace: theirs.workspace }, prefix).get('/deployments'), 403, detail);
-    expectError(await client(base(), { key: mine.key, workspace: `ws-${randomUUID()}` }, prefix).get('/deployments'), 403, detail);
+    expectError(
+      await client(base(), { key: mine.key, workspace: theirs.workspace }, prefix).get('/deployments'),
+      403,
+      detail,
+    );
+    expectError(
+      await client(base(), { key: mine.key, workspace: `ws-${randomUUID()}` }, prefix).get('/deployments'),
+      403,
+      detail,
+    );
   });
 
   it('404 `Deployment ID <id> not found.` for an unknown deployment on every deployment path', async () => {
@@ -111,33 +129,79 @@ describe.each(targets)('$via $prefix', ({ prefix, base }) => {
 
   it('422 with {detail: [{loc, msg, type}]} for a body that fails validation', async () => {
     const api = client(base(), await svc.tenant(), prefix);
-    const bad = await api.post('/deployments', { name: '', source: 'svn', source_config: { deployment_type: 'huge', build_on_push: 'yes' } });
+    const bad = await api.post('/deployments', {
+      name: '',
+      source: 'svn',
+      source_config: { deployment_type: 'huge', build_on_push: 'yes' },
+    });
     expectError(bad, 422);
     expect(bad.json.detail).toEqual(
       expect.arrayContaining([
         { loc: ['body', 'name'], msg: expect.any(String), type: 'too_small' },
         { loc: ['body', 'source'], msg: expect.stringContaining('github'), type: 'invalid_value' },
-        { loc: ['body', 'source_config', 'deployment_type'], msg: expect.stringContaining('dev_free'), type: 'invalid_value' },
-        { loc: ['body', 'source_config', 'build_on_push'], msg: expect.stringContaining('boolean'), type: 'invalid_type' },
+        {
+          loc: ['body', 'source_config', 'deployment_type'],
+          msg: expect.stringContaining('dev_free'),
+          type: 'invalid_value',
+        },
+        {
+          loc: ['body', 'source_config', 'build_on_push'],
+          msg: expect.stringContaining('boolean'),
+          type: 'invalid_type',
+        },
       ]),
     );
     const missing = await api.post('/deployments', { source: 'github' });
     expect(missing.json.detail).toContainEqual({ loc: ['body', 'name'], msg: 'Field required', type: 'missing' });
-    const git = await api.post('/deployments', { name: 'x', source: 'github', source_config: {}, source_revision_config: {} });
+    const git = await api.post('/deployments', {
+      name: 'x',
+      source: 'github',
+      source_config: {},
+      source_revision_config: {},
+    });
     expect(git.json.detail).toEqual([
       { loc: ['body', 'source_config', 'repo_url'], msg: 'Field required for source "github"', type: 'missing' },
-      { loc: ['body', 'source_revision_config', 'repo_ref'], msg: 'Field required for source "github"', type: 'missing' },
+      {
+        loc: ['body', 'source_revision_config', 'repo_ref'],
+        msg: 'Field required for source "github"',
+        type: 'missing',
+      },
     ]);
-    const url = await api.post('/deployments', { name: 'x', source: 'github', source_config: { repo_url: 'ext::sh -c id' }, source_revision_config: { repo_ref: '--upload-pack=x' } });
-    expect(url.json.detail.map((i: { loc: string[] }) => i.loc.join('.'))).toEqual(['body.source_config.repo_url', 'body.source_revision_config.repo_ref']);
-    const secrets = await api.post('/deployments', imageBody({ secrets: [{ name: '1BAD', value: 'v' }, { name: 'A', value: 'v' }, { name: 'A', value: 'w' }] }));
+    const url = await api.post('/deployments', {
+      name: 'x',
+      source: 'github',
+      source_config: { repo_url: 'ext::sh -c id' },
+      source_revision_config: { repo_ref: '--upload-pack=x' },
+    });
+    expect(url.json.detail.map((i: { loc: string[] }) => i.loc.join('.'))).toEqual([
+      'body.source_config.repo_url',
+      'body.source_revision_config.repo_ref',
+    ]);
+    const secrets = await api.post(
+      '/deployments',
+      imageBody({
+        secrets: [
+          { name: '1BAD', value: 'v' },
+          { name: 'A', value: 'v' },
+          { name: 'A', value: 'w' },
+        ],
+      }),
+    );
     expect(secrets.json.detail).toEqual([
-      { loc: ['body', 'secrets', 0, 'name'], msg: expect.stringContaining('environment variable'), type: 'invalid_format' },
+      {
+        loc: ['body', 'secrets', 0, 'name'],
+        msg: expect.stringContaining('environment variable'),
+        type: 'invalid_format',
+      },
       { loc: ['body', 'secrets', 2, 'name'], msg: 'duplicate secret name "A"', type: 'custom' },
     ]);
     expectError(await api.post('/deployments', [1, 2]), 422);
-    const patch = await api.patch(`/deployments/${(await api.post('/deployments', imageBody())).json.id}`, { source_config: { build_on_push: 'true' } });
-    expect(patch.json.detail).toEqual([{ loc: ['body', 'source_config', 'build_on_push'], msg: expect.any(String), type: 'invalid_type' }]);
+    const patch = await api.patch(`/deployments/${(await api.post('/deployments', imageBody())).json.id}`, {
+      source_config: { build_on_push: 'true' },
+    });
+    expect(patch.json.detail).toEqual([
+      { loc: ['body', 'source_config', 'build_on_push'], msg: expect.any(String), type: 'invalid_type' },
+    ]);
   });
 
   it('422 for a body that is not JSON or absent, without echoing it', async () => {
@@ -145,7 +209,9 @@ describe.each(targets)('$via $prefix', ({ prefix, base }) => {
     const broken = await api.post('/deployments', '{"name": "x", "secrets": [{"name": "K", "value": "hunter2-secret"');
     expectError(broken, 422, [{ loc: ['body'], msg: 'Request body is not valid JSON.', type: 'json_invalid' }]);
     expect(broken.text).not.toContain('hunter2');
-    expectError(await api.send('POST', '/deployments'), 422, [{ loc: ['body'], msg: 'Field required', type: 'missing' }]);
+    expectError(await api.send('POST', '/deployments'), 422, [
+      { loc: ['body'], msg: 'Field required', type: 'missing' },
+    ]);
   });
 
   it('422 for query values out of range or unknown', async () => {
@@ -156,7 +222,9 @@ describe.each(targets)('$via $prefix', ({ prefix, base }) => {
       expect(res.json.detail[0].loc).toEqual(['query', q.split('=')[0]]);
     }
     const status = await api.get('/deployments?status=READY,BOGUS');
-    expect(status.json.detail).toEqual([{ loc: ['query', 'status', 1], msg: expect.stringContaining('AWAITING_DATABASE'), type: 'invalid_value' }]);
+    expect(status.json.detail).toEqual([
+      { loc: ['query', 'status', 1], msg: expect.stringContaining('AWAITING_DATABASE'), type: 'invalid_value' },
+    ]);
     const d = (await api.post('/deployments', imageBody())).json;
     expectError(await api.get(`/deployments/${d.id}/revisions?status=NOPE`), 422);
     expectError(await api.get(`/deployments/${d.id}/revisions?limit=1000`), 422);
@@ -165,17 +233,32 @@ describe.each(targets)('$via $prefix', ({ prefix, base }) => {
   it('400 when a patch would change name or source (the same values are accepted)', async () => {
     const api = client(base(), await svc.tenant(), prefix);
     const d = (await api.post('/deployments', imageBody({ name: 'fixed-name' }))).json;
-    expectError(await api.patch(`/deployments/${d.id}`, { name: 'other' }), 400, `Field "name" cannot be changed (deployment ${d.id} is named "fixed-name").`);
-    expectError(await api.patch(`/deployments/${d.id}`, { source: 'github' }), 400, `Field "source" cannot be changed (deployment ${d.id} has source "external_docker").`);
-    expect((await api.patch(`/deployments/${d.id}`, { name: 'fixed-name', source: 'external_docker' })).status).toBe(200);
-    expect((await api.get(`/deployments/${d.id}`)).json).toMatchObject({ name: 'fixed-name', source: 'external_docker' });
+    expectError(
+      await api.patch(`/deployments/${d.id}`, { name: 'other' }),
+      400,
+      `Field "name" cannot be changed (deployment ${d.id} is named "fixed-name").`,
+    );
+    expectError(
+      await api.patch(`/deployments/${d.id}`, { source: 'github' }),
+      400,
+      `Field "source" cannot be changed (deployment ${d.id} has source "external_docker").`,
+    );
+    expect((await api.patch(`/deployments/${d.id}`, { name: 'fixed-name', source: 'external_docker' })).status).toBe(
+      200,
+    );
+    expect((await api.get(`/deployments/${d.id}`)).json).toMatchObject({
+      name: 'fixed-name',
+      source: 'external_docker',
+    });
   });
 
   it('422 when a patch would leave the deployment unbuildable', async () => {
     const api = client(base(), await svc.tenant(), prefix);
     const d = (await api.post('/deployments', deploymentBody('/nonexistent/repo'))).json;
     const res = await api.patch(`/deployments/${d.id}`, { source_config: { repo_url: null } });
-    expectError(res, 422, [{ loc: ['body', 'source_config', 'repo_url'], msg: 'cannot be null for source "github"', type: 'value_error' }]);
+    expectError(res, 422, [
+      { loc: ['body', 'source_config', 'repo_url'], msg: 'cannot be null for source "github"', type: 'value_error' },
+    ]);
     expect((await api.get(`/deployments/${d.id}`)).json.source_config.repo_url).toBe('/nonexistent/repo');
   });
 
@@ -184,7 +267,9 @@ describe.each(targets)('$via $prefix', ({ prefix, base }) => {
     const put = await api.send('PUT', '/deployments');
     expectError(put, 405, 'Method Not Allowed');
     expect(put.headers.get('allow')).toBe('GET, POST');
-    expect((await api.send('POST', `/deployments/${randomUUID()}`, {})).headers.get('allow')).toBe('GET, PATCH, DELETE');
+    expect((await api.send('POST', `/deployments/${randomUUID()}`, {})).headers.get('allow')).toBe(
+      'GET, PATCH, DELETE',
+    );
     expectError(await api.get('/nothing-here'), 404, 'Not Found');
   });
 });

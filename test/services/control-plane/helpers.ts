@@ -7,7 +7,11 @@ import { pathToFileURL } from 'node:url';
 import { expect } from 'vitest';
 import { listen, type Listening } from '../../../src/listen.ts';
 import { createLogger } from '../../../src/log.ts';
-import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from '../../../src/services/control-plane/control-plane.ts';
+import {
+  createControlPlane,
+  type ControlPlane,
+  type ControlPlaneOptions,
+} from '../../../src/services/control-plane/control-plane.ts';
 import { loadControlPlaneSettings } from '../../../src/services/control-plane/settings.ts';
 import { LogCapture } from '../../helpers/gateway.ts';
 
@@ -40,11 +44,15 @@ export const GOOD_APP = {
 export function makeRepo(files: Record<string, string | null> = GOOD_APP): TestRepo {
   const dir = mkdtempSync(join(tmpdir(), 'cp-repo-'));
   const git = (...args: string[]) =>
-    execFileSync('git', ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'commit.gpgsign=false', ...args], {
-      cwd: dir,
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    }).trim();
+    execFileSync(
+      'git',
+      ['-c', 'user.name=Test', '-c', 'user.email=test@example.com', '-c', 'commit.gpgsign=false', ...args],
+      {
+        cwd: dir,
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    ).trim();
   git('init', '--quiet', '-b', 'main');
   const repo: TestRepo = {
     dir,
@@ -68,7 +76,8 @@ export function makeRepo(files: Record<string, string | null> = GOOD_APP): TestR
       let stream = '';
       for (const [branch, changes] of Object.entries(cases)) {
         stream += `commit refs/heads/${branch}\ncommitter Test <test@example.com> 1700000000 +0000\n${data(branch)}from refs/heads/main^0\n`;
-        for (const [path, content] of Object.entries(changes)) stream += content === null ? `D ${path}\n` : `M 100644 inline ${path}\n${data(content)}`;
+        for (const [path, content] of Object.entries(changes))
+          stream += content === null ? `D ${path}\n` : `M 100644 inline ${path}\n${data(content)}`;
         stream += '\n';
       }
       execFileSync('git', ['fast-import', '--quiet'], { cwd: dir, input: stream, stdio: ['pipe', 'ignore', 'pipe'] });
@@ -97,7 +106,10 @@ export interface Tenant {
   readonly key: string;
 }
 
-export async function startControlPlane(env: Record<string, string> = {}, options: ControlPlaneOptions = {}): Promise<TestControlPlane> {
+export async function startControlPlane(
+  env: Record<string, string> = {},
+  options: ControlPlaneOptions = {},
+): Promise<TestControlPlane> {
   const workDir = env.BUILD_WORK_DIR ?? mkdtempSync(join(tmpdir(), 'cp-work-'));
   const settings = loadControlPlaneSettings({
     LOG_LEVEL: 'info',
@@ -142,14 +154,23 @@ export interface Answer {
 
 /** Requests to one base URL (the service itself or the edge) with a tenant's headers. */
 export function client(base: string, tenant: Pick<Tenant, 'key' | 'workspace'> | null, prefix = '/v2') {
-  const send = async (method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<Answer> => {
+  const send = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    extra: Record<string, string> = {},
+  ): Promise<Answer> => {
     const headers: Record<string, string> = { ...extra };
     if (tenant) {
       headers['x-api-key'] ??= tenant.key;
       headers['x-tenant-id'] ??= tenant.workspace;
     }
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(base + prefix + path, { method, headers, body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body) });
+    const res = await fetch(base + prefix + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
     const text = await res.text();
     let json: unknown = undefined;
     try {
@@ -174,7 +195,14 @@ export function deploymentBody(repoUrl: string, overrides: Record<string, unknow
   return {
     name: `app-${randomUUID().slice(0, 8)}`,
     source: 'github',
-    source_config: { integration_id: null, repo_url: repoUrl, deployment_type: 'dev', build_on_push: false, custom_url: null, resource_spec: null },
+    source_config: {
+      integration_id: null,
+      repo_url: repoUrl,
+      deployment_type: 'dev',
+      build_on_push: false,
+      custom_url: null,
+      resource_spec: null,
+    },
     source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json', image_uri: null },
     secrets: [],
     ...overrides,
@@ -194,8 +222,17 @@ export function imageBody(overrides: Record<string, unknown> = {}) {
 
 const FINAL = /FAILED|DEPLOYED|SKIPPED|INTERRUPTED/;
 
-/** Polls a revision (10 ms apart at first, backing off to 100 ms) until its status is final or `until` holds; fails the test after `timeoutMs`. */
-export async function waitForRevision(api: Client, deploymentId: string, revisionId: string, until = (s: string) => FINAL.test(s), timeoutMs = 15_000) {
+/**
+ * Polls a revision (10 ms apart at first, backing off to 100 ms) until its status is final or `until` holds; fails the
+ * test after `timeoutMs`.
+ */
+export async function waitForRevision(
+  api: Client,
+  deploymentId: string,
+  revisionId: string,
+  until = (s: string) => FINAL.test(s),
+  timeoutMs = 15_000,
+) {
   const deadline = Date.now() + timeoutMs;
   for (let pause = 10; ; pause = Math.min(100, pause * 1.5)) {
     const res = await api.get(`/deployments/${deploymentId}/revisions/${revisionId}`);
@@ -207,7 +244,11 @@ export async function waitForRevision(api: Client, deploymentId: string, revisio
 }
 
 /** Polls `check` until it returns something truthy. */
-export async function eventually<T>(check: () => T | Promise<T>, timeoutMs = 5000, what = 'condition'): Promise<NonNullable<T>> {
+export async function eventually<T>(
+  check: () => T | Promise<T>,
+  timeoutMs = 5000,
+  what = 'condition',
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await check();

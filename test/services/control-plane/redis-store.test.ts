@@ -62,7 +62,14 @@ describe('RedisControlPlaneStore regions', () => {
 describe('RedisControlPlaneStore failures', () => {
   it('a Redis that is gone is StoreUnavailable, not a crash or a hang', async () => {
     const server = await startRedis();
-    const client = new Redis({ host: '127.0.0.1', port: server.port, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false, lazyConnect: true });
+    const client = new Redis({
+      host: '127.0.0.1',
+      port: server.port,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+      enableOfflineQueue: false,
+      lazyConnect: true,
+    });
     client.on('error', () => {});
     await client.connect();
     const store = new RedisControlPlaneStore(client, 'us', { prefix: 'cp' });

@@ -13,7 +13,12 @@ import { client, imageBody, startControlPlane, waitForRevision, type TestControl
  */
 
 const PREFIX = `test:cp-secrets:${randomUUID()}`;
-const env = { REDIS_URL: 'redis://127.0.0.1:6379', CONTROL_PLANE_PREFIX: PREFIX, KEYS_PREFIX: `${PREFIX}:keys`, LOG_LEVEL: 'trace' };
+const env = {
+  REDIS_URL: 'redis://127.0.0.1:6379',
+  CONTROL_PLANE_PREFIX: PREFIX,
+  KEYS_PREFIX: `${PREFIX}:keys`,
+  LOG_LEVEL: 'trace',
+};
 const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
 let svc: TestControlPlane;
 let gw: TestGateway;
@@ -44,16 +49,38 @@ describe('secrets', () => {
     const v2 = client(gw.url, tenant, '/v2');
     const hosted = client(gw.url, tenant, '/api-host/v2');
 
-    const created = (await seen(v2.post('/deployments', imageBody({ secrets: [{ name: 'OPENAI_API_KEY', value }, { name: 'DB_PASSWORD', value: other }] })))).json;
+    const created = (
+      await seen(
+        v2.post(
+          '/deployments',
+          imageBody({
+            secrets: [
+              { name: 'OPENAI_API_KEY', value },
+              { name: 'DB_PASSWORD', value: other },
+            ],
+          }),
+        ),
+      )
+    ).json;
     expect(created.secrets).toEqual([{ name: 'OPENAI_API_KEY' }, { name: 'DB_PASSWORD' }]);
     await waitForRevision(v2, created.id, created.latest_revision_id);
     for (const api of [v2, hosted]) {
-      expect((await seen(api.get(`/deployments/${created.id}`))).json.secrets).toEqual([{ name: 'OPENAI_API_KEY' }, { name: 'DB_PASSWORD' }]);
+      expect((await seen(api.get(`/deployments/${created.id}`))).json.secrets).toEqual([
+        { name: 'OPENAI_API_KEY' },
+        { name: 'DB_PASSWORD' },
+      ]);
       await seen(api.get('/deployments'));
       await seen(api.get(`/deployments/${created.id}/revisions`));
       await seen(api.get(`/deployments/${created.id}/revisions/${created.latest_revision_id}`));
     }
-    const patched = (await seen(hosted.patch(`/deployments/${created.id}`, { secrets: [{ name: 'OPENAI_API_KEY', value: `${value}-rotated` }], source_revision_config: { image_uri: 'x/y:2' } }))).json;
+    const patched = (
+      await seen(
+        hosted.patch(`/deployments/${created.id}`, {
+          secrets: [{ name: 'OPENAI_API_KEY', value: `${value}-rotated` }],
+          source_revision_config: { image_uri: 'x/y:2' },
+        }),
+      )
+    ).json;
     expect(patched.secrets).toEqual([{ name: 'OPENAI_API_KEY' }]);
     const invalid = await seen(v2.post('/deployments', imageBody({ secrets: [{ name: 'not a name', value }] })));
     expect(invalid.status).toBe(422);
@@ -80,10 +107,14 @@ describe('secrets', () => {
     expect(all).not.toContain(value);
     expect(all).not.toContain(other);
     const record = JSON.parse((await redis.get(`${PREFIX}:us:dep:${created.id}`))!);
-    expect(record.secrets).toEqual([{ name: 'OPENAI_API_KEY', ciphertext: expect.stringMatching(/^v1\.[\w-]{8}\.[\w-]{16}\.[\w-]{22}\.[\w-]+$/) }]);
+    expect(record.secrets).toEqual([
+      { name: 'OPENAI_API_KEY', ciphertext: expect.stringMatching(/^v1\.[\w-]{8}\.[\w-]{16}\.[\w-]{22}\.[\w-]+$/) },
+    ]);
 
     // Only the process that runs the deployment opens them, with the right key.
-    expect(await svc.cp.service.secretValues(tenant.workspace, created.id)).toEqual({ OPENAI_API_KEY: `${value}-rotated` });
+    expect(await svc.cp.service.secretValues(tenant.workspace, created.id)).toEqual({
+      OPENAI_API_KEY: `${value}-rotated`,
+    });
     const wrongKey = await startControlPlane({ ...env, SECRETS_KEY: Buffer.alloc(32, 9).toString('base64') });
     try {
       const err = await wrongKey.cp.service.secretValues(tenant.workspace, created.id).catch((e: unknown) => e);

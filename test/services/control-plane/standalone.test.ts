@@ -7,7 +7,10 @@ import { runControlPlane } from '../../../src/services/control-plane/main.ts';
 import { LogCapture } from '../../helpers/gateway.ts';
 import { client, imageBody } from './helpers.ts';
 
-/** The service alone, as `npx tsx src/services/control-plane/main.ts` runs it (here in process, stopped by a promise instead of SIGTERM). */
+/**
+ * The service alone, as `npx tsx src/services/control-plane/main.ts` runs it (here in process, stopped by a promise
+ * instead of SIGTERM).
+ */
 describe('control plane main', () => {
   it('listens, prints the development key once on stdout (never in a log line), serves with it, and exits 0 when stopped', async () => {
     const workDir = mkdtempSync(join(tmpdir(), 'cp-main-'));
@@ -19,7 +22,11 @@ describe('control plane main', () => {
     const exit = runControlPlane(
       { CONTROL_PLANE_PORT: '0', NODE_ENV: 'development', BUILD_WORK_DIR: workDir },
       { log: (l) => stdout.push(l), err: (l) => stdout.push(`ERR ${l}`) },
-      { stop: new Promise((r) => (stop = r)), listening, log: createLogger('info', logs.stream as unknown as Parameters<typeof createLogger>[1]) },
+      {
+        stop: new Promise((r) => (stop = r)),
+        listening,
+        log: createLogger('info', logs.stream as unknown as Parameters<typeof createLogger>[1]),
+      },
     );
     try {
       const base = await url;
@@ -43,7 +50,9 @@ describe('control plane main', () => {
 
   it('exits 2 naming the variable when a setting is invalid', async () => {
     const lines: string[] = [];
-    expect(await runControlPlane({ BUILD_CONCURRENCY: 'lots' }, { log: (l) => lines.push(l), err: (l) => lines.push(l) })).toBe(2);
+    expect(
+      await runControlPlane({ BUILD_CONCURRENCY: 'lots' }, { log: (l) => lines.push(l), err: (l) => lines.push(l) }),
+    ).toBe(2);
     expect(lines).toEqual(['control plane: BUILD_CONCURRENCY: must be a whole number 1-64, got "lots"']);
   });
 });

@@ -29,7 +29,14 @@ export function deploymentRecord(overrides: Partial<StoredDeployment> = {}, regi
     tenant_id: 'ws-a',
     region,
     source: 'github',
-    source_config: { integration_id: null, repo_url: 'file:///repo', deployment_type: 'dev', build_on_push: false, custom_url: null, resource_spec: null },
+    source_config: {
+      integration_id: null,
+      repo_url: 'file:///repo',
+      deployment_type: 'dev',
+      build_on_push: false,
+      custom_url: null,
+      resource_spec: null,
+    },
     source_revision_config: { repo_ref: 'main', langgraph_config_path: 'langgraph.json', image_uri: null },
     secrets: [{ name: 'K', ciphertext: 'v1.x.y.z.w' }],
     created_at: now,
@@ -43,7 +50,11 @@ export function deploymentRecord(overrides: Partial<StoredDeployment> = {}, regi
   };
 }
 
-export function revisionRecord(d: StoredDeployment, seq: number, overrides: Partial<StoredRevision> = {}): StoredRevision {
+export function revisionRecord(
+  d: StoredDeployment,
+  seq: number,
+  overrides: Partial<StoredRevision> = {},
+): StoredRevision {
   return { ...queuedRevision(d, seq, at().toISOString()), ...overrides };
 }
 
@@ -80,7 +91,9 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
       const { d, first } = await create();
       expect(await h.store.getDeployment('ws-b', d.id)).toBeNull();
       expect(await h.store.listDeployments('ws-b', {}, ALL)).toEqual([]);
-      expect(await h.store.updateDeployment('ws-b', d.id, (c) => ({ deployment: { ...c, name: 'stolen' } }))).toBeNull();
+      expect(
+        await h.store.updateDeployment('ws-b', d.id, (c) => ({ deployment: { ...c, name: 'stolen' } })),
+      ).toBeNull();
       expect(await h.store.deleteDeployment('ws-b', d.id)).toBeNull();
       expect((await h.store.getDeployment('ws-a', d.id))?.name).toBe(d.name);
       expect(await h.store.getRevision(d.id, first.id)).not.toBeNull();
@@ -103,7 +116,13 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
       const tenant = `ws-${randomUUID().slice(0, 8)}`;
       const a = (await create({ tenant_id: tenant, name: 'alpha-api' })).d;
       const b = (await create({ tenant_id: tenant, name: 'beta', status: 'READY' })).d;
-      const c = (await create({ tenant_id: tenant, name: 'ALPHA-worker', source_config: { ...a.source_config, deployment_type: 'prod' } })).d;
+      const c = (
+        await create({
+          tenant_id: tenant,
+          name: 'ALPHA-worker',
+          source_config: { ...a.source_config, deployment_type: 'prod' },
+        })
+      ).d;
       const ids = (list: StoredDeployment[]) => list.map((d) => d.id);
       expect(ids(await h.store.listDeployments(tenant, {}, ALL))).toEqual([c.id, b.id, a.id]);
       expect(ids(await h.store.listDeployments(tenant, {}, { limit: 2, offset: 0 }))).toEqual([c.id, b.id]);
@@ -112,7 +131,9 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
       expect(ids(await h.store.listDeployments(tenant, { statuses: ['READY'] }, ALL))).toEqual([b.id]);
       expect(ids(await h.store.listDeployments(tenant, { deploymentTypes: ['prod'] }, ALL))).toEqual([c.id]);
       expect(ids(await h.store.listDeployments(tenant, { ids: [a.id, b.id] }, ALL))).toEqual([b.id, a.id]);
-      expect(ids(await h.store.listDeployments(tenant, { nameContains: 'alpha', deploymentTypes: ['dev'] }, ALL))).toEqual([a.id]);
+      expect(
+        ids(await h.store.listDeployments(tenant, { nameContains: 'alpha', deploymentTypes: ['dev'] }, ALL)),
+      ).toEqual([a.id]);
     });
 
     it('updateDeployment applies the change; null writes nothing; a revision added with it is stored too', async () => {
@@ -121,12 +142,17 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
       expect(renamed?.deployment.status).toBe('READY');
       expect((await h.store.getDeployment('ws-a', d.id))?.status).toBe('READY');
 
-      expect(await h.store.updateDeployment('ws-a', d.id, () => null)).toEqual({ deployment: { ...d, status: 'READY' } });
+      expect(await h.store.updateDeployment('ws-a', d.id, () => null)).toEqual({
+        deployment: { ...d, status: 'READY' },
+      });
 
       let second: StoredRevision | undefined;
       await h.store.updateDeployment('ws-a', d.id, (c) => {
         second = revisionRecord(c, c.revision_count + 1);
-        return { deployment: { ...c, latest_revision_id: second.id, revision_count: c.revision_count + 1 }, revision: second };
+        return {
+          deployment: { ...c, latest_revision_id: second.id, revision_count: c.revision_count + 1 },
+          revision: second,
+        };
       });
       expect((await h.store.getDeployment('ws-a', d.id))?.latest_revision_id).toBe(second!.id);
       expect((await h.store.listRevisions(d.id, undefined, ALL)).map((r) => r.id)).toEqual([second!.id, first.id]);
@@ -153,8 +179,16 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
         revs.push(r);
       }
       const ids = (list: StoredRevision[]) => list.map((r) => r.id);
-      expect(ids(await h.store.listRevisions(d.id, undefined, ALL))).toEqual([revs[3]!.id, revs[2]!.id, revs[1]!.id, revs[0]!.id]);
-      expect(ids(await h.store.listRevisions(d.id, undefined, { limit: 2, offset: 1 }))).toEqual([revs[2]!.id, revs[1]!.id]);
+      expect(ids(await h.store.listRevisions(d.id, undefined, ALL))).toEqual([
+        revs[3]!.id,
+        revs[2]!.id,
+        revs[1]!.id,
+        revs[0]!.id,
+      ]);
+      expect(ids(await h.store.listRevisions(d.id, undefined, { limit: 2, offset: 1 }))).toEqual([
+        revs[2]!.id,
+        revs[1]!.id,
+      ]);
       expect(ids(await h.store.listRevisions(d.id, ['BUILD_FAILED'], ALL))).toEqual([revs[2]!.id]);
       expect(ids(await h.store.listRevisions(d.id, ['QUEUED'], { limit: 1, offset: 1 }))).toEqual([revs[1]!.id]);
       expect(ids(await h.store.listRevisions(d.id, ['QUEUED', 'BUILD_FAILED'], ALL))).toHaveLength(4);
@@ -164,7 +198,10 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
       const { d, first } = await create();
       const moved = await h.store.updateRevision(d.id, first.id, (r) => moveRevision(r, 'AWAITING_BUILD', at()));
       expect(moved?.status).toBe('AWAITING_BUILD');
-      expect((await h.store.getRevision(d.id, first.id))?.status_history.map((s) => s.status)).toEqual(['QUEUED', 'AWAITING_BUILD']);
+      expect((await h.store.getRevision(d.id, first.id))?.status_history.map((s) => s.status)).toEqual([
+        'QUEUED',
+        'AWAITING_BUILD',
+      ]);
       expect(await h.store.updateRevision(d.id, first.id, () => null)).toBeNull();
       expect((await h.store.getRevision(d.id, first.id))?.status).toBe('AWAITING_BUILD');
     });
@@ -172,7 +209,9 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
     it('unfinished revisions are those not in a final status', async () => {
       const a = await create();
       const b = await create();
-      await h.store.updateRevision(b.d.id, b.first.id, (r) => moveRevision(moveRevision(r, 'AWAITING_BUILD', at()), 'BUILD_FAILED', at(), 'x'));
+      await h.store.updateRevision(b.d.id, b.first.id, (r) =>
+        moveRevision(moveRevision(r, 'AWAITING_BUILD', at()), 'BUILD_FAILED', at(), 'x'),
+      );
       const unfinished = (await h.store.unfinishedRevisions()).map((r) => r.id);
       expect(unfinished).toContain(a.first.id);
       expect(unfinished).not.toContain(b.first.id);
@@ -207,7 +246,9 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
       const stores = [h.store, h.peer ?? h.store];
       await Promise.all(
         Array.from({ length: 20 }, (_, i) =>
-          stores[i % 2]!.updateDeployment('ws-a', d.id, (c) => ({ deployment: { ...c, revision_count: c.revision_count + 1 } })),
+          stores[i % 2]!.updateDeployment('ws-a', d.id, (c) => ({
+            deployment: { ...c, revision_count: c.revision_count + 1 },
+          })),
         ),
       );
       expect((await h.store.getDeployment('ws-a', d.id))?.revision_count).toBe(20);

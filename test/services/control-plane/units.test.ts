@@ -3,7 +3,15 @@ import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeDevelopmentKey } from '../../../src/keys/bootstrap.ts';
 import { BuildQueue } from '../../../src/services/control-plane/build-queue.ts';
-import { canMove, IllegalTransition, isFailed, isTerminal, moveRevision, PIPELINE, supersededStatus } from '../../../src/services/control-plane/revision-state.ts';
+import {
+  canMove,
+  IllegalTransition,
+  isFailed,
+  isTerminal,
+  moveRevision,
+  PIPELINE,
+  supersededStatus,
+} from '../../../src/services/control-plane/revision-state.ts';
 import { SecretBox, SecretError } from '../../../src/services/control-plane/secrets.ts';
 import { loadControlPlaneSettings } from '../../../src/services/control-plane/settings.ts';
 import { REVISION_STATUSES } from '../../../src/services/control-plane/types.ts';
@@ -15,8 +23,25 @@ import { deploymentRecord, revisionRecord } from './store-contract.ts';
 describe('control plane settings', () => {
   it('has documented defaults', () => {
     const s = loadControlPlaneSettings({});
-    expect(s).toMatchObject({ region: 'us', redisUrl: null, storePrefix: 'cp', keysPrefix: 'keys', secretsKey: null, buildDelayMs: 0, buildConcurrency: 2, gitTimeoutMs: 60_000, development: true, localRepos: true });
-    expect(loadControlPlaneSettings({ BUILD_DELAY_SECONDS: '180', SECRETS_KEY: Buffer.alloc(32, 1).toString('base64'), NODE_ENV: 'production' })).toMatchObject({
+    expect(s).toMatchObject({
+      region: 'us',
+      redisUrl: null,
+      storePrefix: 'cp',
+      keysPrefix: 'keys',
+      secretsKey: null,
+      buildDelayMs: 0,
+      buildConcurrency: 2,
+      gitTimeoutMs: 60_000,
+      development: true,
+      localRepos: true,
+    });
+    expect(
+      loadControlPlaneSettings({
+        BUILD_DELAY_SECONDS: '180',
+        SECRETS_KEY: Buffer.alloc(32, 1).toString('base64'),
+        NODE_ENV: 'production',
+      }),
+    ).toMatchObject({
       buildDelayMs: 180_000,
       secretsKey: Buffer.alloc(32, 1),
       development: false,
@@ -98,7 +123,15 @@ describe('revision state machine', () => {
     for (const s of REVISION_STATUSES) {
       if (isTerminal(s)) for (const to of REVISION_STATUSES) expect(canMove(s, to)).toBe(false);
     }
-    expect(REVISION_STATUSES.filter(isTerminal)).toEqual(['CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED', 'DEPLOYED', 'SKIPPED', 'INTERRUPTED', 'UNKNOWN']);
+    expect(REVISION_STATUSES.filter(isTerminal)).toEqual([
+      'CREATE_FAILED',
+      'BUILD_FAILED',
+      'DEPLOY_FAILED',
+      'DEPLOYED',
+      'SKIPPED',
+      'INTERRUPTED',
+      'UNKNOWN',
+    ]);
     expect(REVISION_STATUSES.filter(isFailed)).toEqual(['CREATE_FAILED', 'BUILD_FAILED', 'DEPLOY_FAILED']);
   });
 
@@ -109,7 +142,11 @@ describe('revision state machine', () => {
       expect(canMove(s, 'INTERRUPTED')).toBe(true);
     }
     const stopped = moveRevision(revisionRecord(deploymentRecord(), 1), 'SKIPPED', at, 'SKIPPED: superseded');
-    expect(stopped.status_history.at(-1)).toEqual({ status: 'SKIPPED', at: at.toISOString(), message: 'SKIPPED: superseded' });
+    expect(stopped.status_history.at(-1)).toEqual({
+      status: 'SKIPPED',
+      at: at.toISOString(),
+      message: 'SKIPPED: superseded',
+    });
   });
 });
 
@@ -167,7 +204,11 @@ describe('BuildQueue', () => {
     q.add('bad', 'g', async () => {}); // same id while queued: ignored
     await q.idle();
     expect(errors).toEqual(['bad: broken']);
-    q.add('long', 'g', (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))));
+    q.add(
+      'long',
+      'g',
+      (signal) => new Promise((_, reject) => signal.addEventListener('abort', () => reject(new Error('aborted')))),
+    );
     await q.close();
     expect(errors).toEqual(['bad: broken']);
     q.add('late', 'g', async () => {});
@@ -184,7 +225,12 @@ describe('first start in development', () => {
   });
 
   it('an empty registry gets one development key, returned once and never logged; it works; the next start makes none', async () => {
-    const env = { REDIS_URL: 'redis://127.0.0.1:6379', CONTROL_PLANE_PREFIX: RUN, KEYS_PREFIX: `${RUN}:keys`, NODE_ENV: 'development' };
+    const env = {
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      CONTROL_PLANE_PREFIX: RUN,
+      KEYS_PREFIX: `${RUN}:keys`,
+      NODE_ENV: 'development',
+    };
     const first = await startControlPlane(env);
     try {
       const dev = first.cp.devKey!;
@@ -206,9 +252,13 @@ describe('first start in development', () => {
     const prod = await startControlPlane({ NODE_ENV: 'production', SECRETS_KEY: '' });
     try {
       expect(prod.cp.devKey).toBeNull();
-      const warning = await prod.logs.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('SECRETS_KEY is unset'));
+      const warning = await prod.logs.waitFor(
+        (l) => typeof l.msg === 'string' && l.msg.startsWith('SECRETS_KEY is unset'),
+      );
       expect(warning.level).toBe(40);
-      const noKeys = await prod.logs.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('the key registry is in memory'));
+      const noKeys = await prod.logs.waitFor(
+        (l) => typeof l.msg === 'string' && l.msg.startsWith('the key registry is in memory'),
+      );
       expect(noKeys).toMatchObject({ level: 40, msg: expect.stringContaining('REDIS_URL') });
     } finally {
       await prod.close();
