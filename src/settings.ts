@@ -1,4 +1,20 @@
-import { REGIONS, type Region } from './rules/load.ts';
+import { REGIONS, type Region } from './region.ts';
+import {
+  bytes,
+  duration,
+  integer,
+  list,
+  LOG_LEVELS,
+  matching,
+  oneOf,
+  optionalUrl,
+  port,
+  SettingsError,
+  text,
+  type Env,
+} from './settings/env.ts';
+
+export { SettingsError } from './settings/env.ts';
 
 /**
  * Environment → one frozen, typed Settings. An invalid value fails at boot
@@ -44,26 +60,11 @@ export interface Settings {
   readonly maxConnections: number;
 }
 
-export class SettingsError extends Error {
-  readonly code = 'invalid_settings';
-  constructor(
-    readonly variable: string,
-    reason: string,
-  ) {
-    super(`${variable}: ${reason}`);
-    this.name = 'SettingsError';
-  }
-}
-
 /**
  * Used when IDENTITY_SECRET is unset. Every process then derives the same keys, which is what a local setup wants;
  * production sets its own.
  */
 export const DEVELOPMENT_IDENTITY_SECRET = 'development-identity-secret-set-IDENTITY_SECRET-in-production';
-
-const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
-
-type Env = Readonly<Record<string, string | undefined>>;
 
 export function loadSettings(env: Env = process.env): Settings {
   const secret = text(env, 'IDENTITY_SECRET', '');
@@ -105,76 +106,8 @@ export function loadSettings(env: Env = process.env): Settings {
   });
 }
 
-function list(env: Env, name: string): string[] {
-  return text(env, name, '')
-    .split(',')
-    .map((s) => s.trim())
-    .filter((s) => s !== '');
-}
-
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
-  const v = text(env, name, String(fallback));
-  const n = /^\d+$/.test(v) ? Number(v) : NaN;
-  if (!(n >= min && n <= max)) throw new SettingsError(name, `must be a whole number ${min}-${max}, got "${v}"`);
-  return n;
-}
-
-function optionalUrl(env: Env, name: string, protocols: readonly string[]): string | null {
-  const v = text(env, name, '');
-  if (v === '') return null;
-  if (!URL.canParse(v) || !protocols.includes(new URL(v).protocol)) {
-    throw new SettingsError(name, `must be a ${protocols.map((p) => p + '//').join(' or ')} URL, got "${v}"`);
-  }
-  return v;
-}
-
 function hostPort(name: string, entry: string): { host: string; port: number } {
   const m = /^(.+):(\d{1,5})$/.exec(entry);
   if (!m || Number(m[2]) > 65535) throw new SettingsError(name, `each node must be host:port, got "${entry}"`);
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
-}
-
-/** `30s`, `500ms`, `2m`, or a plain number of seconds → milliseconds. */
-function duration(env: Env, name: string, fallbackMs: number): number {
-  const v = text(env, name, '');
-  if (v === '') return fallbackMs;
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m)?$/.exec(v);
-  if (!m) throw new SettingsError(name, `must be a duration such as 30s, 500ms or 2m, got "${v}"`);
-  const ms = Number(m[1]) * (m[2] === 'ms' ? 1 : m[2] === 'm' ? 60_000 : 1000);
-  if (!(ms >= 1)) throw new SettingsError(name, `must be at least 1ms, got "${v}"`);
-  return ms;
-}
-
-/** `10485760`, `512KiB`, `10MiB`, `1GiB` (also KB/MB/GB, taken as binary) → bytes. */
-function bytes(env: Env, name: string, fallback: number): number {
-  const v = text(env, name, '');
-  if (v === '') return fallback;
-  const m = /^(\d+)\s*(k|kb|kib|m|mb|mib|g|gb|gib)?$/i.exec(v);
-  if (!m) throw new SettingsError(name, `must be a size such as 10MiB or 1048576, got "${v}"`);
-  const unit = (m[2] ?? '').toLowerCase()[0];
-  return Number(m[1]) * (unit === 'k' ? 1024 : unit === 'm' ? 1024 ** 2 : unit === 'g' ? 1024 ** 3 : 1);
-}
-
-function text(env: Env, name: string, fallback: string): string {
-  const v = env[name]?.trim();
-  return v === undefined || v === '' ? fallback : v;
-}
-
-function port(env: Env, name: string, fallback: number): number {
-  const v = text(env, name, String(fallback));
-  const n = /^\d{1,5}$/.test(v) ? Number(v) : NaN;
-  if (!(n >= 0 && n <= 65535)) throw new SettingsError(name, `must be a port number 0-65535, got "${v}"`);
-  return n;
-}
-
-function oneOf<T extends string>(env: Env, name: string, values: readonly T[], fallback: T): T {
-  const v = text(env, name, fallback).toLowerCase();
-  if (!values.includes(v as T)) throw new SettingsError(name, `must be one of ${values.join(', ')}, got "${v}"`);
-  return v as T;
-}
-
-function matching(env: Env, name: string, re: RegExp, fallback: string, what: string): string {
-  const v = text(env, name, fallback);
-  if (!re.test(v)) throw new SettingsError(name, `must be ${what}, got "${v}"`);
-  return v;
 }

@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import { parseArgs } from 'node:util';
-import { REGIONS, type Region } from '../rules/load.ts';
+import { REGIONS, type Region } from '../region.ts';
 import { InvalidPathError } from '../rules/normalize-path.ts';
 import { RuleFileError } from '../rules/parse.ts';
 import { loadSettings, SettingsError } from '../settings.ts';

@@ -1,10 +1,3 @@
-/** Where a command writes: stdout for its answer, stderr for trouble. Injected so tests read both. */
-export interface Output {
-  log(line: string): void;
-  err(line: string): void;
-}
-
-export const consoleOutput: Output = {
-  log: (line) => process.stdout.write(line + '\n'),
-  err: (line) => process.stderr.write(line + '\n'),
-};
+// The commands' Output lives in src/output.ts, shared with the services' own entry points; the CLI modules keep
+// importing it from here.
+export { consoleOutput, type Output } from '../output.ts';

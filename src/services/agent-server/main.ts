@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { consoleOutput, type Output } from '../../cli/output.ts';
+import { consoleOutput, type Output } from '../../output.ts';
 import { listen } from '../../listen.ts';
 import { createLogger } from '../../log.ts';
-import { SettingsError } from '../../settings.ts';
+import { SettingsError } from '../../settings/env.ts';
 import { AppConfigError } from './app-config.ts';
 import { createAgentServer } from './app.ts';
 import { fixedKeyVerifier } from './auth.ts';

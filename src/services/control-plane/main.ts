@@ -1,10 +1,10 @@
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { consoleOutput, type Output } from '../../cli/output.ts';
+import { consoleOutput, type Output } from '../../output.ts';
 import { describeDevelopmentKey } from '../../keys/bootstrap.ts';
 import { listen } from '../../listen.ts';
 import { createLogger } from '../../log.ts';
-import { SettingsError } from '../../settings.ts';
+import { SettingsError } from '../../settings/env.ts';
 import { createControlPlane } from './control-plane.ts';
 import { loadControlPlaneSettings } from './settings.ts';
 

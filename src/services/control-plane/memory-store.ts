@@ -1,4 +1,4 @@
-import type { Region } from '../../rules/load.ts';
+import type { Region } from '../../region.ts';
 import { isTerminal } from './revision-state.ts';
 import {
   checkOwnership,

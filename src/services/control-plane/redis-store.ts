@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import type { Region } from '../../rules/load.ts';
+import type { Region } from '../../region.ts';
 import { StoreUnavailable } from './errors.ts';
 import { isTerminal } from './revision-state.ts';
 import {

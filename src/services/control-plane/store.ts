@@ -1,4 +1,4 @@
-import type { Region } from '../../rules/load.ts';
+import type { Region } from '../../region.ts';
 import type { DeploymentStatus, DeploymentType, RevisionStatus, StoredDeployment, StoredRevision } from './types.ts';
 
 /**

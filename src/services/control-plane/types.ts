@@ -1,4 +1,4 @@
-import type { Region } from '../../rules/load.ts';
+import type { Region } from '../../region.ts';
 
 /** The public values (LangSmith Deployment control plane v2). */
 export const SOURCES = ['github', 'external_docker', 'internal_docker', 'internal_source'] as const;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Region } from '../../../src/rules/load.ts';
+import type { Region } from '../../../src/region.ts';
 import { moveRevision, queuedRevision } from '../../../src/services/control-plane/revision-state.ts';
 import type { ControlPlaneStore } from '../../../src/services/control-plane/store.ts';
 import type { StoredDeployment, StoredRevision } from '../../../src/services/control-plane/types.ts';

@@ -1,0 +1,41 @@
+import { matching, optionalUrl, renamed, type Env } from './env.ts';
+
+/**
+ * Where the API-key registry lives: read by the bundled services, the control plane and `gateway keys`, so it sits
+ * beside the settings toolkit rather than in any one of them.
+ */
+export interface KeyRegistrySettings {
+  /** Redis of the registry (REDIS_URL); null = in memory. */
+  readonly redisUrl: string | null;
+  /** Prefix of the registry's Redis keys (API_KEYS_PREFIX, formerly KEYS_PREFIX). */
+  readonly prefix: string;
+  /** Set when the deprecated KEYS_PREFIX is in the environment: log it once at start. */
+  readonly warning: string | null;
+}
+
+export function loadKeyRegistrySettings(env: Env = process.env): KeyRegistrySettings {
+  const redisUrl = redisUrlSetting(env);
+  return Object.freeze({ redisUrl, ...keysPrefixSetting(env) });
+}
+
+/**
+ * REDIS_URL as the services read it. `{id}` is tolerated in it, as it always was, because the control plane checks
+ * REDIS_URL and DEPLOYMENT_URL with one reader.
+ */
+export function redisUrlSetting(env: Env): string | null {
+  return optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:'], { placeholder: '{id}' });
+}
+
+/** A prefix of the services' Redis keys: 1-128 of letters, digits, `_`, `.`, `:`, `-`. */
+export function servicePrefix(env: Env, name: string, fallback: string): string {
+  return matching(env, name, /^[A-Za-z0-9_.:-]{1,128}$/, fallback, '1-128 letters, digits, "_", ".", ":" or "-"');
+}
+
+/**
+ * API_KEYS_PREFIX (default `keys`). KEYS_PREFIX, its old name, was one letter away from KEY_PREFIX (the bucket keys'
+ * prefix): it still works, with a warning.
+ */
+export function keysPrefixSetting(env: Env): { prefix: string; warning: string | null } {
+  const { variable, warning } = renamed(env, 'API_KEYS_PREFIX', 'KEYS_PREFIX');
+  return { prefix: servicePrefix(env, variable, 'keys'), warning };
+}
