@@ -1,16 +1,17 @@
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import { KeyRegistryError, type KeyRegistry } from '../keys/types.ts';
-import { loadControlPlaneSettings } from '../services/control-plane/settings.ts';
-import { SettingsError } from '../settings.ts';
+import { createRedisClient } from '../redis-client.ts';
+import { SettingsError } from '../settings/env.ts';
+import { loadKeyRegistrySettings } from '../settings/key-registry.ts';
 import type { Output } from './output.ts';
 
 export const KEYS_USAGE = `usage: gateway keys create --org <organisation> --workspace <workspace> [--json]
 
   Creates an API key of <organisation> (which then owns <workspace>) and
   prints it once: only its SHA-256 hash is stored. Needs REDIS_URL (the
-  registry the gateway uses; KEYS_PREFIX, default "keys").
+  registry the gateway uses; API_KEYS_PREFIX, default "keys").
   stdout: the key alone (or one JSON object with --json); stderr: what was done.
   Exit 0 created, 1 the workspace belongs to another organisation, 2 usage, settings or registry unreachable.
 `;
@@ -47,17 +48,23 @@ export async function keysCommand(
   let owned: { registry: KeyRegistry; client: Redis } | null = null;
   try {
     if (registry === undefined) {
-      const settings = loadControlPlaneSettings(env);
+      const settings = loadKeyRegistrySettings(env);
+      if (settings.warning !== null) out.err(`gateway keys create: ${settings.warning}`);
       if (settings.redisUrl === null) {
         out.err(
           'gateway keys create: REDIS_URL is not set. Without it the registry lives inside the running gateway (its development key is printed at start); set REDIS_URL to the Redis the gateway uses.',
         );
         return 2;
       }
-      const client = new Redis(settings.redisUrl, { maxRetriesPerRequest: 1, connectTimeout: 5000, lazyConnect: true });
-      client.on('error', () => {}); // reported by the command that fails
+      // One short attempt: a command-line tool reports an unreachable registry rather than waiting for it.
+      const client = createRedisClient(settings.redisUrl, {
+        retriesPerRequest: 1,
+        connectTimeoutMs: 5000,
+        lazyConnect: true,
+        onError: () => {}, // reported by the command that fails
+      });
       await client.connect();
-      owned = { registry: new RedisKeyRegistry(client, { prefix: settings.keysPrefix }), client };
+      owned = { registry: new RedisKeyRegistry(client, { prefix: settings.prefix }), client };
     }
     const reg = registry ?? owned!.registry;
     await reg.addWorkspace(values.org, values.workspace);

@@ -1,4 +1,5 @@
-import { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
+import { createRedisClient, createRedisCluster, type RedisClientOptions } from '../redis-client.ts';
 import type { Settings } from '../settings.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
 import { RedisLimiter } from './redis-limiter.ts';
@@ -21,16 +22,14 @@ export interface Store {
  * store costs a request its timeout budget, not a growing queue.
  */
 export function storeFromSettings(settings: Settings): Store {
-  const common = { enableOfflineQueue: false, maxRetriesPerRequest: 1 } as const;
+  const common: RedisClientOptions = { offlineQueue: false, retriesPerRequest: 1, onError: ignoreConnectionError };
   const options = { timeoutMs: settings.storeTimeoutMs };
   if (settings.redisClusterNodes.length > 0) {
-    const cluster = new Cluster([...settings.redisClusterNodes], { ...common, enableAutoPipelining: true });
-    cluster.on('error', ignoreConnectionError);
+    const cluster = createRedisCluster(settings.redisClusterNodes, { ...common, autoPipelining: true });
     return { kind: 'redis-cluster', limiter: new RedisLimiter(cluster, options), connected: () => connected(cluster) };
   }
   if (settings.redisUrl !== null) {
-    const client = new Redis(settings.redisUrl, common);
-    client.on('error', ignoreConnectionError);
+    const client = createRedisClient(settings.redisUrl, common);
     return { kind: 'redis', limiter: new RedisLimiter(client, options), connected: () => connected(client) };
   }
   return {

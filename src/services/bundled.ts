@@ -1,11 +1,12 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { DEFAULT_ORG, describeDevelopmentKey } from '../keys/bootstrap.ts';
 import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import type { KeyRegistry } from '../keys/types.ts';
 import { listen } from '../listen.ts';
-import { SettingsError } from '../settings.ts';
+import { createRedisClient, SERVICE_REDIS } from '../redis-client.ts';
+import { SettingsError } from '../settings/env.ts';
 import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth.ts';
 import { RedisCheckpointer } from './agent-server/redis-checkpointer.ts';
@@ -83,7 +84,8 @@ export class BundledServices {
    */
   keys(): KeyRegistry {
     if (this.registry) return this.registry;
-    const { keysPrefix } = loadControlPlaneSettings(this.env);
+    const { keysPrefix, keysPrefixWarning } = loadControlPlaneSettings(this.env);
+    if (keysPrefixWarning !== null) this.log.warn(keysPrefixWarning);
     const redis = this.redisClient();
     if (redis === null) return (this.registry = new MemoryKeyRegistry());
     return (this.registry = new RedisKeyRegistry(redis, { prefix: keysPrefix }));
@@ -118,10 +120,12 @@ export class BundledServices {
     if (this.redis) return this.redis;
     const { redisUrl } = loadControlPlaneSettings(this.env);
     if (redisUrl === null) return null;
-    this.redis = new Redis(redisUrl, { maxRetriesPerRequest: 2 });
-    this.redis.on('error', (err: Error) => {
-      this.lastRedisError = err.message;
-      this.log.warn({ err: err.message }, 'bundled services redis error');
+    this.redis = createRedisClient(redisUrl, {
+      ...SERVICE_REDIS,
+      onError: (err) => {
+        this.lastRedisError = err.message;
+        this.log.warn({ err: err.message }, 'bundled services redis error');
+      },
     });
     return this.redis;
   }

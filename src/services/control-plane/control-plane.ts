@@ -1,10 +1,11 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { ensureDevelopmentKey, type DevelopmentKey } from '../../keys/bootstrap.ts';
 import { MemoryKeyRegistry } from '../../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
 import type { KeyRegistry } from '../../keys/types.ts';
+import { createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
 import { controlPlaneApp } from './app.ts';
 import type { ControlPlaneEnv } from './auth.ts';
 import { BuildQueue } from './build-queue.ts';
@@ -57,12 +58,17 @@ export async function createControlPlane(
   let ownRedis: Redis | null = null;
   const redis =
     options.redis ??
-    (settings.redisUrl !== null ? (ownRedis = new Redis(settings.redisUrl, { maxRetriesPerRequest: 2 })) : null);
-  ownRedis?.on('error', (err: Error) => cpLog.warn({ err: err.message }, 'control plane redis error'));
+    (settings.redisUrl !== null
+      ? (ownRedis = createRedisClient(settings.redisUrl, {
+          ...SERVICE_REDIS,
+          onError: (err) => cpLog.warn({ err: err.message }, 'control plane redis error'),
+        }))
+      : null);
 
   const store: ControlPlaneStore = redis
     ? new RedisControlPlaneStore(redis, settings.region, { prefix: settings.storePrefix })
     : new MemoryControlPlaneStore(settings.region);
+  if (!options.keys && settings.keysPrefixWarning !== null) cpLog.warn(settings.keysPrefixWarning);
   const keys =
     options.keys ?? (redis ? new RedisKeyRegistry(redis, { prefix: settings.keysPrefix }) : new MemoryKeyRegistry());
 

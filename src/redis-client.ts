@@ -1,0 +1,60 @@
+import { Cluster, Redis } from 'ioredis';
+
+/**
+ * The one place ioredis clients are made. Callers differ in how a client behaves while Redis is away, and say so with
+ * these named options; an unset option keeps ioredis' default.
+ */
+export interface RedisClientOptions {
+  /** How many reconnects a command waits through before it fails (ioredis `maxRetriesPerRequest`). */
+  readonly retriesPerRequest: number;
+  /**
+   * false: a command sent while disconnected fails at once rather than waiting in a queue for the connection
+   * (ioredis `enableOfflineQueue`; default true).
+   */
+  readonly offlineQueue?: boolean;
+  /** Connect on `connect()` or the first command, not at once (ioredis `lazyConnect`). */
+  readonly lazyConnect?: boolean;
+  /** Budget of one connection attempt (ioredis `connectTimeout`). */
+  readonly connectTimeoutMs?: number;
+  /** Commands of one event-loop turn go out as one pipeline (per node on a cluster; ioredis `enableAutoPipelining`). */
+  readonly autoPipelining?: boolean;
+  /**
+   * Every 'error' event of the client. Required: without a listener ioredis prints every failed reconnect attempt,
+   * stack and all, to stderr.
+   */
+  readonly onError: (err: Error) => void;
+}
+
+/**
+ * The bundled services and the control plane: a command waits through two reconnects, so a short Redis blip delays
+ * their requests rather than failing them.
+ */
+export const SERVICE_REDIS = { retriesPerRequest: 2 } as const;
+
+/** A client of the single Redis at `url` (`redis://` or `rediss://`). */
+export function createRedisClient(url: string, options: RedisClientOptions): Redis {
+  const client = new Redis(url, clientOptions(options));
+  client.on('error', options.onError);
+  return client;
+}
+
+/** A Redis Cluster client from its seed nodes. */
+export function createRedisCluster(
+  nodes: readonly { host: string; port: number }[],
+  options: RedisClientOptions,
+): Cluster {
+  const cluster = new Cluster([...nodes], clientOptions(options));
+  cluster.on('error', options.onError);
+  return cluster;
+}
+
+/** The ioredis options the named ones stand for; only those given are set. */
+function clientOptions(options: RedisClientOptions) {
+  return {
+    maxRetriesPerRequest: options.retriesPerRequest,
+    ...(options.offlineQueue !== undefined && { enableOfflineQueue: options.offlineQueue }),
+    ...(options.lazyConnect !== undefined && { lazyConnect: options.lazyConnect }),
+    ...(options.connectTimeoutMs !== undefined && { connectTimeout: options.connectTimeoutMs }),
+    ...(options.autoPipelining !== undefined && { enableAutoPipelining: options.autoPipelining }),
+  };
+}
