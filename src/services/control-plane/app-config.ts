@@ -1,13 +1,13 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, join, posix, relative, sep } from 'node:path';
+import { EXPORT_NAME, parseLanggraphConfig, splitModuleSpec, type ConfigProblem } from '../shared/langgraph-config.ts';
 
 /**
- * The app config of a checkout (`langgraph.json` in the public platform):
- * JSON, `graphs` mapping each graph name to `<file>:<export>` (or to
- * `{"path": "<file>:<export>"}`), optional `auth.path` as `<file>:<export>`
- * or `<file>` (default export). Files are relative to the config file and
- * must exist in the checkout, inside the repository. Every problem is a
- * BuildFailure whose message tells the user what to fix.
+ * The app config of a checkout (`langgraph.json`, parsed by
+ * ../shared/langgraph-config.ts). Here a graph must name its export, and
+ * files are relative to the config file and must exist in the checkout,
+ * inside the repository. Every problem is a BuildFailure whose message tells
+ * the user what to fix.
  */
 export interface AppConfig {
   readonly graphs: Readonly<Record<string, string>>;
@@ -21,9 +21,6 @@ export class BuildFailure extends Error {
   }
 }
 
-const EXPORT = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
-const GRAPH_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
-
 export async function readAppConfig(root: string, configPath: string, ref: string): Promise<AppConfig> {
   const at = `at ref ${ref}`;
   const configFile = posix.normalize(configPath.replace(/^\.\//, ''));
@@ -34,54 +31,51 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
   const text = await readInside(rootReal, configFile);
   if (text === null) throw new BuildFailure(`langgraph_config_path: file ${configFile} not found ${at}`);
 
-  let config: unknown;
-  try {
-    config = JSON.parse(text);
-  } catch (err) {
-    throw new BuildFailure(`${configFile}: not valid JSON (${(err as Error).message.slice(0, 160)})`);
-  }
-  if (!isObject(config)) throw new BuildFailure(`${configFile}: must be a JSON object with "graphs"`);
-  const graphsIn = config.graphs;
-  if (graphsIn === undefined)
-    throw new BuildFailure(`${configFile}: "graphs" is required: a map of graph name to "<file>:<export>"`);
-  if (!isObject(graphsIn))
-    throw new BuildFailure(`${configFile}: "graphs" must be an object mapping graph names to "<file>:<export>"`);
-  if (Object.keys(graphsIn).length === 0)
-    throw new BuildFailure(`${configFile}: "graphs" is empty: declare at least one graph`);
-
   const base = posix.dirname(configFile);
-  const graphs: Record<string, string> = {};
-  for (const [name, value] of Object.entries(graphsIn)) {
-    const where = `graphs.${name}`;
-    if (!GRAPH_NAME.test(name))
-      throw new BuildFailure(`${where}: graph names are 1-128 letters, digits, "_", "." or "-"`);
-    const spec =
-      typeof value === 'string' ? value : isObject(value) && typeof value.path === 'string' ? value.path : null;
-    if (spec === null) throw new BuildFailure(`${where}: must be "<file>:<export>", e.g. "./src/agent.ts:graph"`);
-    const { file, exportName } = splitSpec(where, spec, true);
-    await requireFile(rootReal, base, file, where, at);
-    graphs[name] = `${file}:${exportName}`;
-  }
-
-  let authPath: string | null = null;
-  if (config.auth !== undefined && config.auth !== null) {
-    if (!isObject(config.auth) || (config.auth.path !== undefined && typeof config.auth.path !== 'string')) {
-      throw new BuildFailure(`auth.path: must be "<file>:<export>", e.g. "./src/auth.ts:auth"`);
-    }
-    if (typeof config.auth.path === 'string') {
-      const { file, exportName } = splitSpec('auth.path', config.auth.path, false);
+  const config = await parseLanggraphConfig(text, {
+    problem: (p) => new BuildFailure(problemMessage(configFile, p)),
+    graph: async (name, spec) => {
+      const where = `graphs.${name}`;
+      const { file, exportName } = splitSpec(where, spec, true);
+      await requireFile(rootReal, base, file, where, at);
+      return `${file}:${exportName}`;
+    },
+    auth: async (path) => {
+      const { file, exportName } = splitSpec('auth.path', path, false);
       await requireFile(rootReal, base, file, 'auth.path', at);
-      authPath = `${file}:${exportName}`;
-    }
+      return `${file}:${exportName}`;
+    },
+  });
+  const graphs: Record<string, string> = {};
+  for (const [name, graph] of config.graphs) graphs[name] = graph;
+  return { graphs, authPath: config.auth };
+}
+
+function problemMessage(configFile: string, p: ConfigProblem): string {
+  switch (p.kind) {
+    case 'not-json':
+      return `${configFile}: not valid JSON (${p.detail})`;
+    case 'not-object':
+      return `${configFile}: must be a JSON object with "graphs"`;
+    case 'graphs-missing':
+      return `${configFile}: "graphs" is required: a map of graph name to "<file>:<export>"`;
+    case 'graphs-not-object':
+      return `${configFile}: "graphs" must be an object mapping graph names to "<file>:<export>"`;
+    case 'graphs-empty':
+      return `${configFile}: "graphs" is empty: declare at least one graph`;
+    case 'graph-name':
+      return `graphs.${p.name}: graph names are 1-128 letters, digits, "_", "." or "-"`;
+    case 'graph-not-spec':
+      return `graphs.${p.name}: must be "<file>:<export>", e.g. "./src/agent.ts:graph"`;
+    case 'auth-not-object':
+    case 'auth-path-not-string':
+      return `auth.path: must be "<file>:<export>", e.g. "./src/auth.ts:auth"`;
   }
-  return { graphs, authPath };
 }
 
 function splitSpec(where: string, spec: string, exportRequired: boolean): { file: string; exportName: string } {
-  const colon = spec.lastIndexOf(':');
-  const file = colon === -1 ? spec : spec.slice(0, colon);
-  const exportName = colon === -1 ? 'default' : spec.slice(colon + 1);
-  if (file.trim() === '' || (exportRequired && colon === -1) || !EXPORT.test(exportName)) {
+  const { file, exportName, hasExport } = splitModuleSpec(spec, { driveLetters: false });
+  if (file.trim() === '' || (exportRequired && !hasExport) || !EXPORT_NAME.test(exportName)) {
     throw new BuildFailure(`${where}: "${spec}" must be "<file>:<export>", e.g. "./src/agent.ts:graph"`);
   }
   return { file, exportName };
@@ -121,8 +115,4 @@ async function readInside(rootReal: string, file: string): Promise<string | null
 function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
   return rel !== '' && !rel.startsWith('..' + sep) && rel !== '..' && !dirname(rel).startsWith('..');
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

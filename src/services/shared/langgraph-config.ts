@@ -1,0 +1,89 @@
+/**
+ * The app config format (`langgraph.json` in the public platform), parsed once for the control plane's build and the
+ * Agent Server: JSON, `graphs` mapping each graph name to `<file>:<export>` (or to `{"path": "<file>:<export>"}`), and
+ * an optional `auth.path` as `<file>:<export>` or `<file>` (its default export).
+ *
+ * Only the format lives here. Where files resolve and what counts as a file (inside the checkout for a build, anywhere
+ * on the host for the Agent Server) is each caller's, and so are its error type and messages: every problem reaches
+ * the caller as a ConfigProblem, in document order, and the caller turns it into its own error.
+ */
+export type ConfigProblem =
+  | { readonly kind: 'not-json'; readonly detail: string }
+  | { readonly kind: 'not-object' }
+  | { readonly kind: 'graphs-missing' }
+  | { readonly kind: 'graphs-not-object' }
+  | { readonly kind: 'graphs-empty' }
+  | { readonly kind: 'graph-name'; readonly name: string }
+  | { readonly kind: 'graph-not-spec'; readonly name: string }
+  | { readonly kind: 'auth-not-object' }
+  | { readonly kind: 'auth-path-not-string' };
+
+export interface ConfigVisitor<G, A> {
+  /** The caller's error for a problem of the document; it is thrown. */
+  problem(problem: ConfigProblem): Error;
+  /** One graph whose name is valid, with its spec as written; called in document order. */
+  graph(name: string, spec: string): Promise<G>;
+  /** `auth.path` as written, when present. */
+  auth(path: string): Promise<A>;
+}
+
+export const GRAPH_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+export const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+
+/** The config's text → its graphs (in document order) and auth, each as the visitor made it. */
+export async function parseLanggraphConfig<G, A>(
+  text: string,
+  visit: ConfigVisitor<G, A>,
+): Promise<{ graphs: [name: string, graph: G][]; auth: A | null }> {
+  let config: unknown;
+  try {
+    config = JSON.parse(text);
+  } catch (err) {
+    throw visit.problem({ kind: 'not-json', detail: (err as Error).message.slice(0, 160) });
+  }
+  if (!isObject(config)) throw visit.problem({ kind: 'not-object' });
+  const graphsIn = config.graphs;
+  if (graphsIn === undefined) throw visit.problem({ kind: 'graphs-missing' });
+  if (!isObject(graphsIn)) throw visit.problem({ kind: 'graphs-not-object' });
+  if (Object.keys(graphsIn).length === 0) throw visit.problem({ kind: 'graphs-empty' });
+
+  const graphs: [string, G][] = [];
+  for (const [name, value] of Object.entries(graphsIn)) {
+    if (!GRAPH_NAME.test(name)) throw visit.problem({ kind: 'graph-name', name });
+    const spec =
+      typeof value === 'string' ? value : isObject(value) && typeof value.path === 'string' ? value.path : null;
+    if (spec === null) throw visit.problem({ kind: 'graph-not-spec', name });
+    graphs.push([name, await visit.graph(name, spec)]);
+  }
+
+  let auth: A | null = null;
+  if (config.auth !== undefined && config.auth !== null) {
+    if (!isObject(config.auth)) throw visit.problem({ kind: 'auth-not-object' });
+    if (config.auth.path !== undefined) {
+      if (typeof config.auth.path !== 'string') throw visit.problem({ kind: 'auth-path-not-string' });
+      auth = await visit.auth(config.auth.path);
+    }
+  }
+  return { graphs, auth };
+}
+
+/**
+ * `<file>:<export>` or `<file>` → its parts; the last ":" separates the export. With `driveLetters`, a ":" right after
+ * a leading Windows drive letter (`C:\` or `C:/`) belongs to the path, and so does a leading ":".
+ */
+export function splitModuleSpec(
+  spec: string,
+  { driveLetters }: { driveLetters: boolean },
+): { file: string; exportName: string; hasExport: boolean } {
+  const colon = spec.lastIndexOf(':');
+  const hasExport = driveLetters ? colon > 1 || (colon === 1 && !/^[A-Za-z]:[\\/]/.test(spec)) : colon !== -1;
+  return {
+    file: hasExport ? spec.slice(0, colon) : spec,
+    exportName: hasExport ? spec.slice(colon + 1) : 'default',
+    hasExport,
+  };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
