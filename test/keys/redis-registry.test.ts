@@ -48,7 +48,7 @@ describe('gateway keys create', () => {
 
   it('prints a new key once on stdout; the registry on REDIS_URL knows it and the workspace, by hash only', async () => {
     const prefix = `${RUN}:cli-${randomUUID()}`;
-    const env = { REDIS_URL: 'redis://127.0.0.1:6379', KEYS_PREFIX: prefix };
+    const env = { REDIS_URL: 'redis://127.0.0.1:6379', API_KEYS_PREFIX: prefix };
     const r = await run(['create', '--org', 'acme', '--workspace', 'ws-cli'], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^gwk_[A-Za-z0-9_-]{43}$/);
@@ -68,8 +68,27 @@ describe('gateway keys create', () => {
     });
   });
 
+  it('API_KEYS_PREFIX names the registry; the old KEYS_PREFIX still works, with one warning naming the new variable', async () => {
+    const fresh = await run(['create', '--org', 'acme', '--workspace', 'ws-new-name'], {
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      API_KEYS_PREFIX: `${RUN}:cli-${randomUUID()}`,
+    });
+    expect(fresh.code).toBe(0);
+    expect(fresh.stderr).not.toContain('deprecated');
+
+    const prefix = `${RUN}:cli-${randomUUID()}`;
+    const old = await run(['create', '--org', 'acme', '--workspace', 'ws-old-name'], {
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      KEYS_PREFIX: prefix,
+    });
+    expect(old.code).toBe(0);
+    const warnings = old.stderr.split('\n').filter((l) => l.includes('deprecated'));
+    expect(warnings).toEqual(['gateway keys create: KEYS_PREFIX is deprecated: use API_KEYS_PREFIX instead']);
+    expect((await new RedisKeyRegistry(shared, { prefix }).findKey(old.stdout))?.org).toBe('acme');
+  });
+
   it('exit 1 when the workspace belongs to another organisation', async () => {
-    const env = { REDIS_URL: 'redis://127.0.0.1:6379', KEYS_PREFIX: `${RUN}:cli-${randomUUID()}` };
+    const env = { REDIS_URL: 'redis://127.0.0.1:6379', API_KEYS_PREFIX: `${RUN}:cli-${randomUUID()}` };
     expect((await run(['create', '--org', 'acme', '--workspace', 'shared-ws'], env)).code).toBe(0);
     const r = await run(['create', '--org', 'globex', '--workspace', 'shared-ws'], env);
     expect(r.code).toBe(1);
@@ -92,7 +111,7 @@ describe('gateway keys create', () => {
     expect(badUrl.stderr).toContain('REDIS_URL');
     const badName = await run(['create', '--org', 'a b', '--workspace', 'w'], {
       REDIS_URL: 'redis://127.0.0.1:6379',
-      KEYS_PREFIX: `${RUN}:cli-bad`,
+      API_KEYS_PREFIX: `${RUN}:cli-bad`,
     });
     expect(badName.code).toBe(2);
     expect(badName.stderr).toContain('organisation must be');

@@ -38,7 +38,7 @@ afterAll(async () => {
 const envFor = (name: string, extra: Record<string, string> = {}) => ({
   REDIS_URL: 'redis://127.0.0.1:6379',
   CONTROL_PLANE_PREFIX: `${RUN}:${name}`,
-  KEYS_PREFIX: `${RUN}:${name}:keys`,
+  API_KEYS_PREFIX: `${RUN}:${name}:keys`,
   ...extra,
 });
 

@@ -16,7 +16,7 @@ const PREFIX = `test:cp-secrets:${randomUUID()}`;
 const env = {
   REDIS_URL: 'redis://127.0.0.1:6379',
   CONTROL_PLANE_PREFIX: PREFIX,
-  KEYS_PREFIX: `${PREFIX}:keys`,
+  API_KEYS_PREFIX: `${PREFIX}:keys`,
   LOG_LEVEL: 'trace',
 };
 const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });

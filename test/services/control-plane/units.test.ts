@@ -51,6 +51,37 @@ describe('control plane settings', () => {
     expect(loadControlPlaneSettings({ LOCAL_REPOS: 'deny' }).localRepos).toBe(false);
   });
 
+  it('reads the key registry prefix from API_KEYS_PREFIX; the old KEYS_PREFIX still works, with a warning', () => {
+    expect(loadControlPlaneSettings({ API_KEYS_PREFIX: 'new-keys' })).toMatchObject({
+      keysPrefix: 'new-keys',
+      keysPrefixWarning: null,
+    });
+    expect(loadControlPlaneSettings({ KEYS_PREFIX: 'old-keys' })).toMatchObject({
+      keysPrefix: 'old-keys',
+      keysPrefixWarning: 'KEYS_PREFIX is deprecated: use API_KEYS_PREFIX instead',
+    });
+    expect(loadControlPlaneSettings({ API_KEYS_PREFIX: 'new-keys', KEYS_PREFIX: 'old-keys' })).toMatchObject({
+      keysPrefix: 'new-keys',
+      keysPrefixWarning: 'KEYS_PREFIX is deprecated and ignored (API_KEYS_PREFIX is set): remove it',
+    });
+    expect(() => loadControlPlaneSettings({ API_KEYS_PREFIX: 'a b' })).toThrow(/^API_KEYS_PREFIX: must be 1-128/);
+    expect(() => loadControlPlaneSettings({ KEYS_PREFIX: 'a b' })).toThrow(/^KEYS_PREFIX: must be 1-128/);
+  });
+
+  it('logs the KEYS_PREFIX deprecation once at start, naming the variable to use', async () => {
+    const cp = await startControlPlane({ KEYS_PREFIX: 'old-keys' });
+    try {
+      const line = await cp.logs.waitFor((l) => typeof l.msg === 'string' && l.msg.includes('KEYS_PREFIX'));
+      expect(line).toMatchObject({ level: 40, msg: 'KEYS_PREFIX is deprecated: use API_KEYS_PREFIX instead' });
+      expect(cp.logs.lines().filter((l) => String(l.msg).includes('KEYS_PREFIX'))).toHaveLength(1);
+    } finally {
+      await cp.close();
+    }
+    const quiet = await startControlPlane({ API_KEYS_PREFIX: 'new-keys' });
+    await quiet.close();
+    expect(quiet.logs.raw()).not.toContain('KEYS_PREFIX');
+  });
+
   it.each([
     ['SECRETS_KEY', 'c2hvcnQ='],
     ['SECRETS_KEY', 'not base64!'],
@@ -228,7 +259,7 @@ describe('first start in development', () => {
     const env = {
       REDIS_URL: 'redis://127.0.0.1:6379',
       CONTROL_PLANE_PREFIX: RUN,
-      KEYS_PREFIX: `${RUN}:keys`,
+      API_KEYS_PREFIX: `${RUN}:keys`,
       NODE_ENV: 'development',
     };
     const first = await startControlPlane(env);
