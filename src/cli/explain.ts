@@ -1,8 +1,8 @@
-import { ipIdentity } from '../edge/client-ip.ts';
 import { bucketKey } from '../limiter/bucket-key.ts';
-import { compile, identityOf, type Headers } from '../rules/compile.ts';
+import { compile } from '../rules/compile.ts';
 import { explainMatch } from '../rules/explain.ts';
 import type { Region } from '../region.ts';
+import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/identity.ts';
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
 import { normalizePath } from '../rules/normalize-path.ts';
 import type { Settings } from '../settings.ts';
@@ -80,7 +80,8 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
     out.log(`      key ${l.key}`);
   }
   const absent = match.rule.limits.filter((l) => !match.limits.includes(l));
+  // Only a kind with a header can be absent (the others are always present).
   for (const l of absent)
-    out.log(`  (${l.policy} does not apply: the request carries no ${l.by === 'api-key' ? 'x-api-key' : 'x-user-id'})`);
+    out.log(`  (${l.policy} does not apply: the request carries no ${IDENTITIES[l.by].header ?? l.by})`);
   return 0;
 }

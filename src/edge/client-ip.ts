@@ -1,7 +1,8 @@
 import { BlockList, isIP } from 'node:net';
 
 /**
- * The client address a request is counted by.
+ * The client address a request is counted by (reduced to the value IP
+ * identities count by with `ipIdentity`, identity.ts).
  *
  * It is the socket's peer address. Only when that peer is a trusted proxy
  * (TRUST_PROXY, a CIDR list) is `X-Forwarded-For` read, right to left,
@@ -58,34 +59,4 @@ function stripPort(hop: string): string {
   if (hop.startsWith('[')) return hop.slice(1, hop.indexOf(']'));
   const colon = hop.indexOf(':');
   return colon !== -1 && colon === hop.lastIndexOf(':') ? hop.slice(0, colon) : hop;
-}
-
-/**
- * The value an IP identity counts by. An IPv6 client usually holds a whole
- * /64 (and can rotate through it freely), so IPv6 addresses are keyed by
- * their first `ipv6PrefixBits` bits; IPv4 addresses by themselves.
- */
-export function ipIdentity(ip: string, ipv6PrefixBits = 64): string {
-  if (isIP(ip) !== 6) return ip;
-  const groups = expandIPv6(ip);
-  const out: string[] = [];
-  for (let g = 0; g < 8; g++) {
-    const keep = Math.max(0, Math.min(16, ipv6PrefixBits - g * 16));
-    out.push((keep === 0 ? 0 : groups[g]! & (0xffff << (16 - keep)) & 0xffff).toString(16));
-  }
-  return `${out.join(':')}/${ipv6PrefixBits}`;
-}
-
-function expandIPv6(ip: string): number[] {
-  let text = ip.split('%')[0]!; // zone id
-  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
-  if (v4) {
-    const [a, b, c, d] = v4[1]!.split('.').map(Number) as [number, number, number, number];
-    text = text.slice(0, -v4[1]!.length) + `${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
-  }
-  const [head, tail] = text.split('::') as [string, string | undefined];
-  const left = head ? head.split(':') : [];
-  const right = tail ? tail.split(':') : [];
-  const fill = tail === undefined ? [] : Array(8 - left.length - right.length).fill('0');
-  return [...left, ...fill, ...right].map((h) => parseInt(h, 16));
 }

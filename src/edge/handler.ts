@@ -9,9 +9,10 @@ import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
 import type { KeyCheck } from './key-check.ts';
-import { clientIp, ipIdentity, type TrustedProxies } from './client-ip.ts';
+import { clientIp, type TrustedProxies } from './client-ip.ts';
 import type { Verdict } from './limit.ts';
 import type { MatchRequest } from '../rules/compile.ts';
+import { IDENTITIES, IDENTITY_HEADERS, ipIdentity } from '../rules/identity.ts';
 
 export interface EdgeOptions {
   readonly limit: (request: MatchRequest) => Promise<Verdict | null>;
@@ -28,7 +29,8 @@ export interface EdgeOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const IDENTITY_HEADERS = ['x-api-key', 'x-user-id'] as const;
+/** The header KEY_CHECK looks up: the `api-key` identity's. */
+const API_KEY_HEADER = IDENTITIES['api-key'].header;
 
 /**
  * One request through the edge, on Node's own request and response objects
@@ -56,7 +58,7 @@ export function edgeHandler(options: EdgeOptions) {
       rejectRepeatedIdentity(req);
       const peer = unmappedPeer(req);
       const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
-      const known = keyCheck === undefined || knownOrNoKey(keyCheck, req.headers['x-api-key']);
+      const known = keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
       const unknownKey = known === false || (known !== true && !(await known)); // awaited only on a registry lookup
       // An unknown key buys no bucket of its own: the request is counted as one without identity headers.
       const headers = unknownKey ? withoutIdentity(req.headers) : req.headers;
@@ -135,7 +137,7 @@ function withoutIdentity(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return rest;
 }
 
-/** Two `x-api-key` (or `x-user-id`) headers are ambiguous: which one counts? Refuse rather than guess. */
+/** Two headers of one identity (two `x-api-key`, say) are ambiguous: which one counts? Refuse rather than guess. */
 function rejectRepeatedIdentity(req: IncomingMessage): void {
   for (const name of IDENTITY_HEADERS) {
     const v = req.headers[name];

@@ -1,7 +1,8 @@
 import { cachedBucketKeys, type KeyScheme } from '../limiter/bucket-key.ts';
 import { StoreError, type Bucket, type Limiter, type LimitOutcome } from '../limiter/types.ts';
 import type { Metrics } from '../metrics.ts';
-import { identityOf, type Match, type Matcher, type MatchRequest } from '../rules/compile.ts';
+import type { Match, Matcher, MatchRequest } from '../rules/compile.ts';
+import { identityOf } from '../rules/identity.ts';
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './ratelimit-headers.ts';
 
 export type FailMode = 'open' | 'closed';

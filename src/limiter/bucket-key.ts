@@ -1,11 +1,11 @@
 import { createHmac } from 'node:crypto';
 import { RecentlyUsed } from '../recently-used.ts';
-import type { IdentityKind } from '../rules/types.ts';
+import type { IdentityKind } from '../rules/identity.ts';
 
 /**
  * Bucket keys: `<prefix>:<region>:<rule>:<by>:<identity digest>`.
  *
- * The identity (API key, user id + IP, IP) is replaced by a keyed hash
+ * The identity (`identityOf`: API key, user id + IP, IP) is replaced by a keyed hash
  * (HMAC-SHA256 under the identity secret, 128 bits, base64url), so a key in
  * Redis, a log line or a metric never holds a raw credential or address, and
  * without the secret an IP cannot be recovered by hashing the address space.

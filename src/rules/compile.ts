@@ -1,14 +1,21 @@
 import { compileEntry } from './entry-code.ts';
+import { identityPresent, PRESENCES, type IdentitySource, type Presence } from './identity.ts';
 import { compileCondition } from './path-condition.ts';
 import { compileTable, type Decide } from './scan-code.ts';
-import { METHODS, type IdentityKind, type Limit, type Method, type Rule } from './types.ts';
+import { METHODS, type Limit, type Method, type Rule } from './types.ts';
+
+// Kept importable from here: bench/soak.ts reads `identityOf` from this module.
+export { identityOf } from './identity.ts';
 
 /**
  * The compiled matcher: pure, no I/O, built once per rule-file load.
  *
- * Evaluation (DESIGN.md "Rule files"): walk the rules in order; the first rule
- * whose match fits and that has at least one limit whose identity is present
- * decides, and every limit of it whose identity is present applies.
+ * Evaluation: walk the rules in order; the first rule whose match fits and
+ * that has at least one limit whose identity is present decides, and every
+ * limit of it whose identity is present applies. (A rule that fits but counts
+ * by no identity the request carries is passed over, so a later rule can
+ * still limit the request: an API-key rule never stops an anonymous request
+ * from meeting the IP rule after it.)
  *
  * Compilation splits that walk by the request's method: one table per method,
  * holding only the rules that admit it. Each table is one generated function
@@ -21,16 +28,10 @@ import { METHODS, type IdentityKind, type Limit, type Method, type Rule } from '
  * presence as well measured slower: four times the generated functions.)
  */
 
-export type Headers = Readonly<Record<string, string | readonly string[] | undefined>>;
-
-export interface MatchRequest {
+export interface MatchRequest extends IdentitySource {
   readonly method: string;
   /** The normalised request path (see `normalizePath`), without query. */
   readonly path: string;
-  /** Lower-case header names, as Node gives them. */
-  readonly headers: Headers;
-  /** The client address the `ip` and `user-ip` identities count by. */
-  readonly ip: string;
 }
 
 /**
@@ -48,45 +49,6 @@ export interface Matcher {
   readonly rules: readonly Rule[];
   /** The deciding rule and its applicable limits, or null when no rule decides. */
   match(request: MatchRequest): Match | null;
-}
-
-/**
- * The value a limit of a matched request counts by. `user-ip` joins user id and
- * IP with a NUL, which header values cannot hold, so two pairs never collide.
- */
-export function identityOf(request: MatchRequest, by: IdentityKind): string {
-  switch (by) {
-    case 'api-key':
-      return headerValue(request.headers, 'x-api-key')!;
-    case 'user-ip':
-      return `${headerValue(request.headers, 'x-user-id')!}\u0000${request.ip}`;
-    case 'ip':
-      return request.ip;
-  }
-}
-
-/**
- * A header's value when present and non-empty. A repeated header (an array)
- * counts by its non-empty values joined as Node joins them.
- */
-export function headerValue(headers: Headers, name: string): string | undefined {
-  const v = headers[name];
-  if (typeof v === 'string') return v.length > 0 ? v : undefined;
-  if (v === undefined) return undefined;
-  const joined = v.filter((x) => x.length > 0).join(', ');
-  return joined.length > 0 ? joined : undefined;
-}
-
-/** Which identities a request carries: bit 0 `x-api-key`, bit 1 `x-user-id` (the IP is always there). */
-export type Presence = 0 | 1 | 2 | 3;
-export const PRESENCES: readonly Presence[] = [0, 1, 2, 3];
-
-export function presenceOf(apiKey: string | undefined, userId: string | undefined): Presence {
-  return ((apiKey !== undefined ? 1 : 0) | (userId !== undefined ? 2 : 0)) as Presence;
-}
-
-export function identityPresent(by: IdentityKind, presence: Presence): boolean {
-  return by === 'ip' || (by === 'api-key' ? (presence & 1) !== 0 : (presence & 2) !== 0);
 }
 
 /** The limits of `rule` whose identity `presence` carries; null when none. */

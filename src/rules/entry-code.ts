@@ -1,3 +1,4 @@
+import { IDENTITY_HEADERS } from './identity.ts';
 import type { Decide } from './scan-code.ts';
 
 /**
@@ -15,7 +16,8 @@ import type { Decide } from './scan-code.ts';
  *
  * Safety: the source holds only the method names of `tables` (checked to be
  * plain upper-case words; the callers pass METHODS, never text of a rule
- * file) and fixed identifiers.
+ * file), the identity headers of the identity table (checked to be plain
+ * lower-case header names) and fixed identifiers.
  */
 /** What the entry reads of a MatchRequest (compile.ts). */
 export interface EntryRequest {
@@ -34,14 +36,10 @@ export function compileEntry<D>(tables: ReadonlyMap<string, Decide<D>>, other: D
   const methods = [...tables.keys()];
   for (const m of methods) if (!/^[A-Z]+$/.test(m)) throw new Error(`not a method name: ${m}`);
   const source = `return function match(request) {
-  // Identity presence (see Presence): bit 0 a non-empty x-api-key, bit 1 a
-  // non-empty x-user-id. A repeated header (an array) counts when any value is non-empty.
+  // Identity presence (see Presence): bit i set when the identity header
+  // IDENTITY_HEADERS[i] is non-empty. A repeated header (an array) counts when any value is non-empty.
   const headers = request.headers;
-  const key = headers['x-api-key'];
-  const user = headers['x-user-id'];
-  const q =
-    (typeof key === 'string' ? (key.length > 0 ? 1 : 0) : key !== undefined && A(key) ? 1 : 0) |
-    (typeof user === 'string' ? (user.length > 0 ? 2 : 0) : user !== undefined && A(user) ? 2 : 0);
+${presenceSource(IDENTITY_HEADERS)}
   // The match path: one trailing slash ignored (see matchPath). Its last
   // character goes to the table too, which starts every suffix test with it.
   let p = request.path;
@@ -58,6 +56,22 @@ ${methods.map((m, i) => `    case '${m}': return T${i}(p, q, z);`).join('\n')}
 };`;
   const names = methods.map((_, i) => `T${i}`);
   return new Function('A', 'O', ...names, source)(anyNonEmpty, other, ...tables.values()) as Entry<D>;
+}
+
+/**
+ * The statements that set `q`, the presence, from `headers`: each identity header read once, by its name as a
+ * constant property key, and tested for a non-empty value; bit i for IDENTITY_HEADERS[i].
+ */
+function presenceSource(names: readonly string[]): string {
+  for (const name of names) if (!/^[a-z0-9-]+$/.test(name)) throw new Error(`not a header name: ${name}`);
+  if (names.length === 0) return '  const q = 0;';
+  const reads = names.map((name, i) => `  const h${i} = headers['${name}'];`);
+  const bits = names.map((_, i) => {
+    const h = `h${i}`;
+    const bit = 1 << i;
+    return `(typeof ${h} === 'string' ? (${h}.length > 0 ? ${bit} : 0) : ${h} !== undefined && A(${h}) ? ${bit} : 0)`;
+  });
+  return [...reads, `  const q =\n    ${bits.join(' |\n    ')};`].join('\n');
 }
 
 function anyNonEmpty(values: readonly string[]): boolean {

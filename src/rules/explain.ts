@@ -1,4 +1,5 @@
-import { applicableLimits, headerValue, presenceOf, type Headers } from './compile.ts';
+import { applicableLimits } from './compile.ts';
+import { presenceOf, type Headers } from './identity.ts';
 import { compileCondition, matchPath } from './path-condition.ts';
 import type { Alternative, Rule } from './types.ts';
 
@@ -16,7 +17,7 @@ export interface Step {
 
 export function explainMatch(rules: readonly Rule[], method: string, normalizedPath: string, headers: Headers): Step[] {
   const path = matchPath(normalizedPath);
-  const presence = presenceOf(headerValue(headers, 'x-api-key'), headerValue(headers, 'x-user-id'));
+  const presence = presenceOf(headers);
   const steps: Step[] = [];
   for (const rule of rules) {
     const forMethod = rule.alternatives.filter((a) => a.methods === null || a.methods.includes(method as never));

@@ -1,5 +1,6 @@
-import { applicableLimits, PRESENCES, type Presence } from './compile.ts';
+import { applicableLimits } from './compile.ts';
 import { matchCovers } from './coverage.ts';
+import { IDENTITY_HEADERS, PRESENCES, presentHeaders, type Presence } from './identity.ts';
 import type { Rule, RuleSet } from './types.ts';
 
 /**
@@ -23,12 +24,17 @@ export interface Finding {
   readonly reason: string;
 }
 
-const CALLERS: Record<Presence, string> = {
-  0: 'requests without x-api-key or x-user-id',
-  1: 'requests with x-api-key only',
-  2: 'requests with x-user-id only',
-  3: 'requests with both x-api-key and x-user-id',
-};
+/**
+ * The callers of each presence, by the identity headers they send ("requests with x-api-key only"); index: presence.
+ */
+export const CALLERS: readonly string[] = PRESENCES.map(callers);
+
+function callers(presence: Presence): string {
+  const present = presentHeaders(presence);
+  if (present.length === 0) return `requests without ${IDENTITY_HEADERS.join(' or ')}`;
+  if (present.length < IDENTITY_HEADERS.length) return `requests with ${present.join(' and ')} only`;
+  return `requests with ${present.length === 2 ? 'both ' : ''}${present.join(' and ')}`;
+}
 
 export function lint(set: RuleSet): Finding[] {
   const findings: Finding[] = [];
@@ -60,7 +66,7 @@ function blame(by: ReadonlyMap<Presence, Rule>): string {
   return [...perRule]
     .map(
       ([r, ps]) =>
-        `earlier rule "${r.id}" (line ${r.source.line}) fits all its requests and decides first for ${ps.map((p) => CALLERS[p]).join(', ')}`,
+        `earlier rule "${r.id}" (line ${r.source.line}) fits all its requests and decides first for ${ps.map((p) => CALLERS[p]!).join(', ')}`,
     )
     .join('; ');
 }

@@ -1,8 +1,14 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.ts';
-import { IDENTITY_KINDS, METHODS } from './types.ts';
+import { IDENTITY_KINDS } from './identity.ts';
+import { METHODS } from './types.ts';
 
-/** The shape of a rule file as written. Semantics beyond shape live in `validate.ts`. */
+/**
+ * The shape of a rule file as written. What a shape cannot say (unique rule
+ * ids, at most one limit per identity, one path condition per alternative,
+ * alternatives whose methods can match, path conditions that are valid) is
+ * checked by `parseRuleFile` (parse.ts), which reports it by line.
+ */
 
 const RULE_ID = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
@@ -26,6 +32,7 @@ export const matchSchema = z.strictObject({
 });
 
 export const limitSchema = z.strictObject({
+  // Exactly the kinds of the identity table.
   by: z.enum(IDENTITY_KINDS),
   count: z.number().int().min(1).max(1_000_000_000),
   per: z.string().refine((s) => parseDuration(s) !== null, {

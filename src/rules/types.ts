@@ -1,8 +1,6 @@
-/** The compiled-from-YAML shape of a rule file. Plain data: no functions, no I/O. */
+import type { IdentityKind } from './identity.ts';
 
-export const IDENTITY_KINDS = ['api-key', 'user-ip', 'ip'] as const;
-/** What a limit counts by: the `x-api-key` header, `x-user-id` with the client IP, or the client IP. */
-export type IdentityKind = (typeof IDENTITY_KINDS)[number];
+/** The compiled-from-YAML shape of a rule file. Plain data: no functions, no I/O. */
 
 /** Methods a rule may name. Any other request method only meets rules without a method. */
 export const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE', 'CONNECT'] as const;
@@ -23,6 +21,7 @@ export interface Alternative {
 }
 
 export interface Limit {
+  /** What the limit counts by: a kind of the identity table (identity.ts). */
   readonly by: IdentityKind;
   readonly count: number;
   readonly perSeconds: number;

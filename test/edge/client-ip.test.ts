@@ -1,6 +1,6 @@
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { clientIp, ipIdentity, TRUST_NONE, trustedProxies, unmapIPv4 } from '../../src/edge/client-ip.ts';
+import { clientIp, TRUST_NONE, trustedProxies, unmapIPv4 } from '../../src/edge/client-ip.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
 
@@ -80,32 +80,6 @@ describe('clientIp', () => {
     expect(clientIp('10.0.0.1', '', proxies)).toBe('10.0.0.1');
     // Garbage behind a trusted hop: the last hop believed is the answer, never 1.1.1.1.
     expect(clientIp('10.0.0.1', '1.1.1.1, unknown, 10.0.0.5', proxies)).toBe('10.0.0.5');
-  });
-});
-
-describe('ipIdentity', () => {
-  it('keeps an IPv4 address as it is', () => {
-    expect(ipIdentity('203.0.113.9')).toBe('203.0.113.9');
-  });
-
-  it('keys IPv6 by its /64: one /64 is one identity, the next /64 another', () => {
-    const a = ipIdentity('2001:db8:1:2:aaaa:bbbb:cccc:dddd');
-    expect(a).toBe('2001:db8:1:2:0:0:0:0/64');
-    expect(ipIdentity('2001:db8:1:2::1')).toBe(a);
-    expect(ipIdentity('2001:0db8:0001:0002:ffff:ffff:ffff:ffff')).toBe(a);
-    expect(ipIdentity('2001:db8:1:3::1')).not.toBe(a);
-  });
-
-  it('honours another prefix length, including one that splits a group', () => {
-    expect(ipIdentity('2001:db8:1:2ff::', 56)).toBe('2001:db8:1:200:0:0:0:0/56');
-    expect(ipIdentity('2001:db8:1:2::1', 48)).toBe('2001:db8:1:0:0:0:0:0/48');
-    expect(ipIdentity('2001:db8::1', 128)).toBe('2001:db8:0:0:0:0:0:1/128');
-  });
-
-  it('expands :: anywhere and ignores a zone id', () => {
-    expect(ipIdentity('::1')).toBe('0:0:0:0:0:0:0:0/64');
-    expect(ipIdentity('fe80::1%eth0')).toBe('fe80:0:0:0:0:0:0:0/64');
-    expect(ipIdentity('1:2:3:4::')).toBe('1:2:3:4:0:0:0:0/64');
   });
 });
 

@@ -1,42 +1,19 @@
-import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { head, rawRequest } from '../helpers/raw-http.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { fresh, usEdge } from './us-edge.ts';
 
 /**
  * Limits through the real edge: the shipped US rules, the memory store, a
- * real upstream that records what reached it. Each test uses identities of
- * its own, so the tests share one gateway without sharing buckets.
+ * real upstream that records what reached it (us-edge.ts). Each test uses
+ * identities of its own, so the tests share one gateway without sharing
+ * buckets. (Paths and malformed requests: requests.test.ts; request ids and
+ * the request log: request-id-and-log.test.ts.)
  */
 
-let upstream: TestUpstream;
-let gw: TestGateway;
-
-beforeAll(async () => {
-  upstream = await startUpstream();
-  gw = await startTestGateway({ AGENT_SERVER_URL: upstream.url, CONTROL_PLANE_URL: upstream.url });
-  // Warm up (connections to both sides, JIT) so a 15-request burst takes tens of ms: the
-  // runs-query api-key bucket refills a token every 667 ms, and the burst tests count on
-  // none arriving mid-burst.
-  await Promise.all(Array.from({ length: 20 }, () => send('/runs/query', { 'x-api-key': fresh('warm-up') })));
-});
-
-afterAll(async () => {
-  await gw?.close();
-  await upstream?.close();
-});
-
-const fresh = (label: string) => `${label}-${randomUUID()}`;
-
-async function send(path: string, headers: Record<string, string> = {}, method = 'POST') {
-  const res = await request(`${gw.url}${path}`, { method, headers });
-  const text = await res.body.text();
-  return { status: res.statusCode, headers: res.headers, text };
-}
-
-const seenWith = (name: string, value: string) => upstream.seen.filter((r) => r.headers[name] === value);
+const edge = usEdge();
+const { send, seenWith } = edge;
 
 describe('rate-limit headers', () => {
   it('a limited response carries RateLimit-Policy and RateLimit exactly as DESIGN.md says', async () => {
@@ -133,185 +110,6 @@ describe('denial', () => {
     expect(other.status).toBe(200);
     expect(other.headers['ratelimit']).toBe('"runs-query.api-key";r=14;t=1');
     expect((await send('/runs/query', { 'x-api-key': spent })).status).toBe(429);
-  });
-});
-
-describe('paths', () => {
-  for (const spelled of ['/foo/../runs/query', '//runs//query', '/runs/./query', '/%72uns/query']) {
-    it(`${spelled} is limited as runs-query and forwarded as /runs/query with its query string`, async () => {
-      const key = fresh('key');
-      const res = await rawRequest(
-        gw.port,
-        head(`POST ${spelled}?a=1&b=%zz HTTP/1.1`, [
-          ['Host', 'edge.test'],
-          ['x-api-key', key],
-          ['Content-Length', '0'],
-          ['Connection', 'close'],
-        ]),
-      );
-      expect(res.status).toBe(200);
-      expect(res.headers['ratelimit-policy']).toEqual(['"runs-query.api-key";q=15;w=10']);
-      const seen = seenWith('x-api-key', key);
-      expect(seen.map((r) => r.url)).toEqual(['/runs/query?a=1&b=%zz']);
-    });
-  }
-
-  it('invalid percent-encoding in the path answers 400 JSON {detail, code} and reaches no upstream', async () => {
-    const key = fresh('key');
-    const res = await rawRequest(
-      gw.port,
-      head('POST /runs/%zzquery HTTP/1.1', [
-        ['Host', 'edge.test'],
-        ['x-api-key', key],
-        ['Content-Length', '0'],
-      ]),
-    );
-    expect(res.status).toBe(400);
-    const body = res.json() as Record<string, unknown>;
-    expect(Object.keys(body).sort()).toEqual(['code', 'detail']);
-    expect(body.code).toBe('invalid_path');
-    expect(body.detail).toEqual(expect.any(String));
-    expect(seenWith('x-api-key', key)).toHaveLength(0);
-    // The process keeps serving.
-    expect((await send('/runs/query', { 'x-api-key': key })).status).toBe(200);
-  });
-
-  it('a repeated x-api-key header answers 400 and reaches no upstream', async () => {
-    const a = fresh('key');
-    const b = fresh('key');
-    const res = await rawRequest(
-      gw.port,
-      head('POST /runs/query HTTP/1.1', [
-        ['Host', 'edge.test'],
-        ['x-api-key', a],
-        ['x-api-key', b],
-        ['Content-Length', '0'],
-      ]),
-    );
-    expect(res.status).toBe(400);
-    expect(res.json()).toEqual({ detail: expect.any(String), code: 'repeated_identity_header' });
-    expect(upstream.seen.filter((r) => String(r.headers['x-api-key']).includes(a))).toHaveLength(0);
-  });
-});
-
-describe('malformed requests get a 4xx and the process keeps serving', () => {
-  for (const [what, raw, status] of [
-    ['an invalid method', 'G(T /runs/query HTTP/1.1\r\nHost: edge.test\r\n\r\n', 400],
-    ['an absurd header size', `GET /info HTTP/1.1\r\nHost: edge.test\r\nx-big: ${'a'.repeat(64 * 1024)}\r\n\r\n`, 431],
-    [
-      'a request target that is not a path',
-      'GET runs/query HTTP/1.1\r\nHost: edge.test\r\nConnection: close\r\n\r\n',
-      400,
-    ],
-  ] as const) {
-    it(`${what} → ${status}`, async () => {
-      const res = await rawRequest(gw.port, raw);
-      expect(res.status).toBe(status);
-      const after = await send('/runs/query', { 'x-api-key': fresh('key') });
-      expect(after.status).toBe(200);
-    });
-  }
-});
-
-describe('request id', () => {
-  it('a sane x-request-id is echoed to the client and forwarded upstream', async () => {
-    const id = `req-${randomUUID()}.a_b:c`;
-    const res = await send('/runs/query', { 'x-api-key': fresh('key'), 'x-request-id': id });
-    expect(res.status).toBe(200);
-    expect(res.headers['x-request-id']).toBe(id);
-    expect(seenWith('x-request-id', id)).toHaveLength(1);
-  });
-
-  for (const [what, insane] of [
-    ['300 characters', 'a'.repeat(300)],
-    ['spaces', 'two words'],
-    ['a quote and a comma', 'x",y'],
-  ] as const) {
-    it(`an x-request-id with ${what} is replaced by a fresh one, echoed and forwarded`, async () => {
-      const key = fresh('key');
-      const res = await send('/runs/query', { 'x-api-key': key, 'x-request-id': insane });
-      expect(res.status).toBe(200);
-      const minted = res.headers['x-request-id'];
-      expect(minted).not.toBe(insane);
-      expect(minted).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
-      expect(seenWith('x-api-key', key).map((r) => r.headers['x-request-id'])).toEqual([minted]);
-    });
-  }
-
-  it('a 429 carries the request id too', async () => {
-    const key = fresh('key');
-    await Promise.all(Array.from({ length: 15 }, () => send('/runs/query', { 'x-api-key': key })));
-    const id = fresh('denied');
-    const res = await send('/runs/query', { 'x-api-key': key, 'x-request-id': id });
-    expect(res.status).toBe(429);
-    expect(res.headers['x-request-id']).toBe(id);
-  });
-});
-
-describe('request log', () => {
-  it('one line per request with requestId, method, path, rule, decision, status, upstream and ms', async () => {
-    const id = fresh('logged');
-    await send('/runs/query', { 'x-api-key': fresh('key'), 'x-request-id': id });
-    const line = await gw.logs.requestLine(id);
-    expect(line).toMatchObject({
-      msg: 'request',
-      requestId: id,
-      method: 'POST',
-      path: '/runs/query',
-      rule: 'runs-query',
-      decision: 'allowed',
-      status: 200,
-      upstream: 'agent-server',
-    });
-    expect(line.ms).toEqual(expect.any(Number));
-    expect(gw.logs.lines().filter((l) => l.requestId === id)).toHaveLength(1);
-  });
-
-  it('logs a denial as decision "denied", status 429, no upstream', async () => {
-    const key = fresh('key');
-    await Promise.all(Array.from({ length: 15 }, () => send('/runs/query', { 'x-api-key': key })));
-    const id = fresh('denied');
-    await send('/runs/query', { 'x-api-key': key, 'x-request-id': id });
-    const line = await gw.logs.requestLine(id);
-    expect(line).toMatchObject({ rule: 'runs-query', decision: 'denied', status: 429 });
-    expect(line.upstream).toBeUndefined();
-  });
-
-  it('never holds the raw api key, user id, authorization or cookie', async () => {
-    const key = `lsv2_sk_NEVERLOG_${randomUUID().replaceAll('-', '')}`;
-    const user = `user-NEVERLOG-${randomUUID()}`;
-    const bearer = `Bearer tok-NEVERLOG-${randomUUID()}`;
-    const cookie = `session=NEVERLOG-${randomUUID()}`;
-    const ids: string[] = [];
-    const headers = { 'x-api-key': key, 'x-user-id': user, authorization: bearer, cookie };
-    for (let i = 0; i < 16; i++) {
-      const id = fresh('secret');
-      ids.push(id);
-      await send('/runs/query', { ...headers, 'x-request-id': id });
-    }
-    // A malformed one too: errors must not leak either.
-    const badId = fresh('bad');
-    await rawRequest(
-      gw.port,
-      head('POST /runs/query HTTP/1.1', [
-        ['Host', 'edge.test'],
-        ['x-api-key', key],
-        ['x-api-key', key],
-        ['x-user-id', user],
-        ['x-request-id', badId],
-        ['Content-Length', '0'],
-      ]),
-    );
-    for (const id of [...ids, badId]) await gw.logs.requestLine(id);
-    const text = gw.logs.raw();
-    for (const secret of [key, user, bearer, cookie, key.slice(-20), user.slice(-20)])
-      expect(text).not.toContain(secret);
-    expect(
-      gw.logs
-        .lines()
-        .filter((l) => ids.includes(String(l.requestId)))
-        .map((l) => l.decision),
-    ).toEqual([...Array(15).fill('allowed'), 'denied']);
   });
 });
 

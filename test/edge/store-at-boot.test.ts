@@ -7,11 +7,8 @@ import { rulesDir, startTestGateway } from '../helpers/gateway.ts';
 import { deleteByPrefix, keysByPrefix } from '../helpers/redis-keys.ts';
 
 /**
- * Regression: the gateway said "gateway listening" before its Redis client
- * had connected. With the offline queue off, every request in that window
- * was a store error: 503 with FAIL_MODE=closed, or a silent per-process
- * memory bucket with FAIL_MODE=open (so two fresh edges over-admitted).
- * Boot now waits (bounded) for the store's first connection.
+ * Boot waits (bounded) for the store's first connection before it says
+ * "gateway listening"; a store that refuses connections does not hold it up.
  */
 
 const PREFIX = `t-boot-${randomBytes(6).toString('hex')}`;
@@ -29,38 +26,46 @@ afterAll(async () => {
 });
 
 describe('store at boot', () => {
-  it('the first requests after "gateway listening" are decided by Redis, not a store error', async () => {
-    const upstream = await startUpstream();
-    const gw = await startTestGateway({
-      REDIS_URL: 'redis://127.0.0.1:6379',
-      KEY_PREFIX: PREFIX,
-      RULES_DIR: rules.dir,
-      FAIL_MODE: 'closed',
-      AGENT_SERVER_URL: upstream.url,
-      CONTROL_PLANE_URL: upstream.url,
+  /**
+   * The gateway said "gateway listening" before its Redis client had
+   * connected. With the offline queue off, every request in that window was a
+   * store error: 503 with FAIL_MODE=closed, or a silent per-process memory
+   * bucket with FAIL_MODE=open (so two fresh edges over-admitted).
+   */
+  describe('regression: requests between "gateway listening" and the first Redis connection were store errors', () => {
+    it('the first requests after "gateway listening" are decided by Redis, not a store error', async () => {
+      const upstream = await startUpstream();
+      const gw = await startTestGateway({
+        REDIS_URL: 'redis://127.0.0.1:6379',
+        KEY_PREFIX: PREFIX,
+        RULES_DIR: rules.dir,
+        FAIL_MODE: 'closed',
+        AGENT_SERVER_URL: upstream.url,
+        CONTROL_PLANE_URL: upstream.url,
+      });
+      try {
+        const key = `k-${randomBytes(8).toString('hex')}`;
+        // Sent at once, concurrently, with no warm-up.
+        const results = await Promise.all(
+          Array.from({ length: 3 }, async () => {
+            const res = await request(`${gw.url}/anything`, { headers: { 'x-api-key': key } });
+            await res.body.dump();
+            return { status: res.statusCode, ratelimit: res.headers['ratelimit'] };
+          }),
+        );
+        expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
+        expect(results.map((r) => r.ratelimit).sort()).toEqual([
+          '"boot.api-key";r=7;t=360',
+          '"boot.api-key";r=8;t=360',
+          '"boot.api-key";r=9;t=360',
+        ]);
+        expect(gw.logs.raw()).not.toContain('rate limit store failing');
+        expect(await keysByPrefix(redis, PREFIX)).toHaveLength(1);
+      } finally {
+        await gw.close();
+        await upstream.close();
+      }
     });
-    try {
-      const key = `k-${randomBytes(8).toString('hex')}`;
-      // Sent at once, concurrently, with no warm-up.
-      const results = await Promise.all(
-        Array.from({ length: 3 }, async () => {
-          const res = await request(`${gw.url}/anything`, { headers: { 'x-api-key': key } });
-          await res.body.dump();
-          return { status: res.statusCode, ratelimit: res.headers['ratelimit'] };
-        }),
-      );
-      expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
-      expect(results.map((r) => r.ratelimit).sort()).toEqual([
-        '"boot.api-key";r=7;t=360',
-        '"boot.api-key";r=8;t=360',
-        '"boot.api-key";r=9;t=360',
-      ]);
-      expect(gw.logs.raw()).not.toContain('rate limit store failing');
-      expect(await keysByPrefix(redis, PREFIX)).toHaveLength(1);
-    } finally {
-      await gw.close();
-      await upstream.close();
-    }
   });
 
   it('a Redis that refuses connections does not hold boot up: the gateway serves under FAIL_MODE and says so', async () => {

@@ -1,12 +1,18 @@
 import picomatch from 'picomatch';
+import type { IdentityKind } from '../../src/rules/identity.ts';
 import type { PathCondition, Rule } from '../../src/rules/types.ts';
 
 /**
- * The naive reference matcher: DESIGN.md "Rule files" read literally. It shares
+ * The naive reference matcher: the evaluation rule read literally (rules in
+ * order; the first rule whose match fits and that has a limit for an identity
+ * the request carries decides, with every such limit). It shares
  * no code with src/rules/compile.ts or path-condition.ts (it imports neither),
  * so that a differential test against the compiled matcher means something.
  * Every rule, alternative and condition is tested on every call; only picomatch
- * matchers and template regexes are cached, by their source text.
+ * matchers and template regexes are cached, by their source text. Which
+ * identities a request carries is written out here too rather than read from
+ * the identity table (identity.ts): a new kind must be added here by hand,
+ * and `present` stops compiling until it is.
  */
 
 export interface ReferenceRequest {
@@ -25,7 +31,7 @@ export interface ReferenceResult {
 
 export function referenceMatch(rules: readonly Rule[], req: ReferenceRequest): ReferenceResult | null {
   const path = req.path.length > 1 && req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
-  const present = {
+  const present: Record<IdentityKind, boolean> = {
     'api-key': nonEmpty(req.headers['x-api-key']),
     'user-ip': nonEmpty(req.headers['x-user-id']),
     ip: true,

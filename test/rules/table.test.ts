@@ -1,14 +1,16 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { compile, identityOf, type Headers, type Match, type MatchRequest } from '../../src/rules/compile.ts';
+import { compile, type Match, type MatchRequest } from '../../src/rules/compile.ts';
+import { identityOf, type Headers, type IdentityKind } from '../../src/rules/identity.ts';
 import { loadRuleFile, regionRuleFile, REGIONS, type Region } from '../../src/rules/load.ts';
 import { normalizePath } from '../../src/rules/normalize-path.ts';
-import type { IdentityKind } from '../../src/rules/types.ts';
 
 /**
  * Every row of the spec's "Limits" table (spec/platform.md), in both regions,
- * read as DESIGN.md "The seed's table as rules" interprets it: each row names
- * the rule that must decide, the bucket that must apply and its numbers.
+ * as the rule files (rules/*.yaml) must encode it: each row names the rule
+ * that must decide, the bucket that must apply and its numbers. A row's
+ * identity column is the limit's `by` ("x-user-id + IP" is `user-ip`); a
+ * request carrying none of a rule's identities falls through to a later rule.
  */
 
 const rulesDir = fileURLToPath(new URL('../../rules/', import.meta.url));
