@@ -89,3 +89,40 @@ export async function countsInRedis(
   const calls = (await scriptCalls(redis)) - before;
   return calls < n ? [`Redis ran ${calls} scripts for ${n} requests; is it counting in Redis?`] : [];
 }
+
+/**
+ * Every check on every target (the upstream itself: 200 with 100 bytes); the upstream's body is what the targets must
+ * answer. A fresh process connects to Redis and loads its script on its first requests, which can take longer than the
+ * store budget (STORE_TIMEOUT_MS, 50 ms) on a slow or profiled run: a few unjudged requests go first.
+ */
+export async function checkTargets(
+  upstreamUrl: string,
+  services: ReadonlyMap<string, { readonly url: string }>,
+  paths: readonly LimitedPath[],
+  rotating: LimitedPath,
+  redis: Redis,
+  checkKey: string,
+): Promise<{ problems: string[]; upstreamBody: Buffer }> {
+  const problems: string[] = [];
+  const direct = await get(upstreamUrl + rotating.path);
+  const upstreamBody = direct.body;
+  if (direct.status !== 200 || upstreamBody.length !== 100)
+    problems.push(`upstream: ${direct.status}, ${upstreamBody.length} bytes (want 200, 100 bytes)`);
+  for (const service of services.values()) {
+    for (const mode of paths) {
+      for (let i = 0; i < 5; i++) await get(service.url + mode.path, { 'x-api-key': checkKey }).catch(() => null);
+    }
+  }
+  for (const [target, service] of services) {
+    if (target === 'direct') continue;
+    const flavour: Flavour = target === 'fastify-redis' ? 'fastify' : 'edge';
+    for (const mode of paths) {
+      problems.push(
+        ...(await checkPath(service.url, flavour, mode, checkKey, upstreamBody)).map((p) => `${target} ${p}`),
+      );
+    }
+    if (target !== 'edge-memory')
+      problems.push(...(await countsInRedis(redis, service.url, rotating, checkKey)).map((p) => `${target}: ${p}`));
+  }
+  return { problems, upstreamBody };
+}

@@ -128,16 +128,20 @@ describe('reload on a change of the rule file (in-process gateway)', () => {
     replaceFile(file, V2);
     await until(() => probeQuota(gw.url), 5);
 
-    // Regression: the watcher reloaded, then the gateway reloaded again to report, which could only say
-    // "unchanged": the new rules served while metrics and logs still named the old file.
+    // The watcher reloaded, then the gateway reloaded again to report, which could only say "unchanged": the new rules
+    // served while metrics and logs still named the old file.
+    const regression = 'regression: after a reload, metrics and logs still named the old rules';
     const after = await scrapeMetrics(admin);
-    expect(rulesVersionLabel(after)).toBe(versionOf(V2));
-    expect(metricValue(after, 'gateway_rules_reloads_total', { result: 'ok' })).toBe(
+    expect(rulesVersionLabel(after), regression).toBe(versionOf(V2));
+    expect(metricValue(after, 'gateway_rules_reloads_total', { result: 'ok' }), regression).toBe(
       metricValue(before, 'gateway_rules_reloads_total', { result: 'ok' }) + 1,
     );
-    expect(await gw.logs.waitFor((l) => l.msg === 'rules reloaded')).toMatchObject({ file, version: versionOf(V2) });
+    expect(await gw.logs.waitFor((l) => l.msg === 'rules reloaded'), regression).toMatchObject({
+      file,
+      version: versionOf(V2),
+    });
     const ready = await request(`http://127.0.0.1:${admin}/readyz`);
-    expect(await ready.body.json()).toMatchObject({ rules: versionOf(V2) });
+    expect(await ready.body.json(), regression).toMatchObject({ rules: versionOf(V2) });
   });
 
   it('an invalid file is rejected with file, line and reason logged; the old rules keep serving; reloads{result="invalid"} counts it', async () => {

@@ -2,9 +2,8 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 /**
- * `npm start` (package.json) and the container (Dockerfile ENTRYPOINT) run
- * the gateway with the same node flags, and bench/edge.ts reads them from
- * package.json: what is benchmarked is what runs.
+ * `npm start` (package.json) and the container (Dockerfile ENTRYPOINT) run the gateway with the same node flags, and the
+ * edge benchmark (bench/peers/edge-targets.ts) reads them from package.json: what is benchmarked is what runs.
  */
 const root = new URL('../../', import.meta.url);
 const read = (path: string) => readFileSync(new URL(path, root), 'utf8');

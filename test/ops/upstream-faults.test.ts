@@ -131,10 +131,10 @@ describe('a slow upstream', () => {
 });
 
 describe('an upstream that drops an event stream halfway', () => {
-  // Regression: undici destroys the writable its stream() factory returned when the upstream fails mid-body; that
-  // writable was the
-  // client's response, so the client saw "aborted" before forward could end the stream (and forward read the stream's
-  // content-type with getHeader(), which is empty after writeHead(status, headers), so it would have cut it anyway).
+  // What broke: undici destroys the writable its stream() factory returned when the upstream fails mid-body; that
+  // writable was the client's response, so the client saw "aborted" before forward could end the stream (and forward
+  // read the stream's content-type with getHeader(), which is empty after writeHead(status, headers), so it would have
+  // cut it anyway).
   it('ends the client stream cleanly: "end" fires, no error, both frames received, no stream left open', async () => {
     const clientHasBoth = deferred();
     const up = await inProcessUpstream((req, res) => {
@@ -178,7 +178,10 @@ describe('an upstream that drops an event stream halfway', () => {
       5000,
       'client stream end',
     );
-    expect(outcome).toEqual({
+    expect(
+      outcome,
+      'regression: an upstream failing mid-stream destroyed the client response (undici stream())',
+    ).toEqual({
       text: 'id: 1\ndata: one\n\nid: 2\ndata: two\n\n',
       complete: true,
       status: 200,

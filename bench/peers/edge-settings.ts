@@ -1,0 +1,95 @@
+/**
+ * The edge benchmark's settings (environment variables, see bench/README.md), the two limited paths it loads, its
+ * targets and scenarios, and the names (key prefixes) of this run.
+ */
+import { join, resolve } from 'node:path';
+import type { LimitedPath } from './checks.ts';
+
+export const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick');
+export const SECONDS = Number(process.env.BENCH_SECONDS ?? (QUICK ? 2 : 10));
+export const WARMUP_SECONDS = Number(process.env.BENCH_WARMUP_SECONDS ?? (QUICK ? 0.5 : 2));
+/**
+ * Added to the first warm-up of each process: a fresh process loads code lazily and runs cold for seconds on a slow
+ * machine.
+ */
+export const FIRST_WARMUP_SECONDS = Number(process.env.BENCH_FIRST_WARMUP_SECONDS ?? (QUICK ? 2 : 10));
+export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
+export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
+export const ROTATING_KEYS = 1000;
+export const FAIL_MODE = process.env.BENCH_FAIL_MODE ?? 'closed';
+/** The edges' STORE_TIMEOUT_MS; unset = the edge's default. */
+export const STORE_TIMEOUT_MS = process.env.BENCH_STORE_TIMEOUT_MS;
+export const REDIS_URL = process.env.BENCH_REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const ALT_ROOT = process.env.BENCH_EDGE_ALT ? resolve(process.env.BENCH_EDGE_ALT) : null;
+const list = (v: string | undefined) =>
+  v
+    ?.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+export const PROFILE = process.env.BENCH_PROFILE === '1' ? ['edge-redis'] : (list(process.env.BENCH_PROFILE) ?? []);
+const ONLY = list(process.env.BENCH_ONLY);
+export const TARGET_RATIO = 1.3;
+export const TARGET_P99_MS = 10;
+export const ROOT = join(import.meta.dirname, '..', '..');
+export const RESULTS = join(import.meta.dirname, '..', 'results');
+
+// ---- what is measured ------------------------------------------------------
+
+/**
+ * One key: a rule placed first in a copy of rules/us.yaml, with a count no run
+ * can exhaust, so the single key is counted on every request but never denied.
+ * Rotating keys: the real `default` rule (1000 per 10 s per key), reached after
+ * every other rule is tried; 1,000 keys at under 100 req/s each stay below it.
+ */
+export const ONE_KEY: LimitedPath = {
+  path: '/bench/one-key',
+  rule: 'bench-one-key',
+  count: 100_000_000,
+  perSeconds: 1,
+};
+export const ROTATING: LimitedPath = { path: '/some/path', rule: 'default', count: 1000, perSeconds: 10 };
+export const BENCH_RULE = `# Added by bench/edge.ts: the one-key benchmark path, limited but never denied.
+- id: ${ONE_KEY.rule}
+  match: { prefix: /bench }
+  limits:
+    - { by: api-key, count: ${ONE_KEY.count}, per: ${ONE_KEY.perSeconds}s, category: Benchmark }
+
+`;
+
+export type TargetName =
+  'direct' | 'edge-memory' | 'edge-redis' | 'fastify-redis' | 'edge-redis-warn' | 'edge-redis-alt';
+export type EdgeTarget = Extract<TargetName, `edge-${string}`>;
+
+export const LABELS: Record<TargetName, string> = {
+  direct: 'direct (upstream alone)',
+  'edge-memory': 'edge, memory store',
+  'edge-redis': 'edge, Redis',
+  'fastify-redis': 'fastify peer, Redis',
+  'edge-redis-warn': 'edge, Redis, LOG_LEVEL=warn',
+  'edge-redis-alt': `edge, Redis, ${ALT_ROOT ?? ''}`,
+};
+
+export const SCENARIOS: readonly { target: TargetName; keys: number }[] = (
+  [
+    { target: 'direct', keys: ROTATING_KEYS },
+    { target: 'edge-memory', keys: 1 },
+    { target: 'edge-memory', keys: ROTATING_KEYS },
+    { target: 'edge-redis', keys: 1 },
+    { target: 'edge-redis', keys: ROTATING_KEYS },
+    ...(ALT_ROOT ? [{ target: 'edge-redis-alt', keys: ROTATING_KEYS } as const] : []),
+    { target: 'fastify-redis', keys: 1 },
+    { target: 'fastify-redis', keys: ROTATING_KEYS },
+    { target: 'edge-redis-warn', keys: ROTATING_KEYS },
+  ] as const
+).filter((s) => !ONLY || ONLY.includes(s.target));
+export const runs = (target: TargetName) => SCENARIOS.some((s) => s.target === target);
+
+export const runId = `${Date.now().toString(36)}-${process.pid.toString(36)}`;
+export const edgePrefix = (t: EdgeTarget) => `bench-${runId}-${t.slice(5)}`;
+export const peerNamespace = `bench-${runId}-fastify-`;
+export const EDGE_TARGETS = ['edge-memory', 'edge-redis', 'edge-redis-warn', 'edge-redis-alt'] as const;
+/** Redis key patterns this run writes, deleted at the end (SCAN + UNLINK; the shared Redis is never flushed). */
+export const redisPatterns = [
+  ...EDGE_TARGETS.filter((t) => t !== 'edge-memory').map((t) => `${edgePrefix(t)}:*`),
+  `${peerNamespace}*`,
+];
