@@ -15,7 +15,8 @@ import { createUpstream, type Upstream } from './proxy/forward.ts';
 import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
 import { BundledServices, type BundledService } from './services/bundled.ts';
-import { SettingsError, type Settings } from './settings.ts';
+import type { Settings } from './settings.ts';
+import { SettingsError } from './settings/env.ts';
 
 export interface Gateway {
   readonly edge: Listening;

@@ -14,8 +14,6 @@ import {
   type Env,
 } from './settings/env.ts';
 
-export { SettingsError } from './settings/env.ts';
-
 /**
  * Environment → one frozen, typed Settings. An invalid value fails at boot
  * with a message naming the variable; an unset one takes the documented default.

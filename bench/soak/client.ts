@@ -3,7 +3,8 @@
  * answer) and, for anything but 200/429, per status or network error.
  */
 import type { Pool } from 'undici';
-import { identityOf, type Matcher, type MatchRequest } from '../../src/rules/compile.ts';
+import { type Matcher, type MatchRequest } from '../../src/rules/compile.ts';
+import { identityOf } from '../../src/rules/identity.ts';
 import type { Shot } from './traffic.ts';
 
 export interface Bucket {

@@ -6,7 +6,7 @@ import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/ident
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
 import { normalizePath } from '../rules/normalize-path.ts';
 import type { Settings } from '../settings.ts';
-import type { Output } from './output.ts';
+import type { Output } from '../output.ts';
 
 export interface ExplainRequest {
   readonly method: string;

@@ -1,7 +1,7 @@
 import { startGateway } from '../gateway.ts';
 import { createLogger } from '../log.ts';
 import { loadSettings } from '../settings.ts';
-import type { Output } from './output.ts';
+import type { Output } from '../output.ts';
 
 /**
  * `gateway start`: serve until SIGTERM/SIGINT, then drain (DRAIN_SECONDS) and

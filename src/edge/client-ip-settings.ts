@@ -1,4 +1,5 @@
-import { SettingsError, type Settings } from '../settings.ts';
+import type { Settings } from '../settings.ts';
+import { SettingsError } from '../settings/env.ts';
 import { trustedProxies, type TrustedProxies } from './client-ip.ts';
 
 /** TRUST_PROXY and IPV6_PREFIX as the edge handler takes them; a bad CIDR fails at boot naming the variable. */

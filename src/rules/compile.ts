@@ -4,9 +4,6 @@ import { compileCondition } from './path-condition.ts';
 import { compileTable, type Decide } from './scan-code.ts';
 import { METHODS, type Limit, type Method, type Rule } from './types.ts';
 
-// Kept importable from here: bench/soak.ts reads `identityOf` from this module.
-export { identityOf } from './identity.ts';
-
 /**
  * The compiled matcher: pure, no I/O, built once per rule-file load.
  *

@@ -4,10 +4,6 @@ import { parseRuleFile } from './parse.ts';
 import type { RuleSet } from './types.ts';
 import type { Region } from '../region.ts';
 
-// Region lives in src/region.ts. Still exported here only for bench/match.ts and test/rules/, which are outside this
-// change; new code imports src/region.ts.
-export { REGIONS, type Region } from '../region.ts';
-
 /** Reads and validates one rule file. Throws RuleFileError (invalid) or the fs error (unreadable). */
 export function loadRuleFile(file: string): RuleSet {
   return parseRuleFile(readFileSync(file, 'utf8'), file);

@@ -72,7 +72,7 @@ describe('KEY_CHECK=on at the edge', () => {
       KEY_CHECK: 'on',
       REDIS_URL: 'redis://127.0.0.1:6379',
       KEY_PREFIX: `kc${randomUUID().slice(0, 8)}`,
-      KEYS_PREFIX: keysPrefix,
+      API_KEYS_PREFIX: keysPrefix,
       AGENT_SERVER_URL: upstream.url,
       CONTROL_PLANE_URL: upstream.url,
     });

@@ -16,7 +16,7 @@ const edge = usEdge();
 const { send, seenWith } = edge;
 
 describe('rate-limit headers', () => {
-  it('a limited response carries RateLimit-Policy and RateLimit exactly as DESIGN.md says', async () => {
+  it('a limited response carries RateLimit-Policy and RateLimit as draft-ietf-httpapi-ratelimit-headers-11 writes them', async () => {
     const res = await send('/runs/query', { 'x-api-key': fresh('key') });
     expect(res.status).toBe(200);
     expect(res.headers['ratelimit-policy']).toBe('"runs-query.api-key";q=15;w=10');

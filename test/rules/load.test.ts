@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadRuleFile, regionRuleFile, REGIONS } from '../../src/rules/load.ts';
+import { REGIONS } from '../../src/region.ts';
+import { loadRuleFile, regionRuleFile } from '../../src/rules/load.ts';
 import { parseRuleFile, RuleFileError } from '../../src/rules/parse.ts';
 
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));

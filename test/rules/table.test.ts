@@ -2,11 +2,12 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { compile, type Match, type MatchRequest } from '../../src/rules/compile.ts';
 import { identityOf, type Headers, type IdentityKind } from '../../src/rules/identity.ts';
-import { loadRuleFile, regionRuleFile, REGIONS, type Region } from '../../src/rules/load.ts';
+import { REGIONS, type Region } from '../../src/region.ts';
+import { loadRuleFile, regionRuleFile } from '../../src/rules/load.ts';
 import { normalizePath } from '../../src/rules/normalize-path.ts';
 
 /**
- * Every row of the spec's "Limits" table (spec/platform.md), in both regions,
+ * Every row of the platform's published limit table, in both regions,
  * as the rule files (rules/*.yaml) must encode it: each row names the rule
  * that must decide, the bucket that must apply and its numbers. A row's
  * identity column is the limit's `by` ("x-user-id + IP" is `user-ip`); a

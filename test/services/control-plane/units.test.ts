@@ -15,7 +15,7 @@ import {
 import { SecretBox, SecretError } from '../../../src/services/control-plane/secrets.ts';
 import { loadControlPlaneSettings } from '../../../src/services/control-plane/settings.ts';
 import { REVISION_STATUSES } from '../../../src/services/control-plane/types.ts';
-import { SettingsError } from '../../../src/settings.ts';
+import { SettingsError } from '../../../src/settings/env.ts';
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { client, imageBody, startControlPlane } from './helpers.ts';
 import { deploymentRecord, revisionRecord } from './store-contract.ts';
