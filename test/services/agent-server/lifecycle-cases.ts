@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AgentStore } from '../../../src/services/agent-server/store.ts';
+import type { AgentStore } from '../../../src/services/agent-server/store/agent-store.ts';
 import { registry } from './fixtures/app/graphs.ts';
 import { collect, eventually, newKey, sdk, startStack, userInput, type Stack } from './helpers.ts';
 
