@@ -18,8 +18,8 @@ import {
   assistantSearch,
   assistantSetLatest,
   assistantVersions,
-  errorSchema,
-} from './common-schemas.ts';
+} from './assistant-schemas.ts';
+import { errorSchema } from './common-schemas.ts';
 import type { AgentStore } from '../store/agent-store.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Assistant, Json } from '../store/records.ts';

@@ -9,15 +9,8 @@ import { newId } from '../ids.ts';
 import { pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { nextRunAfter } from '../runs/cron-expressions.ts';
-import {
-  cronCount,
-  cronCreate,
-  cronPatch,
-  cronSchema,
-  cronSearch,
-  errorSchema,
-  type CronCreate,
-} from './common-schemas.ts';
+import { errorSchema } from './common-schemas.ts';
+import { cronCount, cronCreate, cronPatch, cronSchema, cronSearch, type CronCreate } from './cron-schemas.ts';
 import { visibleThread } from './threads.ts';
 import type { Cron, Json } from '../store/records.ts';
 

@@ -9,15 +9,9 @@ import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { operation, param, type Operation } from './operations.ts';
 import type { RunHandle, RunSpec } from '../runs/runner.ts';
-import {
-  errorSchema,
-  runBatch,
-  runCreate,
-  runSchema,
-  STREAM_MODES,
-  type RunCreate,
-  type StreamMode,
-} from './common-schemas.ts';
+import { errorSchema } from './common-schemas.ts';
+import { runBatch, runCreate, runSchema, type RunCreate } from './run-schemas.ts';
+import { STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
 import { sseResponse } from './sse.ts';
 import { createThread } from './threads.ts';
 import type { Json, Run } from '../store/records.ts';

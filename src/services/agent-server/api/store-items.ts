@@ -6,15 +6,7 @@ import type { Action } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { invalid } from '../errors.ts';
 import { operation, type Operation } from './operations.ts';
-import {
-  errorSchema,
-  storeDelete,
-  storeGet,
-  storeItemSchema,
-  storeNamespaces,
-  storePut,
-  storeSearch,
-} from './common-schemas.ts';
+import { errorSchema, object } from './common-schemas.ts';
 
 /**
  * The long-term memory store (`client.store`): items (a JSON value under a
@@ -34,6 +26,71 @@ const errors = {
   },
 };
 const common = { tag: 'Store' } as const;
+
+/** A store namespace: its labels (each without `.`, the separator of the GET form). */
+const namespace = z.array(
+  z
+    .string()
+    .min(1)
+    .refine((label) => !label.includes('.'), 'a namespace label cannot contain "."'),
+);
+
+const storePut = z.object({
+  namespace: namespace.min(1),
+  key: z.string().min(1),
+  value: object().describe('Any JSON object.'),
+  index: z
+    .union([z.literal(false), z.array(z.string())])
+    .nullish()
+    .describe('Accepted; this server keeps no search index.'),
+  ttl: z
+    .number()
+    .nullish()
+    .refine((v) => v == null, 'item expiry (ttl) is not supported by this server: omit ttl')
+    .describe('Not supported.'),
+});
+
+const storeGet = z.object({
+  namespace: z
+    .string()
+    .min(1)
+    .transform((text) => text.split('.'))
+    .describe('Labels joined by "." (e.g. `users.u1`).'),
+  key: z.string().min(1),
+  refresh_ttl: z.string().optional().describe('Accepted; items do not expire.'),
+});
+
+const storeDelete = z.object({ namespace: namespace.min(1), key: z.string().min(1) });
+
+const storeSearch = z.object({
+  namespace_prefix: namespace.default([]).describe('Items in this namespace or under it; empty: every item.'),
+  filter: object()
+    .nullish()
+    .describe('Fields of the value: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).'),
+  limit: z.number().int().min(1).max(1000).default(10),
+  offset: z.number().int().min(0).default(0),
+  query: z
+    .string()
+    .nullish()
+    .describe('Accepted, not used: no semantic index (items come in namespace and key order).'),
+  refresh_ttl: z.boolean().nullish().describe('Accepted; items do not expire.'),
+});
+
+const storeNamespaces = z.object({
+  prefix: z.array(z.string()).nullish().describe('Labels the namespace starts with (`*`: any one label).'),
+  suffix: z.array(z.string()).nullish().describe('Labels the namespace ends with (`*`: any one label).'),
+  max_depth: z.number().int().min(1).nullish().describe('Cut namespaces to this many labels (duplicates merged).'),
+  limit: z.number().int().min(1).max(1000).default(100),
+  offset: z.number().int().min(0).default(0),
+});
+
+const storeItemSchema = z.object({
+  namespace: z.array(z.string()),
+  key: z.string(),
+  value: object(),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
 
 const itemJson = (item: Item) => ({
   namespace: item.namespace,

@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import { operation, type Operation } from './operations.ts';
-import { infoSchema, okSchema } from './common-schemas.ts';
+import { z } from 'zod';
 
 /** GET /ok (liveness) and GET /info (version and flags); both need no authentication. */
 const require = createRequire(import.meta.url);
@@ -13,6 +13,13 @@ const LANGGRAPH_VERSION = ((): string | null => {
     return null;
   }
 })();
+
+const okSchema = z.object({ ok: z.literal(true) });
+const infoSchema = z.object({
+  version: z.string(),
+  langgraph_js_version: z.string().nullable(),
+  flags: z.record(z.string(), z.boolean()),
+});
 
 export function systemOperations(): Operation[] {
   return [

@@ -6,15 +6,15 @@ import type { ServerContext } from '../context.ts';
 import { conflict, invalid, notFound } from '../errors.ts';
 import { interruptsOf, type RunnableGraph, type StateSnapshotLike } from '../graphs.ts';
 import { operation, param, type Operation } from './operations.ts';
+import { errorSchema } from './common-schemas.ts';
 import {
-  errorSchema,
   threadHistory,
   threadHistoryQuery,
   threadStateAt,
   threadStatePatch,
   threadStateSchema,
   threadStateUpdate,
-} from './common-schemas.ts';
+} from './thread-state-schemas.ts';
 import { toPlain } from '../serialize.ts';
 import { visibleThread } from './threads.ts';
 import type { Json, Thread } from '../store/records.ts';

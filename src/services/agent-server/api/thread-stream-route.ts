@@ -1,7 +1,9 @@
 import type { ServerContext } from '../context.ts';
 import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { errorSchema, threadJoinStream } from './common-schemas.ts';
+import { z } from 'zod';
+import { THREAD_STREAM_MODES } from '../runs/stream-modes.ts';
+import { errorSchema, modeList } from './common-schemas.ts';
 import { sseResponse } from './sse.ts';
 import { visibleThread } from './threads.ts';
 
@@ -13,6 +15,15 @@ import { visibleThread } from './threads.ts';
  * It answers `Location` with itself, so the public client reconnects there
  * by itself with `Last-Event-ID` when the connection breaks.
  */
+const threadJoinStream = z.object({
+  stream_mode: modeList(THREAD_STREAM_MODES).describe(
+    'What to follow: `run_modes` (every event of the runs, and `run_done` after each), `lifecycle` (only `metadata` and `run_done`), `state_update` (only `values`, the state after each step). One mode or a JSON array. Default: `run_modes`.',
+  ),
+  stream_modes: modeList(THREAD_STREAM_MODES).describe(
+    'The same as `stream_mode` (the name in the public API reference).',
+  ),
+});
+
 export function threadStreamOperation(ctx: ServerContext): Operation {
   const { runner, heartbeatMs } = ctx;
   return operation({

@@ -8,17 +8,17 @@ import { newId } from '../ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { settleIfOrphaned } from '../runs/orphans.ts';
+import { errorSchema } from './common-schemas.ts';
+import { runSchema } from './run-schemas.ts';
 import {
-  errorSchema,
   runList,
-  runSchema,
   threadCount,
   threadCreate,
   threadList,
   threadPatch,
   threadSchema,
   threadSearch,
-} from './common-schemas.ts';
+} from './thread-schemas.ts';
 import { copyCheckpoints } from '../store/checkpoint-copy.ts';
 import { removeThread } from './thread-removal.ts';
 import type { Json, Thread } from '../store/records.ts';

@@ -1,5 +1,5 @@
 import { isBaseMessage, isBaseMessageChunk, type BaseMessage, type BaseMessageChunk } from '@langchain/core/messages';
-import type { StreamMode } from '../api/common-schemas.ts';
+import type { StreamMode } from './stream-modes.ts';
 import { jsonText } from '../serialize.ts';
 
 /**

@@ -4,7 +4,7 @@ import { Broadcast, type HeldBounds } from './broadcast.ts';
 import { conflict } from '../errors.ts';
 import { FrameMapper, frame, graphStreamModes, rootValues, type Frame } from './frames.ts';
 import { interruptsOf, type GraphRegistry, type StateSnapshotLike } from '../graphs.ts';
-import type { StreamMode } from '../api/common-schemas.ts';
+import type { StreamMode } from './stream-modes.ts';
 import { toPlain } from '../serialize.ts';
 import type { AgentStore } from '../store/agent-store.ts';
 import { ThreadStreams, type ThreadFrame } from './thread-broadcasts.ts';

@@ -1,6 +1,6 @@
 import { Broadcast, type HeldBounds } from './broadcast.ts';
 import type { Frame } from './frames.ts';
-import type { ThreadStreamMode } from '../api/common-schemas.ts';
+import type { ThreadStreamMode } from './stream-modes.ts';
 
 /**
  * Each thread's stream (`GET /threads/{thread_id}/stream`): the events of
