@@ -8,7 +8,7 @@ import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { nextRunAfter } from '../runs/cron-expressions.ts';
+import { nextRunDate } from '../runs/cron-expressions.ts';
 import { errorSchema } from './common-schemas.ts';
 import { cronCount, cronCreate, cronPatch, cronSchema, cronSearch, type CronCreate } from './cron-schemas.ts';
 import { visibleThread } from './threads.ts';
@@ -34,13 +34,6 @@ const common = { tag: 'Crons' } as const;
 /** A cron as the API answers it: everything but whom its runs run as. */
 export function cronJson({ run_as: _runAs, ...cron }: Cron): Omit<Cron, 'run_as'> {
   return cron;
-}
-
-/** When the cron runs next after `from`: null once past its end. */
-export function nextRunDate(schedule: string, endTime: string | null, from: Date): string | null {
-  const next = nextRunAfter(schedule, from);
-  if (next === null || (endTime !== null && next.getTime() > Date.parse(endTime))) return null;
-  return next.toISOString();
 }
 
 export function cronOperations(ctx: ServerContext): Operation[] {

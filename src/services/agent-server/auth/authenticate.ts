@@ -5,7 +5,7 @@ import type { KeyRegistry } from '../../../keys/types.ts';
 import { allowAll, authorizer, type Authorize } from './filters.ts';
 import { httpStatusOf, studioUser, toUser, type AuthHandlers } from './custom-handlers.ts';
 import { ApiError, unauthorized } from '../errors.ts';
-import type { AuthUser } from '../store/records.ts';
+import type { AuthUser } from './user.ts';
 
 /**
  * Who is calling. Without a custom handler, `x-api-key` must be a key of

@@ -1,5 +1,5 @@
 import { AppConfigError } from '../app-config.ts';
-import type { AuthUser } from '../store/records.ts';
+import type { AuthUser } from './user.ts';
 
 /**
  * A custom auth handler as the app exports it, normalised. The public JS

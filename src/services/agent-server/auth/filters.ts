@@ -1,7 +1,8 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { AuthorizationHandler } from './custom-handlers.ts';
 import { ApiError, forbidden } from '../errors.ts';
-import type { AuthUser, Json } from '../store/records.ts';
+import type { Json } from '../store/records.ts';
+import type { AuthUser } from './user.ts';
 
 /**
  * Authorization handlers of a custom auth app. For an event

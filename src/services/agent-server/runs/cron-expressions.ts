@@ -14,8 +14,15 @@ export function scheduleError(schedule: string): string | null {
   }
 }
 
-export function nextRunAfter(schedule: string, from: Date): Date | null {
+function nextRunAfter(schedule: string, from: Date): Date | null {
   return parse(schedule).nextRun(from);
+}
+
+/** When the cron runs next after `from`: null once past its end. */
+export function nextRunDate(schedule: string, endTime: string | null, from: Date): string | null {
+  const next = nextRunAfter(schedule, from);
+  if (next === null || (endTime !== null && next.getTime() > Date.parse(endTime))) return null;
+  return next.toISOString();
 }
 
 function parse(schedule: string): Cron {

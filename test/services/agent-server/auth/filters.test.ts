@@ -1,7 +1,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { authorizer, matchesFilter } from '../../../../src/services/agent-server/auth/filters.ts';
 import { ApiError } from '../../../../src/services/agent-server/errors.ts';
-import type { AuthUser } from '../../../../src/services/agent-server/store/records.ts';
+import type { AuthUser } from '../../../../src/services/agent-server/auth/user.ts';
 
 const user: AuthUser = { identity: 'alice', display_name: 'Alice', is_authenticated: true, permissions: ['p1'] };
 
