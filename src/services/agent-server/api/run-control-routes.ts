@@ -8,7 +8,7 @@ import { onlyModes, type Frame } from '../runs/frames.ts';
 import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
 import { isUnfinished, settleIfOrphaned } from '../runs/orphans.ts';
 import { operation, param, type Operation } from './operations.ts';
-import { LEASE_MS } from '../runs/runner.ts';
+import { LEASE_MS } from '../runs/run-leases.ts';
 import { errorSchema } from './common-schemas.ts';
 import { runCancel, runJoinStream, runSchema } from './run-schemas.ts';
 import { STREAM_MODES } from '../runs/stream-modes.ts';

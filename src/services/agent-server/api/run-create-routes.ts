@@ -8,7 +8,7 @@ import type { ServerContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { newId } from '../ids.ts';
 import { operation, param, type Operation } from './operations.ts';
-import type { RunHandle, RunSpec } from '../runs/runner.ts';
+import type { RunHandle, RunSpec } from '../runs/run-handle.ts';
 import { errorSchema } from './common-schemas.ts';
 import { runBatch, runCreate, runSchema, type RunCreate } from './run-schemas.ts';
 import { STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
