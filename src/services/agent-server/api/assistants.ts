@@ -1,13 +1,13 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { AgentEnv } from '../auth/authenticate.ts';
-import { matchesFilter, type Action } from '../auth/filters.ts';
+import { matchesFilter } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
-import { ApiError, conflict, notFound } from '../errors.ts';
+import { ApiError, conflict } from '../errors.ts';
 import type { GraphRegistry } from '../graphs.ts';
-import { newId, uuid5 } from '../ids.ts';
-import { matchesExactly, pageAnswer } from './listing.ts';
-import { operation, param, type Operation } from './operations.ts';
+import { newId } from '../ids.ts';
+import type { Assistant, Json } from '../store/records.ts';
+import { visibleAssistant } from './assistant-lookup.ts';
 import {
   assistantCount,
   assistantCreate,
@@ -16,71 +16,27 @@ import {
   assistantPatch,
   assistantSchema,
   assistantSearch,
-  assistantSetLatest,
-  assistantVersions,
 } from './assistant-schemas.ts';
+import { assistantVersionOperations } from './assistant-versions.ts';
 import { errorSchema } from './common-schemas.ts';
-import type { AgentStore } from '../store/agent-store.ts';
+import { matchesExactly, pageAnswer } from './listing.ts';
+import { operation, param, type Operation } from './operations.ts';
 import { removeThread } from './thread-removal.ts';
-import type { Assistant, Json } from '../store/records.ts';
 
 /**
- * Assistants: a graph with its configuration. Every graph of the app gets
- * a default assistant at start (id derived from the graph name, metadata
- * `created_by: system`); an assistant is addressed by its UUID or, for the
- * default one, by the graph name.
+ * Assistants: a graph with its configuration, addressed by its UUID or, for
+ * the default assistant of a graph, by the graph name (assistant-lookup.ts).
+ * Its versions: assistant-versions.ts.
  */
-export const defaultAssistantId = (graphId: string): string => uuid5(graphId);
-
-export async function ensureDefaultAssistants(store: AgentStore, graphs: GraphRegistry): Promise<void> {
-  for (const graphId of graphs.names) {
-    const id = defaultAssistantId(graphId);
-    if ((await store.getAssistant(id)) !== null) continue;
-    const now = new Date().toISOString();
-    await store.putAssistant({
-      assistant_id: id,
-      graph_id: graphId,
-      config: {},
-      context: {},
-      metadata: { created_by: 'system' },
-      name: graphId,
-      description: null,
-      version: 1,
-      created_at: now,
-      updated_at: now,
-    });
-  }
-}
-
-/** The assistant `idOrGraph` names (a UUID, or a graph name for its default assistant), or null. */
-export async function findAssistant(
-  store: AgentStore,
-  graphs: GraphRegistry,
-  idOrGraph: string,
-): Promise<Assistant | null> {
-  return store.getAssistant(graphs.has(idOrGraph) ? defaultAssistantId(idOrGraph) : idOrGraph);
-}
-
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
   422: { description: 'Invalid request.', schema: errorSchema },
 };
 
-/**
- * The assistant, if it exists and the caller may `action` it; 404 otherwise. `value` is what the handler sees (and may
- * change).
- */
-async function visibleAssistant(
-  c: Context<AgentEnv>,
-  { store, graphs }: ServerContext,
-  id: string,
-  action: Action,
-  value: Json = { assistant_id: id },
-): Promise<Assistant> {
-  const filter = await c.get('auth').authorize('assistants', action, value);
-  const assistant = await findAssistant(store, graphs, id);
-  if (assistant === null || !matchesFilter(assistant.metadata, filter)) throw notFound('Assistant', id);
-  return assistant;
+/** 404 unless the app has the graph `graphId`. */
+function requireGraph(graphs: GraphRegistry, graphId: string): void {
+  if (!graphs.has(graphId))
+    throw new ApiError(404, `Graph "${graphId}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
 }
 
 export function assistantOperations(ctx: ServerContext): Operation[] {
@@ -115,8 +71,7 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
       async handler(c, { body }) {
         const value: Json = { ...body, assistant_id: body.assistant_id ?? newId(), metadata: { ...body.metadata } };
         const filter = await c.get('auth').authorize('assistants', 'create', value);
-        if (!graphs.has(body.graph_id))
-          throw new ApiError(404, `Graph "${body.graph_id}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
+        requireGraph(graphs, body.graph_id);
         const id = String(value.assistant_id);
         const existing = await store.getAssistant(id);
         if (existing !== null) {
@@ -207,8 +162,7 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
           metadata: body.metadata == null ? body.metadata : { ...body.metadata },
         };
         const assistant = await visibleAssistant(c, ctx, id, 'update', value);
-        if (body.graph_id != null && !graphs.has(body.graph_id))
-          throw new ApiError(404, `Graph "${body.graph_id}" not found in this app. Graphs: ${graphs.names.join(', ')}`);
+        if (body.graph_id != null) requireGraph(graphs, body.graph_id);
         const metadata = value.metadata as Json | null | undefined;
         const updated: Assistant = {
           ...assistant,
@@ -229,56 +183,7 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
         return c.json(updated);
       },
     }),
-    operation({
-      method: 'post',
-      path: '/assistants/{assistant_id}/versions',
-      operationId: 'list_assistant_versions',
-      summary: 'List the versions of an assistant',
-      description:
-        'Every version an update made (`assistants.getVersions`), newest first, optionally only those whose metadata has each given key.',
-      tag: 'Assistants',
-      body: assistantVersions,
-      responses: {
-        200: { description: 'Versions, newest first.', schema: z.array(assistantSchema.omit({ updated_at: true })) },
-        ...errors,
-        404: { description: 'Unknown assistant.', schema: errorSchema },
-      },
-      async handler(c, { body }) {
-        const assistant = await visibleAssistant(c, ctx, param(c, 'assistant_id'), 'read');
-        const versions = (await store.listAssistantVersions(assistant.assistant_id)).filter((v) =>
-          matchesExactly(v.metadata, body.metadata),
-        );
-        versions.sort((a, b) => b.version - a.version);
-        return c.json(versions.slice(body.offset, body.offset + body.limit));
-      },
-    }),
-    operation({
-      method: 'post',
-      path: '/assistants/{assistant_id}/latest',
-      operationId: 'set_latest_assistant_version',
-      summary: 'Make a version the current one',
-      description:
-        'The assistant takes the graph, config, context, metadata, name and description of that version (`assistants.setLatest`); the next update makes a new version after the newest.',
-      tag: 'Assistants',
-      body: assistantSetLatest,
-      responses: {
-        200: { description: 'The assistant.', schema: assistantSchema },
-        ...errors,
-        404: { description: 'Unknown assistant or version.', schema: errorSchema },
-      },
-      async handler(c, { body }) {
-        const id = param(c, 'assistant_id');
-        const assistant = await visibleAssistant(c, ctx, id, 'update', { assistant_id: id, version: body.version });
-        const version = (await store.listAssistantVersions(assistant.assistant_id)).find(
-          (v) => v.version === body.version,
-        );
-        if (version === undefined)
-          throw new ApiError(404, `Assistant ${assistant.assistant_id} has no version ${body.version}`);
-        const current: Assistant = { ...version, updated_at: new Date().toISOString() };
-        await store.putAssistant(current);
-        return c.json(current);
-      },
-    }),
+    ...assistantVersionOperations(ctx),
     operation({
       method: 'delete',
       path: '/assistants/{assistant_id}',

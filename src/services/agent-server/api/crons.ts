@@ -1,6 +1,6 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { findAssistant } from './assistants.ts';
+import { findAssistant } from './assistant-lookup.ts';
 import type { AgentEnv } from '../auth/authenticate.ts';
 import { matchesFilter } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';

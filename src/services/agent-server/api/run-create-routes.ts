@@ -1,7 +1,7 @@
 import { Command } from '@langchain/langgraph';
 import type { Context } from 'hono';
 import { z } from 'zod';
-import { findAssistant } from './assistants.ts';
+import { findAssistant } from './assistant-lookup.ts';
 import type { AgentEnv, RequestAuth } from '../auth/authenticate.ts';
 import { matchesFilter } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
