@@ -1,7 +1,7 @@
 import { allowAll } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { nextRunDate } from './cron-expressions.ts';
-import { startRun } from '../api/run-create-routes.ts';
+import { startRun } from '../api/start-run.ts';
 import { runCreate } from '../api/run-schemas.ts';
 import type { Cron } from '../store/records.ts';
 
