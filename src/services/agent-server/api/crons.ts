@@ -17,7 +17,7 @@ import type { Cron, Json } from '../store/records.ts';
 /**
  * Crons (`client.crons`): a run body started on a schedule (cron format,
  * UTC), on a thread or threadless (a new thread per run), as the user who
- * created the cron. cron-scheduler.ts starts the runs. The `crons`
+ * created the cron. runs/cron-scheduler.ts starts the runs. The `crons`
  * authorization handlers see each cron (`create`: `{cron_id, thread_id,
  * user_id, schedule, end_time, payload}`, whose `payload.metadata` becomes
  * the cron's metadata, e.g. an owner) and their filters apply to its

@@ -26,14 +26,14 @@ import type { Json, Run } from '../store/records.ts';
  * its server within LEASE_MS / 6), but its events can be followed only on
  * its own server (409 here). A run that has finished is answered from the
  * store; one that lost its server is settled as `error` when read
- * (orphans.ts).
+ * (runs/orphans.ts).
  *
  * Following resumes: every frame of a run carries `id: <n>`, its number in
  * the run, and a request with `Last-Event-ID: <n>` gets every frame after
  * it that is still held, then the rest live, with nothing lost or repeated.
  * The public client sends it by itself when a stream breaks (it reconnects
  * to the run stream's Location). Frames stay for a minute after the run
- * ends (runner.ts).
+ * ends (runs/frame-retention.ts).
  */
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },

@@ -10,7 +10,7 @@ import { visibleThread } from './threads.ts';
 /**
  * `GET /threads/{thread_id}/stream` (the JS client's `threads.joinStream`):
  * the events of the thread's runs, one run after the other, until the client
- * leaves or the thread is deleted (thread-streams.ts says what each mode
+ * leaves or the thread is deleted (runs/thread-broadcasts.ts says what each mode
  * carries). It follows the runs of this server process, as run streams do.
  * It answers `Location` with itself, so the public client reconnects there
  * by itself with `Last-Event-ID` when the connection breaks.

@@ -3,7 +3,7 @@ import type { Run } from '../store/records.ts';
 
 /**
  * Runs whose server is gone. While a server runs a run (recorded `pending`
- * or `running`), it holds the run's lease in the store (runner.ts). A run
+ * or `running`), it holds the run's lease in the store (run-leases.ts). A run
  * in either status that runs nowhere here and whose lease has lapsed lost
  * its server to a crash or a kill: it is recorded `error`, and its thread,
  * when no other run is on it, leaves `busy` for `error` too, so the thread
