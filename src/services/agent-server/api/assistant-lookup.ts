@@ -4,7 +4,7 @@ import { matchesFilter, type Action } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import type { GraphRegistry } from '../graphs.ts';
-import { uuid5 } from '../ids.ts';
+import { uuid5 } from './ids.ts';
 import type { AgentStore } from '../store/agent-store.ts';
 import type { Assistant, Json } from '../store/records.ts';
 

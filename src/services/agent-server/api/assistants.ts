@@ -5,7 +5,7 @@ import { matchesFilter } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { ApiError, conflict } from '../errors.ts';
 import type { GraphRegistry } from '../graphs.ts';
-import { newId } from '../ids.ts';
+import { newId } from './ids.ts';
 import type { Assistant, Json } from '../store/records.ts';
 import { visibleAssistant } from './assistant-lookup.ts';
 import {

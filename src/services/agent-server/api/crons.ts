@@ -5,7 +5,7 @@ import type { AgentEnv } from '../auth/authenticate.ts';
 import { matchesFilter } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { notFound } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { newId } from './ids.ts';
 import { pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { nextRunDate } from '../runs/cron-expressions.ts';

@@ -3,7 +3,7 @@ import type { RequestAuth } from '../auth/authenticate.ts';
 import { matchesFilter } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { notFound } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { newId } from './ids.ts';
 import type { RunHandle, RunSpec } from '../runs/run-handle.ts';
 import { STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
 import type { Json, Run } from '../store/records.ts';

@@ -4,7 +4,7 @@ import type { AgentEnv, RequestAuth } from '../auth/authenticate.ts';
 import { matchesFilter, type Action } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { conflict, notFound } from '../errors.ts';
-import { newId } from '../ids.ts';
+import { newId } from './ids.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
 import { operation, param, type Operation } from './operations.ts';
 import { settleIfOrphaned } from '../runs/orphans.ts';

@@ -7,7 +7,7 @@ import {
   modeOfEvent,
   onlyModes,
 } from '../../../../src/services/agent-server/runs/frames.ts';
-import { uuid5 } from '../../../../src/services/agent-server/ids.ts';
+import { uuid5 } from '../../../../src/services/agent-server/api/ids.ts';
 
 const meta = (node: string) => ({ langgraph_node: node, tags: [] });
 const events = (frames: { event: string; data: string }[]) => frames.map((f) => [f.event, JSON.parse(f.data)] as const);
