@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
-import { RedisCheckpointer } from '../../../src/services/agent-server/store/redis-checkpointer.ts';
-import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
-import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
-import { lifecycleCases } from './lifecycle-cases.ts';
+import { RedisCheckpointer } from '../../../../src/services/agent-server/store/redis-checkpointer.ts';
+import { RedisAgentStore } from '../../../../src/services/agent-server/store/redis-agent-store.ts';
+import { deleteByPrefix, keysByPrefix } from '../../../helpers/redis-keys.ts';
+import { lifecycleCases } from './cases.ts';
 
 /**
  * The same cases over the Redis store and checkpointer, on the shared Redis
