@@ -2,8 +2,9 @@ import { Cron } from 'croner';
 
 /**
  * Cron schedules, read in UTC: five fields (minute hour day month weekday),
- * or six with seconds first. `nextRunAfter` is the first time strictly
- * after `from`; null when the schedule never runs again.
+ * or six with seconds first. `nextRunDate` is the first time strictly
+ * after `from`; null when the schedule never runs again or that time is
+ * past the cron's end.
  */
 export function scheduleError(schedule: string): string | null {
   try {
