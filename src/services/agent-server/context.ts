@@ -1,8 +1,8 @@
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import type { GraphRegistry } from './graphs.ts';
-import type { Runner } from './runner.ts';
-import type { AgentStore } from './store.ts';
+import type { Runner } from './runs/runner.ts';
+import type { AgentStore } from './store/agent-store.ts';
 
 /** What the route modules share. */
 export interface ServerContext {

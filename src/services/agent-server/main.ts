@@ -6,7 +6,7 @@ import { createLogger } from '../../log.ts';
 import { SettingsError } from '../../settings/env.ts';
 import { AppConfigError } from './app-config.ts';
 import { createAgentServer } from './app.ts';
-import { fixedKeyVerifier } from './auth.ts';
+import { fixedKeyVerifier } from './auth/authenticate.ts';
 import { loadAgentServerSettings } from './settings.ts';
 
 /**

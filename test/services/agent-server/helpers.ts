@@ -9,7 +9,7 @@ import {
   type AgentServer,
   type AgentServerOptions,
 } from '../../../src/services/agent-server/app.ts';
-import type { ApiKeyVerifier } from '../../../src/services/agent-server/auth.ts';
+import type { ApiKeyVerifier } from '../../../src/services/agent-server/auth/authenticate.ts';
 import { listen, type Listening } from '../../../src/listen.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisCheckpointer } from '../../../src/services/agent-server/redis-checkpointer.ts';
-import { RedisAgentStore } from '../../../src/services/agent-server/redis-store.ts';
-import type { Run, Thread } from '../../../src/services/agent-server/types.ts';
+import { RedisCheckpointer } from '../../../src/services/agent-server/store/redis-checkpointer.ts';
+import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
+import type { Run, Thread } from '../../../src/services/agent-server/store/records.ts';
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { registry } from './fixtures/app/graphs.ts';
 import { collect, eventually, newKey, sdk, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';

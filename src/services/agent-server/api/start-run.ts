@@ -1,0 +1,127 @@
+import { Command } from '@langchain/langgraph';
+import type { RequestAuth } from '../auth/authenticate.ts';
+import { matchesFilter } from '../auth/filters.ts';
+import type { ServerContext } from '../context.ts';
+import { notFound } from '../errors.ts';
+import { newId } from './ids.ts';
+import type { RunHandle, RunSpec } from '../runs/run-handle.ts';
+import { STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
+import type { Json, Run } from '../store/records.ts';
+import { findAssistant } from './assistant-lookup.ts';
+import type { RunCreate } from './run-schemas.ts';
+import { createThread } from './threads.ts';
+
+interface Started {
+  readonly run: Run;
+  readonly handle: RunHandle;
+  readonly location: string;
+  readonly onDisconnect: 'cancel' | 'continue';
+}
+
+/** Starts a run as `auth`'s user (a request's, or a cron's creator): authorized, recorded, running. */
+export async function startRun(
+  auth: RequestAuth,
+  ctx: ServerContext,
+  body: RunCreate,
+  threadId: string | null,
+  background = false,
+): Promise<Started> {
+  const { store, graphs, runner } = ctx;
+  const { user, authorize } = auth;
+  const assistant = await findAssistant(store, graphs, body.assistant_id);
+  if (assistant === null) throw notFound('Assistant', body.assistant_id);
+  const runId = newId();
+  const strategy = body.multitask_strategy ?? 'reject';
+  const value: Json = {
+    thread_id: threadId,
+    assistant_id: assistant.assistant_id,
+    run_id: runId,
+    status: 'pending',
+    metadata: { ...body.metadata },
+    prevent_insert_if_inflight: true,
+    multitask_strategy: strategy,
+    if_not_exists: body.if_not_exists ?? 'reject',
+    after_seconds: null,
+    kwargs: { input: body.input ?? null, config: body.config ?? {}, context: body.context ?? {} },
+  };
+  const filter = await authorize('threads', 'create_run', value);
+  if (threadId !== null) {
+    const thread = await store.getThread(threadId);
+    if (thread === null && body.if_not_exists === 'create') await createThread(auth, ctx, { thread_id: threadId });
+    else if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', threadId);
+  }
+
+  const modes = [
+    ...new Set<StreamMode>(
+      body.stream_mode == null ? (background ? STREAM_MODES : ['values']) : [body.stream_mode].flat(),
+    ),
+  ];
+  const runThreadId = threadId ?? newId();
+  const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
+  const metadata = {
+    ...(value.metadata as Json),
+    run_id: runId,
+    assistant_id: assistant.assistant_id,
+    graph_id: assistant.graph_id,
+    ...(threadId ? { thread_id: threadId } : {}),
+  };
+  const context = { ...assistant.context, ...body.context };
+  const config: Record<string, unknown> = {
+    configurable: {
+      ...assistantConfig.configurable,
+      ...body.config?.configurable,
+      ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+      thread_id: runThreadId,
+      run_id: runId,
+      assistant_id: assistant.assistant_id,
+      graph_id: assistant.graph_id,
+      service_auth_user: user,
+      langgraph_auth_user: user,
+    },
+    metadata,
+    tags: [...(assistantConfig.tags ?? []), ...(body.config?.tags ?? [])],
+    recursionLimit: body.config?.recursion_limit ?? assistantConfig.recursion_limit ?? 25,
+    ...(Object.keys(context).length > 0 ? { context } : {}),
+    ...(body.interrupt_before ? { interruptBefore: body.interrupt_before } : {}),
+    ...(body.interrupt_after ? { interruptAfter: body.interrupt_after } : {}),
+  };
+  const now = new Date().toISOString();
+  const run: Run = {
+    run_id: runId,
+    thread_id: runThreadId,
+    assistant_id: assistant.assistant_id,
+    created_at: now,
+    updated_at: now,
+    status: 'pending',
+    metadata,
+    // The request as given; the user object is added to the config only, never stored.
+    kwargs: {
+      input: body.input ?? null,
+      command: body.command ?? null,
+      config: body.config ?? {},
+      context: body.context ?? {},
+      stream_mode: modes,
+    },
+    multitask_strategy: strategy,
+  };
+  const spec: RunSpec = {
+    run,
+    graphId: assistant.graph_id,
+    input: body.command ? new Command(body.command as ConstructorParameters<typeof Command>[0]) : (body.input ?? null),
+    config,
+    modes,
+    subgraphs: body.stream_subgraphs ?? false,
+    threadless: threadId === null,
+    keepThread: body.on_completion === 'keep',
+    strategy,
+    resumable: background || (body.stream_resumable ?? false),
+    startedBy: user.identity,
+  };
+  const handle = runner.start(spec);
+  return {
+    run,
+    handle,
+    location: threadId === null ? `/runs/${runId}` : `/threads/${threadId}/runs/${runId}`,
+    onDisconnect: body.on_disconnect ?? (body.stream_resumable ? 'continue' : 'cancel'),
+  };
+}

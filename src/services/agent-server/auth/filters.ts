@@ -1,0 +1,90 @@
+import { isDeepStrictEqual } from 'node:util';
+import type { AuthorizationHandler } from './custom-handlers.ts';
+import { ApiError, forbidden } from '../errors.ts';
+import type { Json } from '../store/records.ts';
+import type { AuthUser } from './user.ts';
+
+/**
+ * Authorization handlers of a custom auth app. For an event
+ * `resource:action` the first handler found among `resource:action`,
+ * `resource`, `*:action`, `*` runs with `{event, resource, action, value,
+ * user, permissions}`. It may write into `value.metadata` (e.g. `owner`),
+ * and returns nothing or `true` (allow), `false` (403), or a filter over
+ * the resource's metadata: `{k: v}`, `{k: {$eq: v}}`, `{k: {$contains: v}}`,
+ * all keys ANDed. A single read the filter excludes answers 404; a search
+ * leaves the item out. Without handlers everything is allowed.
+ */
+export type Resource = 'assistants' | 'threads' | 'crons' | 'store';
+export type Action =
+  'create' | 'read' | 'update' | 'delete' | 'search' | 'create_run' | 'put' | 'get' | 'list_namespaces';
+export type Filter = Readonly<Record<string, unknown>>;
+
+/** Runs the handler for `resource:action` on `value` (which it may change); the filter, or null for none. */
+export type Authorize = (resource: Resource, action: Action, value: Record<string, unknown>) => Promise<Filter | null>;
+
+export function authorizer(callbacks: Readonly<Record<string, AuthorizationHandler>>, user: AuthUser): Authorize {
+  return async function authorize(resource, action, value) {
+    const handler =
+      callbacks[`${resource}:${action}`] ?? callbacks[resource] ?? callbacks[`*:${action}`] ?? callbacks['*'];
+    if (handler === undefined) return null;
+    const result = await handler({
+      event: `${resource}:${action}`,
+      resource,
+      action,
+      value,
+      user,
+      permissions: user.permissions,
+    });
+    if (result === undefined || result === null || result === true) return null;
+    if (result === false) throw forbidden(`Not allowed to ${action.replace('_', ' ')} ${resource}`);
+    if (typeof result !== 'object' || Array.isArray(result)) {
+      throw new ApiError(
+        500,
+        `The authorization handler of ${resource}:${action} returned neither a boolean nor a filter object`,
+      );
+    }
+    checkFilter(result as Filter, `${resource}:${action}`);
+    return Object.keys(result).length === 0 ? null : (result as Filter);
+  };
+}
+
+/** Allows everything: no custom auth, or a handler without authorization callbacks. */
+export const allowAll: Authorize = async () => null;
+
+/** True when `metadata` passes every condition of `filter` (null: no filter). */
+export function matchesFilter(metadata: Json | null | undefined, filter: Filter | null): boolean {
+  if (filter === null) return true;
+  const meta = metadata ?? {};
+  for (const [key, condition] of Object.entries(filter)) {
+    const actual = meta[key];
+    if (isOperator(condition)) {
+      if ('$eq' in condition && !isDeepStrictEqual(actual, condition.$eq)) return false;
+      if ('$contains' in condition && !contains(actual, condition.$contains)) return false;
+    } else if (!isDeepStrictEqual(actual, condition)) return false;
+  }
+  return true;
+}
+
+/** `$contains`: an array holding the value (or every value of a list), or a string holding the substring. */
+function contains(actual: unknown, wanted: unknown): boolean {
+  if (typeof actual === 'string') return typeof wanted === 'string' && actual.includes(wanted);
+  if (!Array.isArray(actual)) return false;
+  const all = Array.isArray(wanted) ? wanted : [wanted];
+  return all.every((w) => actual.some((a) => isDeepStrictEqual(a, w)));
+}
+
+function isOperator(v: unknown): v is { $eq?: unknown; $contains?: unknown } {
+  return typeof v === 'object' && v !== null && !Array.isArray(v) && Object.keys(v).some((k) => k.startsWith('$'));
+}
+
+function checkFilter(filter: Filter, event: string): void {
+  for (const [key, condition] of Object.entries(filter)) {
+    if (!isOperator(condition)) continue;
+    const unknown = Object.keys(condition).filter((op) => op !== '$eq' && op !== '$contains');
+    if (unknown.length > 0)
+      throw new ApiError(
+        500,
+        `The authorization handler of ${event} filters "${key}" with unsupported operator ${unknown.join(', ')} (supported: $eq, $contains)`,
+      );
+  }
+}

@@ -1,0 +1,184 @@
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import type { Logger } from 'pino';
+import { interruptsOf, type GraphRegistry, type StateSnapshotLike } from '../graphs.ts';
+import { toPlain } from '../serialize.ts';
+import type { AgentStore } from '../store/agent-store.ts';
+import type { Json, Run, RunStatus, Thread, ThreadStatus } from '../store/records.ts';
+import { FrameMapper, frame, graphStreamModes, rootValues, type Frame } from './frames.ts';
+import type { CancelReason, RunOutcome, RunSpec } from './run-handle.ts';
+import { LEASE_MS } from './run-leases.ts';
+import type { ThreadQueues } from './thread-queues.ts';
+
+/** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
+export interface RunEvents {
+  push(frame: Frame): void;
+  /** The run starts (after the runs queued ahead of it): its thread's stream gets its `metadata`, then its frames. */
+  begin(): void;
+  /** The state after a step, for the thread stream's `state_update` readers only (the run does not stream `values`). */
+  state(values: unknown): void;
+  close(status: RunStatus): void;
+}
+
+export interface RunnerDeps {
+  readonly store: AgentStore;
+  readonly graphs: GraphRegistry;
+  readonly checkpointer: BaseCheckpointSaver;
+  readonly log: Logger;
+}
+
+/**
+ * Runs one run's graph once its turn comes: records it pending then running, streams the graph's chunks as frames to
+ * `events`, and records the outcome on the run and its thread (or deletes a threadless run's temporary thread).
+ */
+export class RunExecution {
+  constructor(
+    private readonly deps: RunnerDeps,
+    private readonly queues: ThreadQueues,
+  ) {}
+
+  async execute(
+    spec: RunSpec,
+    events: RunEvents,
+    signal: AbortSignal,
+    cancelled: () => CancelReason | null,
+    before: Promise<unknown>,
+  ): Promise<RunOutcome> {
+    const { store, graphs, checkpointer, log } = this.deps;
+    const { run } = spec;
+    const threadId = run.thread_id;
+    const runLog = log.child({
+      run_id: run.run_id,
+      thread_id: spec.threadless ? undefined : threadId,
+      graph_id: spec.graphId,
+    });
+    await store.lease(`run:${run.run_id}`, LEASE_MS);
+    await this.setRun(run, 'pending');
+    // A queued run waits for the runs ahead of it, unless it is cancelled first.
+    await Promise.race([before, whenAborted(signal)]);
+    if (!signal.aborted) events.begin();
+    let status: RunStatus = 'success';
+    let error: RunOutcome['error'] = null;
+    let state: StateSnapshotLike | null = null;
+    const mapper = new FrameMapper(new Set(spec.modes));
+    try {
+      if (signal.aborted) throw signal.reason;
+      await this.setRun(run, 'running');
+      if (!spec.threadless) {
+        await this.setThread(threadId, (t) => ({
+          status: 'busy',
+          metadata: { ...t.metadata, graph_id: spec.graphId, assistant_id: run.assistant_id },
+        }));
+      }
+      runLog.debug('run started');
+      const graph = await graphs.get(spec.graphId, spec.config);
+      const stream = await graph.stream(spec.input, {
+        ...spec.config,
+        streamMode: graphStreamModes(spec.modes),
+        subgraphs: spec.subgraphs,
+        signal,
+      });
+      const streamsValues = spec.modes.includes('values');
+      for await (const chunk of stream) {
+        for (const f of mapper.map(chunk)) events.push(f);
+        const values = streamsValues ? undefined : rootValues(chunk);
+        if (values !== undefined) events.state(values);
+      }
+      for (const f of mapper.finish()) events.push(f);
+      state = await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null);
+    } catch (err) {
+      const reason = cancelled();
+      if (reason !== null) {
+        status = 'interrupted';
+        if (reason === 'interrupt')
+          events.push(
+            frame('error', {
+              error: 'CancelledError',
+              message: 'Run cancelled: a newer run on this thread interrupted it.',
+            }),
+          );
+        if (reason === 'shutdown')
+          events.push(
+            frame('error', { error: 'ServiceUnavailable', message: 'Run cancelled: the server is shutting down.' }),
+          );
+        if (reason === 'disconnect')
+          events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled: its client disconnected.' }));
+        if (reason === 'cancel')
+          events.push(frame('error', { error: 'CancelledError', message: 'Run cancelled on request.' }));
+        runLog.info({ reason }, 'run cancelled');
+      } else {
+        status = 'error';
+        error = { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
+        events.push(frame('error', error));
+        runLog.warn({ err: error }, 'run failed');
+      }
+      const graph = await graphs.get(spec.graphId, spec.config).catch(() => null);
+      state = graph ? await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null) : null;
+    }
+    const values = state
+      ? toPlain(state.values)
+      : mapper.lastValues === undefined
+        ? undefined
+        : toPlain(mapper.lastValues);
+    try {
+      await this.setRun(run, status);
+      if (spec.threadless && !spec.keepThread) await checkpointer.deleteThread(threadId);
+      else await this.finishThread(spec, status, values, state);
+    } catch (err) {
+      runLog.error({ err: (err as Error).message }, 'could not record the run outcome');
+    } finally {
+      events.close(status);
+    }
+    runLog.debug({ status }, 'run finished');
+    return { status, values, error };
+  }
+
+  private async setRun(run: Run, status: RunStatus): Promise<void> {
+    await this.deps.store.putRun({ ...run, status, updated_at: new Date().toISOString() });
+  }
+
+  private async setThread(
+    threadId: string,
+    patch: Partial<Thread> | ((thread: Thread) => Partial<Thread>),
+  ): Promise<void> {
+    const thread = await this.deps.store.getThread(threadId);
+    if (thread === null) return;
+    const changes = typeof patch === 'function' ? patch(thread) : patch;
+    await this.deps.store.putThread({ ...thread, ...changes, updated_at: new Date().toISOString() });
+  }
+
+  private async finishThread(
+    spec: RunSpec,
+    status: RunStatus,
+    values: unknown,
+    state: StateSnapshotLike | null,
+  ): Promise<void> {
+    const interrupts = interruptsOf(state);
+    const threadStatus: ThreadStatus =
+      status === 'error' ? 'error' : Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle';
+    const patch = { status: threadStatus, values: (values ?? null) as Json | null, interrupts };
+    if (spec.threadless) {
+      const now = new Date().toISOString();
+      await this.deps.store.putThread({
+        thread_id: spec.run.thread_id,
+        created_at: spec.run.created_at,
+        updated_at: now,
+        metadata: { graph_id: spec.graphId, assistant_id: spec.run.assistant_id },
+        config: {},
+        ...patch,
+      });
+    } else if (!this.busyAfter(spec.run.thread_id, spec.run.run_id)) await this.setThread(spec.run.thread_id, patch);
+    else await this.setThread(spec.run.thread_id, { values: patch.values, interrupts });
+  }
+
+  /** Another run is queued behind this one: the thread stays busy. */
+  private busyAfter(threadId: string, runId: string): boolean {
+    return this.queues.busyAfter(threadId, runId);
+  }
+}
+
+/** Resolves when `signal` aborts (and never if it does not). */
+function whenAborted(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) =>
+    signal.aborted ? resolve() : signal.addEventListener('abort', () => resolve(), { once: true }),
+  );
+}

@@ -1,0 +1,61 @@
+import type { Frame } from './frames.ts';
+import type { StreamMode } from './stream-modes.ts';
+import type { MultitaskStrategy, Run, RunStatus } from '../store/records.ts';
+
+/** What to run: the run record, its graph and input, and how it streams and shares its thread. */
+export interface RunSpec {
+  /** The run record (stored by the runner, first as pending). */
+  readonly run: Run;
+  readonly graphId: string;
+  /** Graph input, or a LangGraph Command. */
+  readonly input: unknown;
+  /** The LangGraph config: configurable (with thread_id and the user), metadata, tags, ... */
+  readonly config: Record<string, unknown>;
+  readonly modes: readonly StreamMode[];
+  readonly subgraphs: boolean;
+  /** Threadless: the thread is temporary; deleted at the end unless kept. */
+  readonly threadless: boolean;
+  readonly keepThread: boolean;
+  readonly strategy: MultitaskStrategy;
+  /** `stream_resumable`: a join without `Last-Event-ID` replays the run from its first frame. */
+  readonly resumable: boolean;
+  /** The identity of the user who started it (kept in memory with the run, never stored). */
+  readonly startedBy: string;
+}
+
+export interface RunOutcome {
+  readonly status: RunStatus;
+  /** Final state values (plain JSON), when the graph produced any. */
+  readonly values: unknown;
+  readonly error: { error: string; message: string } | null;
+}
+
+/**
+ * Why a run stops early: its client left, a newer run interrupted it, the server stops, or a cancel request (or thread
+ * deletion) asked.
+ */
+export type CancelReason = 'disconnect' | 'interrupt' | 'shutdown' | 'cancel';
+
+/** A client following a run's events from the moment it joined. */
+export interface RunReader {
+  readonly frames: AsyncIterable<Frame>;
+  /** The client is gone: stop queueing events for it. */
+  leave(): void;
+}
+
+export interface RunHandle {
+  readonly runId: string;
+  /** The events for the response that started the run (`metadata` first). */
+  readonly frames: AsyncIterable<Frame>;
+  readonly done: Promise<RunOutcome>;
+  cancel(reason: CancelReason): void;
+  /** The reader is gone but the run goes on (`on_disconnect: continue`). */
+  detach(): void;
+  /**
+   * Another reader of the run's events: from now on (`seen` undefined), or every held frame after frame number `seen`,
+   * then what comes.
+   */
+  join(seen?: number): RunReader;
+  readonly resumable: boolean;
+  readonly startedBy: string;
+}

@@ -1,0 +1,146 @@
+import { Broadcast } from './broadcast.ts';
+import { conflict } from '../errors.ts';
+import { frame, type Frame } from './frames.ts';
+import { FinishedRuns, RETAINED_MS, runFrameBounds, threadFrameBounds } from './frame-retention.ts';
+import { RunExecution, type RunEvents, type RunnerDeps } from './run-execution.ts';
+import type { CancelReason, RunHandle, RunSpec } from './run-handle.ts';
+import { LeaseRenewals } from './run-leases.ts';
+import { ThreadStreams } from './thread-broadcasts.ts';
+import { ThreadQueues } from './thread-queues.ts';
+
+/**
+ * Runs graphs. Each run streams its events (metadata first) to the
+ * response that started it; the run itself goes on in the background
+ * and records its outcome on the run and its thread. One run at a time per
+ * thread: a second one answers 409 unless its multitask strategy cancels
+ * the active run (`interrupt`, `rollback`) or waits for it (`enqueue`).
+ * Other clients can join a run's events while it goes on (`join`), and a
+ * client that lost its stream can resume it: every frame carries an `id`
+ * (its number in the run), the last frames of each run are held (see
+ * frame-retention.ts), and a finished run's frames stay for RETAINED_MS after its end.
+ * The frames of a thread's runs also go to the thread's stream (`threads`).
+ *
+ * Several servers may share one store. While a run goes on, its server
+ * renews the run's lease in the store (`run:<id>`, see LEASE_MS): a run
+ * recorded as running without a lease has lost its server (orphans.ts).
+ * A cancel asked on another server reaches the run as a `cancel:<id>`
+ * lease, which its server looks for at each renewal.
+ *
+ * The jobs live apart: the queue per thread (thread-queues.ts), running a
+ * graph and recording its outcome (run-execution.ts), the frames held for
+ * resuming readers (frame-retention.ts) and the leases (run-leases.ts).
+ */
+export class Runner {
+  private readonly queues = new ThreadQueues();
+  /** Every run not yet finished, by run id. */
+  private readonly all = new Map<string, RunHandle>();
+  private readonly finished = new FinishedRuns();
+  private readonly held = runFrameBounds();
+  /** Each thread's stream: the frames of its runs, one run after the other. */
+  readonly threads = new ThreadStreams(threadFrameBounds(), RETAINED_MS);
+
+  private readonly leases: LeaseRenewals;
+  private readonly execution: RunExecution;
+
+  constructor(deps: RunnerDeps) {
+    this.leases = new LeaseRenewals(deps.store, deps.log, () => this.all.values());
+    this.execution = new RunExecution(deps, this.queues);
+  }
+
+  /** True while a run is active or queued on the thread. */
+  busy(threadId: string): boolean {
+    return this.queues.busy(threadId);
+  }
+
+  /** The run while it is queued or running; undefined once it has finished (or on another server). */
+  find(runId: string): RunHandle | undefined {
+    return this.all.get(runId);
+  }
+
+  /** The run while it goes on, or for RETAINED_MS after its end: what a joining or resuming reader follows. */
+  followable(runId: string): RunHandle | undefined {
+    return this.all.get(runId) ?? this.finished.get(runId);
+  }
+
+  /** The thread's active run and the runs queued behind it. */
+  onThread(threadId: string): RunHandle[] {
+    return this.queues.onThread(threadId);
+  }
+
+  /** Starts `spec` (synchronously claims its thread: call it with no await after the busy check). */
+  start(spec: RunSpec): RunHandle {
+    const threadId = spec.run.thread_id;
+    const ahead = spec.threadless ? [] : this.queues.onThread(threadId);
+    if (ahead.length > 0 && spec.strategy === 'reject') {
+      throw conflict(
+        'Thread is already running a task. Wait for it to finish or choose a different multitask strategy.',
+      );
+    }
+    if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
+    const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
+
+    const events = new Broadcast<Frame>(this.held);
+    const metadata = frame('metadata', { run_id: spec.run.run_id, attempt: 1 });
+    let thread: string | null = null; // set once the run begins: a queued run shows on its thread's stream when its turn comes
+    if (!spec.threadless) this.threads.runStarted(threadId);
+    const numbered: RunEvents = {
+      push: (f) => {
+        events.push({ ...f, id: String(events.count + 1) });
+        if (thread !== null) this.threads.publish(thread, f);
+      },
+      begin: () => {
+        if (spec.threadless) return;
+        thread = threadId;
+        this.threads.publish(thread, metadata);
+      },
+      state: (values) => {
+        if (thread !== null) this.threads.publish(thread, frame('values', values), ['state_update']);
+      },
+      close: (status) => {
+        events.close();
+        if (thread !== null) this.threads.publish(thread, frame('run_done', { run_id: spec.run.run_id, status }));
+        if (!spec.threadless) this.threads.runEnded(threadId);
+      },
+    };
+    const first = events.subscribe();
+    const controller = new AbortController();
+    let cancelReason: CancelReason | null = null;
+    numbered.push(metadata);
+    const done = this.execution.execute(spec, numbered, controller.signal, () => cancelReason, before);
+    const handle: RunHandle = {
+      runId: spec.run.run_id,
+      frames: first,
+      done,
+      resumable: spec.resumable,
+      startedBy: spec.startedBy,
+      cancel(reason) {
+        if (cancelReason !== null) return;
+        cancelReason = reason;
+        controller.abort(new Error(`run cancelled (${reason})`));
+      },
+      detach: () => events.leave(first),
+      join(seen) {
+        const reader = events.subscribe(seen);
+        return { frames: reader, leave: () => events.leave(reader) };
+      },
+    };
+    this.all.set(handle.runId, handle);
+    if (!spec.threadless) this.queues.add(threadId, handle);
+    void done.finally(() => {
+      this.all.delete(handle.runId);
+      this.finished.retain(handle, events);
+      this.queues.remove(threadId, handle);
+    });
+    return handle;
+  }
+
+  /** Cancels every run and waits for them to wind down. */
+  async close(): Promise<void> {
+    this.leases.stop();
+    const handles = [...this.all.values()];
+    for (const h of handles) h.cancel('shutdown');
+    await Promise.all(handles.map((h) => h.done.catch(() => undefined)));
+    this.finished.clear();
+    this.threads.close();
+  }
+}

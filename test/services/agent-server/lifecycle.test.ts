@@ -1,5 +1,0 @@
-import { MemorySaver } from '@langchain/langgraph';
-import { MemoryAgentStore } from '../../../src/services/agent-server/memory-store.ts';
-import { lifecycleCases } from './lifecycle-cases.ts';
-
-lifecycleCases('memory store', async () => ({ store: new MemoryAgentStore(), checkpointer: new MemorySaver() }));
