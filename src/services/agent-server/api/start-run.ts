@@ -118,6 +118,7 @@ export async function startRun(
     startedBy: user.identity,
   };
   const handle = runner.start(spec);
+  await handle.recorded;
   return {
     run,
     handle,

@@ -36,14 +36,24 @@ export class RunExecution {
     private readonly queues: ThreadQueues,
   ) {}
 
+  /**
+   * Takes the run's lease and records it as pending. The run is answered only after this, so a read or a join sent
+   * right after `runs.create` finds it (it used to race the answer: a 404 on a Redis store).
+   */
+  async record(run: Run): Promise<void> {
+    await this.deps.store.lease(`run:${run.run_id}`, LEASE_MS);
+    await this.setRun(run, 'pending');
+  }
+
   async execute(
     spec: RunSpec,
     events: RunEvents,
     signal: AbortSignal,
     cancelled: () => CancelReason | null,
     before: Promise<unknown>,
+    recorded: Promise<void>,
   ): Promise<RunOutcome> {
-    const { store, graphs, checkpointer, log } = this.deps;
+    const { graphs, checkpointer, log } = this.deps;
     const { run } = spec;
     const threadId = run.thread_id;
     const runLog = log.child({
@@ -51,8 +61,7 @@ export class RunExecution {
       thread_id: spec.threadless ? undefined : threadId,
       graph_id: spec.graphId,
     });
-    await store.lease(`run:${run.run_id}`, LEASE_MS);
-    await this.setRun(run, 'pending');
+    await recorded;
     // A queued run waits for the runs ahead of it, unless it is cancelled first.
     await Promise.race([before, whenAborted(signal)]);
     if (!signal.aborted) events.begin();

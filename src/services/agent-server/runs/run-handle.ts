@@ -48,6 +48,8 @@ export interface RunHandle {
   /** The events for the response that started the run (`metadata` first). */
   readonly frames: AsyncIterable<Frame>;
   readonly done: Promise<RunOutcome>;
+  /** Settles once the run is in the store (pending, with its lease): answer nothing about it before. */
+  readonly recorded: Promise<void>;
   cancel(reason: CancelReason): void;
   /** The reader is gone but the run goes on (`on_disconnect: continue`). */
   detach(): void;

@@ -106,10 +106,12 @@ export class Runner {
     const controller = new AbortController();
     let cancelReason: CancelReason | null = null;
     numbered.push(metadata);
-    const done = this.execution.execute(spec, numbered, controller.signal, () => cancelReason, before);
+    const recorded = this.execution.record(spec.run);
+    const done = this.execution.execute(spec, numbered, controller.signal, () => cancelReason, before, recorded);
     const handle: RunHandle = {
       runId: spec.run.run_id,
       frames: first,
+      recorded,
       done,
       resumable: spec.resumable,
       startedBy: spec.startedBy,
