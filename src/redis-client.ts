@@ -58,3 +58,12 @@ function clientOptions(options: RedisClientOptions) {
     ...(options.autoPipelining !== undefined && { enableAutoPipelining: options.autoPipelining }),
   };
 }
+
+/**
+ * Closes a client: QUIT (pending replies flushed) on a live connection, at once otherwise. QUIT would wait for a
+ * reconnect while Redis is away, and fails on a client already closed.
+ */
+export async function closeRedis(client: Redis | Cluster): Promise<void> {
+  if (client.status === 'ready') await client.quit().catch(() => client.disconnect());
+  else client.disconnect();
+}

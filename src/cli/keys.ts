@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import { KeyRegistryError, type KeyRegistry } from '../keys/types.ts';
-import { createRedisClient } from '../redis-client.ts';
+import { closeRedis, createRedisClient } from '../redis-client.ts';
 import { SettingsError } from '../settings/env.ts';
 import { loadKeyRegistrySettings } from '../settings/key-registry.ts';
 import type { Output } from '../output.ts';
@@ -96,6 +96,6 @@ export async function keysCommand(
     out.err(`gateway keys create: cannot reach the key registry: ${(err as Error).message}`);
     return 2;
   } finally {
-    if (owned) await owned.client.quit().catch(() => owned!.client.disconnect());
+    if (owned) await closeRedis(owned.client);
   }
 }

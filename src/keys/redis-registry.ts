@@ -2,6 +2,7 @@ import type { Redis } from 'ioredis';
 import { checkName, generateKey, keyHash, newKeyId } from './key-format.ts';
 import { workspaceTaken } from './memory-registry.ts';
 import type { ApiKeyRecord, CreatedKey, KeyRegistry } from './types.ts';
+import { closeRedis } from '../redis-client.ts';
 
 /**
  * The registry in Redis, shared by every process on that Redis (edge,
@@ -87,12 +88,7 @@ export class RedisKeyRegistry implements KeyRegistry {
   }
 
   async close(): Promise<void> {
-    if (!this.ownsClient) return;
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.disconnect();
-    }
+    if (this.ownsClient) await closeRedis(this.client);
   }
 
   private k(suffix: string): string {

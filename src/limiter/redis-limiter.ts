@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
 import { keySlot } from './key-slot.ts';
 import { StoreError, type Bucket, type BucketOutcome, type Limiter, type LimitOutcome } from './types.ts';
+import { closeRedis } from '../redis-client.ts';
 
 /**
  * Token buckets in Redis or Redis Cluster: the same GCRA as the memory
@@ -141,12 +142,7 @@ export class RedisLimiter implements Limiter {
   }
 
   async close(): Promise<void> {
-    if (!this.ownsClient) return;
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.disconnect(); // already closed or unreachable: nothing left to flush
-    }
+    if (this.ownsClient) await closeRedis(this.client);
   }
 
   /** Sends the pending batch as one script (written at once unless the client auto-pipelines). */

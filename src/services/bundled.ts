@@ -5,7 +5,7 @@ import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import type { KeyRegistry } from '../keys/types.ts';
 import { listen } from '../listen.ts';
-import { createRedisClient, SERVICE_REDIS } from '../redis-client.ts';
+import { closeRedis, createRedisClient, SERVICE_REDIS } from '../redis-client.ts';
 import { SettingsError } from '../settings/env.ts';
 import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth/authenticate.ts';
@@ -74,8 +74,7 @@ export class BundledServices {
 
   async close(): Promise<void> {
     await this.registry?.close();
-    if (this.redis?.status === 'ready') await this.redis.quit().catch(() => this.redis!.disconnect());
-    else this.redis?.disconnect();
+    if (this.redis) await closeRedis(this.redis);
   }
 
   /**

@@ -1,8 +1,5 @@
 import { InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from '@langchain/langgraph';
-import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
-import { HTTPException } from 'hono/http-exception';
-import type { ContentfulStatusCode } from 'hono/utils/http-status';
+import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { importExport, readAppConfig } from './app-config.ts';
 import { ensureDefaultAssistants } from './api/assistant-lookup.ts';
@@ -13,7 +10,7 @@ import { CronScheduler } from './runs/cron-scheduler.ts';
 import { cronOperations } from './api/crons.ts';
 import { authHandlers, type AuthHandlers } from './auth/custom-handlers.ts';
 import { mountDocs } from './api/docs.ts';
-import { ApiError } from './errors.ts';
+import { jsonBodyLimit, notFoundJson, serviceErrorHandler } from '../shared/http-errors.ts';
 import { loadGraphs } from './graphs.ts';
 import { MemoryAgentStore } from './store/memory-agent-store.ts';
 import { openApiDocument } from './api/openapi.ts';
@@ -107,13 +104,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   ];
 
   const app = new Hono<AgentEnv>();
-  app.use(
-    '*',
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413),
-    }),
-  );
+  app.use('*', jsonBodyLimit(maxBodyBytes));
   mountDocs(app, {
     title: 'Agent Server API',
     document: () =>
@@ -125,8 +116,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       }),
   });
   mount(app, ops, authenticate({ handlers, verifyApiKey: options.verifyApiKey, org: options.org, log }));
-  app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
-  app.onError(errorHandler(log));
+  app.notFound(notFoundJson);
+  app.onError(serviceErrorHandler(log, 'agent server'));
   log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');
   scheduler.start();
 
@@ -140,21 +131,5 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       await runner.close();
       await store.close();
     },
-  };
-}
-
-/** Every error leaves as JSON `{"detail": ...}`; a stack trace only ever reaches the log. */
-function errorHandler(log: Logger) {
-  return function onError(err: Error, c: Context<AgentEnv>): Response {
-    if (err instanceof ApiError) {
-      for (const [k, v] of Object.entries(err.headers)) c.header(k, v);
-      return c.json(err.toJSON(), err.status as ContentfulStatusCode);
-    }
-    if (err instanceof HTTPException) return c.json({ detail: err.message || 'Bad request' }, err.status);
-    log.error(
-      { err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method },
-      'agent server failure',
-    );
-    return c.json({ detail: 'Internal server error.' }, 500);
   };
 }

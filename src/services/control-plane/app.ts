@@ -1,13 +1,13 @@
 import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
-import { HTTPException } from 'hono/http-exception';
 import type { Logger } from 'pino';
 import type { z } from 'zod';
 import type { KeyRegistry } from '../../keys/types.ts';
 import { authenticate, type ControlPlaneEnv } from './auth.ts';
-import { ApiError, invalid, StoreUnavailable } from './errors.ts';
+import { ApiError, StoreUnavailable } from './errors.ts';
+import { jsonBodyLimit, notFoundJson, serviceErrorHandler } from '../shared/http-errors.ts';
+import { checked, readJsonBody } from '../shared/json-body.ts';
 import { isRedisError } from './redis-store.ts';
-import { createBody, listDeploymentsQuery, listRevisionsQuery, patchBody, validationIssues } from './schemas.ts';
+import { createBody, listDeploymentsQuery, listRevisionsQuery, patchBody } from './schemas.ts';
 import type { DeploymentService } from './service.ts';
 
 /**
@@ -35,21 +35,15 @@ export function controlPlaneApp({
 }: ControlPlaneDeps): Hono<ControlPlaneEnv> {
   const api = new Hono<ControlPlaneEnv>();
   api.use('*', authenticate(keys));
-  api.use(
-    '*',
-    bodyLimit({
-      maxSize: maxBodyBytes,
-      onError: (c) => c.json({ detail: `Request body larger than ${maxBodyBytes} bytes.` }, 413),
-    }),
-  );
+  api.use('*', jsonBodyLimit(maxBodyBytes));
 
   api.post('/deployments', async (c) =>
-    c.json(await service.create(c.get('tenantId'), await body(c, createBody)), 201),
+    c.json(await service.create(c.get('tenantId'), await readJsonBody(c, createBody, 'required')), 201),
   );
   api.get('/deployments', async (c) => c.json(await service.list(c.get('tenantId'), query(c, listDeploymentsQuery))));
   api.get('/deployments/:id', async (c) => c.json(await service.get(c.get('tenantId'), c.req.param('id'))));
   api.patch('/deployments/:id', async (c) =>
-    c.json(await service.patch(c.get('tenantId'), c.req.param('id'), await body(c, patchBody))),
+    c.json(await service.patch(c.get('tenantId'), c.req.param('id'), await readJsonBody(c, patchBody, 'required'))),
   );
   api.delete('/deployments/:id', async (c) => {
     await service.remove(c.get('tenantId'), c.req.param('id'));
@@ -69,11 +63,11 @@ export function controlPlaneApp({
 
   const app = new Hono<ControlPlaneEnv>();
   for (const prefix of API_PREFIXES) app.route(prefix, api);
-  const onError = errorHandler(log);
+  const onError = serviceErrorHandler(log, 'control plane', storeDown(log));
   api.onError(onError);
   app.onError(onError);
-  api.notFound((c) => c.json({ detail: 'Not Found' }, 404));
-  app.notFound((c) => c.json({ detail: 'Not Found' }, 404));
+  api.notFound(notFoundJson);
+  app.notFound(notFoundJson);
   return app;
 }
 
@@ -82,22 +76,6 @@ function notAllowed(api: Hono<ControlPlaneEnv>, path: string, allow: string): vo
     c.header('Allow', allow);
     return c.json({ detail: 'Method Not Allowed' }, 405);
   });
-}
-
-/** The JSON body checked against `schema`: not JSON, absent or invalid → 422 in the public shape. */
-async function body<S extends z.ZodType>(c: Context<ControlPlaneEnv>, schema: S): Promise<z.infer<S>> {
-  const text = await c.req.text();
-  if (text.trim() === '') throw invalid({ loc: ['body'], msg: 'Field required', type: 'missing' });
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    // JSON.parse's message quotes the input, which may hold secret values: never echoed.
-    throw invalid({ loc: ['body'], msg: 'Request body is not valid JSON.', type: 'json_invalid' });
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new ApiError(422, validationIssues(parsed.error, 'body', json));
-  return parsed.data;
 }
 
 function query<S extends z.ZodType>(c: Context<ControlPlaneEnv>, schema: S): z.infer<S> {
@@ -110,24 +88,14 @@ function query<S extends z.ZodType>(c: Context<ControlPlaneEnv>, schema: S): z.i
           .filter((v) => v !== '')
       : values[values.length - 1]!;
   }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new ApiError(422, validationIssues(parsed.error, 'query', raw));
-  return parsed.data;
+  return checked(schema, raw, 'query');
 }
 
-/** Every error leaves as JSON `{"detail": ...}`; a stack trace only ever reaches the log. */
-function errorHandler(log: Logger) {
-  return function onError(err: Error, c: Context<ControlPlaneEnv>): Response {
-    if (err instanceof ApiError) return c.json(err.toJSON(), err.status);
-    if (err instanceof HTTPException) return c.json({ detail: err.message || 'Bad request' }, err.status);
-    if (err instanceof StoreUnavailable || isRedisError(err)) {
-      log.error({ err: err.message }, 'control plane store unavailable');
-      return c.json({ detail: 'Store unavailable; retry later.' }, 503);
-    }
-    log.error(
-      { err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method },
-      'control plane failure',
-    );
-    return c.json({ detail: 'Internal server error.' }, 500);
+/** A store that is down answers 503: the client may retry. */
+function storeDown(log: Logger) {
+  return (err: Error): ApiError | null => {
+    if (!(err instanceof StoreUnavailable || isRedisError(err))) return null;
+    log.error({ err: err.message }, 'control plane store unavailable');
+    return new ApiError(503, 'Store unavailable; retry later.');
   };
 }

@@ -5,7 +5,7 @@ import { ensureDevelopmentKey, type DevelopmentKey } from '../../keys/bootstrap.
 import { MemoryKeyRegistry } from '../../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
 import type { KeyRegistry } from '../../keys/types.ts';
-import { createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
+import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
 import { controlPlaneApp } from './app.ts';
 import type { ControlPlaneEnv } from './auth.ts';
 import { BuildQueue } from './build-queue.ts';
@@ -130,9 +130,7 @@ export async function createControlPlane(
       await queue.close();
       await store.close();
       if (!options.keys) await keys.close();
-      // QUIT waits for a reconnect while Redis is away: only a live connection is closed politely.
-      if (ownRedis?.status === 'ready') await ownRedis.quit().catch(() => ownRedis!.disconnect());
-      else ownRedis?.disconnect();
+      if (ownRedis) await closeRedis(ownRedis);
     },
   };
 }

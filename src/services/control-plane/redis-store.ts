@@ -13,6 +13,7 @@ import {
   type Page,
 } from './store.ts';
 import type { RevisionStatus, StoredDeployment, StoredRevision } from './types.ts';
+import { closeRedis } from '../../redis-client.ts';
 
 /**
  * The store in Redis. Every key of a region sits under `<prefix>:<region>:`,
@@ -191,12 +192,7 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
   }
 
   async close(): Promise<void> {
-    if (!this.ownsClient) return;
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.disconnect();
-    }
+    if (this.ownsClient) await closeRedis(this.client);
   }
 
   private k(suffix: string): string {

@@ -6,13 +6,7 @@ import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
 import { secretOwner, type SecretBox } from './secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
-import {
-  isGitSource,
-  type SourceRevisionConfig,
-  type StoredDeployment,
-  type StoredRevision,
-  type StoredSecret,
-} from './types.ts';
+import { isGitSource, type SourceRevisionConfig, type StoredDeployment, type StoredSecret } from './types.ts';
 import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './views.ts';
 
 /**

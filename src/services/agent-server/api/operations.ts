@@ -1,7 +1,7 @@
 import type { Context, Hono, MiddlewareHandler } from 'hono';
 import type { z } from 'zod';
 import type { AgentEnv } from '../auth/authenticate.ts';
-import { ApiError, invalid, validationIssues } from '../errors.ts';
+import { checked, readJsonBody } from '../../shared/json-body.ts';
 
 /**
  * One API operation: where it lives, what it takes, what it answers and
@@ -51,36 +51,13 @@ export function mount(app: Hono<AgentEnv>, ops: readonly Operation[], auth: Midd
   for (const op of ops) {
     const path = op.path.replace(/\{([^}]+)\}/g, ':$1');
     const handle = async (c: Context<AgentEnv>) => {
-      const body = op.body === undefined ? undefined : await parseBody(c, op.body);
-      const query = op.query === undefined ? undefined : parseQuery(c, op.query);
+      const body = op.body === undefined ? undefined : await readJsonBody(c, op.body, 'object');
+      const query = op.query === undefined ? undefined : checked(op.query, c.req.query(), 'query');
       return op.handler(c, { body, query } as never);
     };
     if (op.public) app.on(op.method.toUpperCase(), path, handle);
     else app.on(op.method.toUpperCase(), path, auth, handle);
   }
-}
-
-/** The JSON body checked against `schema`; an empty body is `{}`. Not JSON or invalid → 422 naming the fields. */
-async function parseBody(c: Context<AgentEnv>, schema: z.ZodType): Promise<unknown> {
-  const text = await c.req.text();
-  let json: unknown = {};
-  if (text.trim() !== '') {
-    try {
-      json = JSON.parse(text);
-    } catch {
-      throw invalid({ loc: ['body'], msg: 'Request body is not valid JSON.', type: 'json_invalid' });
-    }
-  }
-  const parsed = schema.safeParse(json);
-  if (!parsed.success) throw new ApiError(422, validationIssues(parsed.error, 'body', json));
-  return parsed.data;
-}
-
-function parseQuery(c: Context<AgentEnv>, schema: z.ZodType): unknown {
-  const raw = c.req.query();
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new ApiError(422, validationIssues(parsed.error, 'query', raw));
-  return parsed.data;
 }
 
 /** A path parameter of the matched route. */

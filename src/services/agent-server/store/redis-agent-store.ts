@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { AgentStore } from './agent-store.ts';
 import type { Assistant, AssistantVersion, Cron, Run, Thread } from './records.ts';
+import { closeRedis } from '../../../redis-client.ts';
 
 /**
  * The Agent Server's store in Redis (plain Redis, no modules). Every key
@@ -177,9 +178,7 @@ export class RedisAgentStore implements AgentStore {
   }
 
   async close(): Promise<void> {
-    if (!this.ownsClient) return;
-    if (this.client.status === 'ready') await this.client.quit().catch(() => this.client.disconnect());
-    else this.client.disconnect();
+    if (this.ownsClient) await closeRedis(this.client);
   }
 
   private async listByIndex<T>(indexKey: string, recordPrefix: string): Promise<T[]> {

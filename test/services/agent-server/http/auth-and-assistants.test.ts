@@ -4,7 +4,7 @@ import { newKey, userInput } from '../helpers.ts';
 import { wireServer } from './wire-server.ts';
 
 /** On the wire: health, authentication, the user object, and the assistants routes. */
-const { key, json } = wireServer();
+const { json } = wireServer();
 
 describe('health and authentication', () => {
   it('answers /ok and /info without a key', async () => {
