@@ -38,7 +38,7 @@ import {
   SCENARIOS,
   SECONDS,
   WARMUP_SECONDS,
-  BENCH_RULE,
+  benchRules,
   type TargetName,
 } from './peers/edge-settings.ts';
 import { printProfiles, printVerdicts, writeResult } from './peers/edge-results.ts';
@@ -57,7 +57,7 @@ const [proxyCpu, loadCpu] = pinning ?? [null, null];
 if (loadCpu !== null) pinSelf(loadCpu);
 
 const tmp = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
-writeFileSync(join(tmp, 'us.yaml'), BENCH_RULE + readFileSync(join(ROOT, 'rules', 'us.yaml'), 'utf8'));
+writeFileSync(join(tmp, 'us.yaml'), benchRules(readFileSync(join(ROOT, 'rules', 'us.yaml'), 'utf8')));
 const profileDir = PROFILE.length > 0 ? mkdtempSync(join(tmpdir(), 'gateway-bench-profile-')) : null;
 /** `node --cpu-prof` flags for a target that is profiled, each into its own folder. */
 const profileFlags = (target: TargetName) =>

@@ -26,4 +26,3 @@ export const badGateway = (detail: string, cause?: unknown) =>
   new GatewayError(502, 'upstream_unreachable', detail, { cause });
 export const gatewayTimeout = (detail: string) => new GatewayError(504, 'upstream_timeout', detail);
 export const storeUnavailable = () => new GatewayError(503, 'store_unavailable', 'Rate limit store unavailable');
-export const unknownApiKey = () => new GatewayError(401, 'unknown_api_key', 'Unknown API key');

@@ -4,7 +4,7 @@ import type { BreakerState } from './limiter/breaker.ts';
 
 /**
  * Prometheus metrics of the gateway, served on the admin listener. Labels
- * carry rule ids, categories, decisions, statuses and upstream names only:
+ * carry rule ids, guard ids, categories, decisions, statuses and upstream names only:
  * never an identity.
  */
 export type Metrics = ReturnType<typeof createMetrics>;
@@ -23,6 +23,12 @@ export function createMetrics() {
       'Requests by deciding rule, category, decision (allowed, denied, shadow-denied, unlimited) and status',
       ['rule', 'category', 'decision', 'status'],
     ),
+    guardDenials: new Counter({
+      name: 'gateway_guard_denials_total',
+      help: 'Requests denied (429) because a guard of the rule file ran out, by guard id',
+      labelNames: ['guard'] as const,
+      registers: [registry],
+    }),
     upstreamSeconds: new HotHistogram(
       registry,
       'gateway_upstream_duration_seconds',

@@ -3,6 +3,7 @@
  * targets and scenarios, and the names (key prefixes) of this run.
  */
 import { join, resolve } from 'node:path';
+import { parse, stringify } from 'yaml';
 import type { LimitedPath } from './checks.ts';
 
 export const QUICK = process.env.BENCH_QUICK === '1' || process.argv.includes('--quick');
@@ -48,13 +49,25 @@ export const ONE_KEY: LimitedPath = {
   perSeconds: 1,
 };
 export const ROTATING: LimitedPath = { path: '/some/path', rule: 'default', count: 1000, perSeconds: 10 };
-export const BENCH_RULE = `# Added by bench/edge.ts: the one-key benchmark path, limited but never denied.
-- id: ${ONE_KEY.rule}
-  match: { prefix: /bench }
-  limits:
-    - { by: api-key, count: ${ONE_KEY.count}, per: ${ONE_KEY.perSeconds}s, category: Benchmark }
-
-`;
+/**
+ * The edges' copy of a rule file (rules/us.yaml's text): the one-key rule placed first, and every guard's count raised
+ * out of reach (100 million), so that the guards' buckets are counted on every request, as in production, but the
+ * load generator (one client IP) never meets their ceiling.
+ */
+export function benchRules(text: string): string {
+  const parsed = parse(text) as unknown;
+  const file = (Array.isArray(parsed) ? { rules: parsed } : parsed) as {
+    guards?: { count: number }[];
+    rules: unknown[];
+  };
+  const oneKey = {
+    id: ONE_KEY.rule,
+    match: { prefix: '/bench' },
+    limits: [{ by: 'api-key', count: ONE_KEY.count, per: `${ONE_KEY.perSeconds}s`, category: 'Benchmark' }],
+  };
+  const guards = (file.guards ?? []).map((g) => ({ ...g, count: ONE_KEY.count }));
+  return `# Written by bench/edge.ts from rules/us.yaml (see benchRules).\n${stringify({ guards, rules: [oneKey, ...file.rules] })}`;
+}
 
 export type TargetName =
   'direct' | 'edge-memory' | 'edge-redis' | 'fastify-redis' | 'edge-redis-warn' | 'edge-redis-alt';

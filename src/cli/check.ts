@@ -19,7 +19,7 @@ export function check(files: readonly string[], out: Output): number {
       const findings = lint(set);
       for (const f of findings) out.log(`${f.file}:${f.line}: rule "${f.rule}": ${f.kind}: ${f.reason}`);
       if (findings.length > 0) status = Math.max(status, 1);
-      else out.log(`${file}: ${set.rules.length} rules, no findings`);
+      else out.log(`${file}: ${set.rules.length} rules, ${set.guards.length} guards, no findings`);
     } catch (err) {
       if (err instanceof RuleFileError) {
         for (const p of err.problems) out.log(`${p.file}:${p.line}: invalid: ${p.reason}`);

@@ -1,12 +1,14 @@
 import { bucketKey } from '../limiter/bucket-key.ts';
 import { compile } from '../rules/compile.ts';
 import { explainMatch } from '../rules/explain.ts';
+import { covers } from '../rules/guards.ts';
 import type { Region } from '../region.ts';
 import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/identity.ts';
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
 import { normalizePath } from '../rules/normalize-path.ts';
 import type { Settings } from '../settings.ts';
 import type { Output } from '../output.ts';
+import type { Guard, Limit, Rule } from '../rules/types.ts';
 
 export interface ExplainRequest {
   readonly method: string;
@@ -24,21 +26,23 @@ export interface ExplainRequest {
  */
 export function explain(req: ExplainRequest, settings: Settings, out: Output): number {
   const file = regionRuleFile(settings.rulesDir, req.region);
-  const rules = loadRuleFile(file).rules;
+  const { rules, guards } = loadRuleFile(file);
   const path = normalizePath(req.target);
   // Counted as the edge counts it: IPv6 by its prefix (IPV6_PREFIX).
   const request = { method: req.method, path, headers: req.headers, ip: ipIdentity(req.ip, settings.ipv6PrefixBits) };
-  const match = compile(rules).match(request);
+  const match = compile(rules, guards).match(request);
   const steps = explainMatch(rules, req.method, path, req.headers);
   const scheme = { prefix: settings.keyPrefix, region: req.region, secret: settings.identitySecret };
-  const limits = (match?.limits ?? []).map((l) => ({
+  const bucket = (l: Limit) => ({
     policy: l.policy,
     by: l.by,
     count: l.count,
     per_seconds: l.perSeconds,
     category: l.category,
-    key: bucketKey(scheme, match!.rule.id, l.by, identityOf(request, l.by)),
-  }));
+    key: bucketKey(scheme, l.scope, l.by, identityOf(request, l.by)),
+  });
+  const limits = (match?.limits ?? []).filter((l) => l.guard === null).map(bucket);
+  const applied = (match?.limits ?? []).filter((l) => l.guard !== null).map((l) => ({ guard: l.guard, ...bucket(l) }));
   const passedOver = steps
     .filter((s) => !s.decides)
     .map((s) => ({ rule: s.rule.id, line: s.rule.source.line, reason: s.reason }));
@@ -55,6 +59,7 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
         line: match?.rule.source.line ?? null,
         shadow: match?.rule.shadow ?? false,
         limits,
+        guards: applied,
         passed_over: passedOver,
       }),
     );
@@ -83,5 +88,37 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
   // Only a kind with a header can be absent (the others are always present).
   for (const l of absent)
     out.log(`  (${l.policy} does not apply: the request carries no ${IDENTITIES[l.by].header ?? l.by})`);
+  explainGuards(guards, match.rule, applied, out);
   return 0;
+}
+
+/** The guards of the file: those that apply (with their keys), and why the others do not. */
+function explainGuards(
+  guards: readonly Guard[],
+  rule: Rule,
+  applied: readonly {
+    guard: string | null;
+    policy: string;
+    by: string;
+    count: number;
+    per_seconds: number;
+    category: string;
+    key: string;
+  }[],
+  out: Output,
+): void {
+  if (guards.length === 0) return;
+  out.log('');
+  out.log('Guards (taken from in the same all-or-nothing call as the buckets above):');
+  for (const g of applied) {
+    out.log(`  ${g.policy}: ${g.count} per ${g.per_seconds}s, by ${g.by}, category "${g.category}"`);
+    out.log(`      key ${g.key}`);
+  }
+  for (const g of guards) {
+    if (applied.some((a) => a.guard === g.id)) continue;
+    const why = covers(g, rule)
+      ? `the request carries no ${IDENTITIES[g.limit.by].header ?? g.limit.by}`
+      : `it covers only ${g.rules!.join(', ')}`;
+    out.log(`  (${g.limit.policy} does not apply: ${why})`);
+  }
 }

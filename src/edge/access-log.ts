@@ -7,6 +7,8 @@ export interface AccessEntry {
   readonly method: string;
   readonly path: string;
   readonly rule: string | undefined;
+  /** The guard (its id, from the rule file) that ran out, on a denial by a guard. */
+  readonly guard?: string | undefined;
   readonly decision: string;
   readonly fellBack: boolean;
   readonly status: number;
@@ -60,6 +62,7 @@ export function accessLog(log: Logger): (entry: AccessEntry) => void {
   return (e) => {
     let line = `{"level":30,"time":${Date.now()}${chindings},"requestId":"${e.requestId}","method":"${e.method}","path":${JSON.stringify(e.path)}`;
     if (e.rule !== undefined) line += `,"rule":${JSON.stringify(e.rule)}`;
+    if (e.guard !== undefined) line += `,"guard":${JSON.stringify(e.guard)}`;
     line += `,"decision":"${e.decision}"`;
     if (e.fellBack) line += ',"fellBack":true';
     line += `,"status":${e.status}`;

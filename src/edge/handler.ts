@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { badRequest, GatewayError, storeUnavailable, unknownApiKey } from '../errors.ts';
+import { badRequest, GatewayError, storeUnavailable } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
@@ -16,7 +16,10 @@ import { IDENTITIES, IDENTITY_HEADERS, ipIdentity } from '../rules/identity.ts';
 
 export interface EdgeOptions {
   readonly limit: (request: MatchRequest) => Promise<Verdict | null>;
-  /** KEY_CHECK: an `x-api-key` the registry does not know answers 401, counted as a request without identity. */
+  /**
+   * KEY_CHECK: an `x-api-key` the registry does not know is never a bucket of its own: the request is limited as if
+   * it carried no key (by its other identities), and forwarded with the key; the upstream authenticates.
+   */
   readonly keyCheck?: KeyCheck;
   readonly metrics?: Metrics;
   /** True once the gateway is draining: responses then close their connection. */
@@ -60,8 +63,9 @@ export function edgeHandler(options: EdgeOptions) {
       const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
       const known = keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
       const unknownKey = known === false || (known !== true && !(await known)); // awaited only on a registry lookup
-      // An unknown key buys no bucket of its own: the request is counted as one without identity headers.
-      const headers = unknownKey ? withoutIdentity(req.headers) : req.headers;
+      // An unknown key buys no bucket of its own: the request is counted as if it carried no key (it is still
+      // forwarded with it: the upstream authenticates, and may know keys the registry does not, custom auth).
+      const headers = unknownKey ? withoutApiKey(req.headers) : req.headers;
       verdict = await limit({ method, path, headers, ip: ipIdentity(ip, ipv6PrefixBits) });
       const extra: OutgoingHttpHeaders = verdict
         ? { ...verdict.headers, 'x-request-id': requestId }
@@ -71,11 +75,6 @@ export function edgeHandler(options: EdgeOptions) {
       if (verdict?.decision === 'denied') {
         status = 429;
         sendDenied(res, verdict, extra);
-        return;
-      }
-      if (unknownKey) {
-        status = 401;
-        sendJson(res, 401, JSON.stringify(unknownApiKey()), extra);
         return;
       }
       upstream = route(path);
@@ -107,6 +106,7 @@ export function edgeHandler(options: EdgeOptions) {
         method,
         path,
         rule: verdict?.match.rule.id,
+        guard: verdict?.guard ?? undefined,
         decision,
         fellBack: verdict?.fellBack ?? false,
         status,
@@ -131,9 +131,10 @@ function knownOrNoKey(check: KeyCheck, key: string | string[] | undefined): bool
   return typeof key !== 'string' || key === '' || check(key);
 }
 
-function withoutIdentity(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+/** The headers the limit step sees for a request whose key the registry does not hold: all but the key. */
+function withoutApiKey(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   const rest = { ...headers };
-  for (const name of IDENTITY_HEADERS) delete rest[name];
+  delete rest[API_KEY_HEADER];
   return rest;
 }
 
@@ -165,6 +166,7 @@ function sendDenied(res: ServerResponse, verdict: Verdict, extra: OutgoingHttpHe
     rule: verdict.match.rule.id,
     category: verdict.category,
     retry_after: verdict.retryAfter,
+    ...(verdict.guard !== null && { guard: verdict.guard }),
   });
   sendJson(res, 429, body, extra);
 }

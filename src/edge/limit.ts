@@ -3,6 +3,7 @@ import { StoreError, type Bucket, type Limiter, type LimitOutcome } from '../lim
 import type { Metrics } from '../metrics.ts';
 import type { Match, Matcher, MatchRequest } from '../rules/compile.ts';
 import { identityOf } from '../rules/identity.ts';
+import type { Limit } from '../rules/types.ts';
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './ratelimit-headers.ts';
 
 export type FailMode = 'open' | 'closed';
@@ -17,6 +18,8 @@ export interface Verdict {
   readonly fellBack: boolean;
   /** Category of the bucket that ran out (denials), else of the first bucket. */
   readonly category: string;
+  /** Denials: the id of the first guard whose bucket ran out (null when only the rule's own buckets did). Else null. */
+  readonly guard: string | null;
   /** Response headers: RateLimit-Policy, RateLimit, and Retry-After on a denial. */
   readonly headers: Readonly<Record<string, string>>;
   readonly retryAfter?: number;
@@ -82,7 +85,7 @@ export function limitStep(options: LimitStepOptions) {
     if (match === null) return null;
     const { rule, limits } = match;
     const buckets = limits.map((l) => ({
-      key: keyOf(rule.id, l.by, identityOf(request, l.by)),
+      key: keyOf(l.scope, l.by, identityOf(request, l.by)),
       capacity: l.count,
       perSeconds: l.perSeconds,
     }));
@@ -97,18 +100,37 @@ export function limitStep(options: LimitStepOptions) {
       fellBack = outcome !== null;
     }
     if (outcome === null)
-      return { match, decision: 'store-down', fellBack, category: limits[0]!.category, headers: {} };
+      return { match, decision: 'store-down', fellBack, category: limits[0]!.category, guard: null, headers: {} };
 
     const headers: Record<string, string> = {
       'ratelimit-policy': policyOf(match),
       ratelimit: rateLimitHeader(limits, outcome.buckets),
     };
-    if (outcome.allowed) return { match, decision: 'allowed', fellBack, category: limits[0]!.category, headers };
-    const empty = outcome.buckets.findIndex((b) => b.msToToken > 0);
-    const category = limits[empty === -1 ? 0 : empty]!.category;
-    if (rule.shadow || options.shadowAll) return { match, decision: 'shadow-denied', fellBack, category, headers };
+    if (outcome.allowed)
+      return { match, decision: 'allowed', fellBack, category: limits[0]!.category, guard: null, headers };
+    // The rule's own limits come first, then the guards': the category is the first bucket's that ran out.
+    const ranOut =
+      limits[
+        Math.max(
+          0,
+          outcome.buckets.findIndex((b) => b.msToToken > 0),
+        )
+      ]!;
+    const guard = ranOut.guard ?? emptyGuard(limits, outcome);
+    const { category } = ranOut;
+    // A shadow rule's own limits never deny; its guards still do (SHADOW=all: nothing denies).
+    if (options.shadowAll || (rule.shadow && guard === null))
+      return { match, decision: 'shadow-denied', fellBack, category, guard, headers };
+    if (guard !== null) metrics?.guardDenials.inc({ guard });
     const retryAfter = retryAfterSeconds(outcome.retryAfterMs);
     headers['retry-after'] = String(retryAfter);
-    return { match, decision: 'denied', fellBack, category, headers, retryAfter };
+    return { match, decision: 'denied', fellBack, category, guard, headers, retryAfter };
   };
+}
+
+/** The id of the first guard whose bucket ran out, or null. */
+function emptyGuard(limits: readonly Limit[], outcome: LimitOutcome): string | null {
+  for (let i = 0; i < limits.length; i++)
+    if (limits[i]!.guard !== null && outcome.buckets[i]!.msToToken > 0) return limits[i]!.guard;
+  return null;
 }

@@ -1,8 +1,9 @@
 import { compileEntry } from './entry-code.ts';
+import { guardLimits } from './guards.ts';
 import { identityPresent, PRESENCES, type IdentitySource, type Presence } from './identity.ts';
 import { compileCondition } from './path-condition.ts';
 import { compileTable, type Decide } from './scan-code.ts';
-import { METHODS, type Limit, type Method, type Rule } from './types.ts';
+import { METHODS, type Guard, type Limit, type Method, type Rule } from './types.ts';
 
 /**
  * The compiled matcher: pure, no I/O, built once per rule-file load.
@@ -33,7 +34,8 @@ export interface MatchRequest extends IdentitySource {
 
 /**
  * The outcome of matching: the deciding rule and its limits whose identity is
- * present on the request, in rule order. Precomputed at compile time and
+ * present on the request, in rule order, followed by the limits of the guards
+ * that apply (guards.ts: `limit.guard` set). Precomputed at compile time and
  * shared (matching allocates nothing); the identity each limit counts by is
  * read from the request with `identityOf`.
  */
@@ -44,6 +46,7 @@ export interface Match {
 
 export interface Matcher {
   readonly rules: readonly Rule[];
+  readonly guards: readonly Guard[];
   /** The deciding rule and its applicable limits, or null when no rule decides. */
   match(request: MatchRequest): Match | null;
 }
@@ -63,16 +66,18 @@ const OTHER = 'OTHER' as const;
 const SLOTS = [...METHODS, OTHER] as const;
 const ENTRY_ORDER: readonly Method[] = ['GET', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS', 'HEAD', 'TRACE', 'CONNECT'];
 
-export function compile(rules: readonly Rule[]): Matcher {
+export function compile(rules: readonly Rule[], guards: readonly Guard[] = []): Matcher {
   const tests = rules.map((r) => r.alternatives.map((a) => (a.path ? compileCondition(a.path) : null)));
   const exactPaths = new Set(
     rules.flatMap((r) => r.alternatives.flatMap((a) => (a.path?.kind === 'path' ? [a.path.value] : []))),
   );
-  // Per rule, its decision for each identity presence (null: it counts by none of them).
+  // Per rule, its decision for each identity presence (null: it counts by none of them), guards appended.
   const decisions = rules.map((rule) =>
     PRESENCES.map((presence) => {
       const limits = applicableLimits(rule, presence);
-      return limits ? Object.freeze({ rule, limits }) : null;
+      if (!limits) return null;
+      const guarded = guardLimits(guards, rule, presence);
+      return Object.freeze({ rule, limits: guarded.length > 0 ? Object.freeze([...limits, ...guarded]) : limits });
     }),
   );
 
@@ -101,5 +106,5 @@ export function compile(rules: readonly Rule[]): Matcher {
 
   // Most frequent methods first: the entry tests them in this order.
   const byMethod = new Map(ENTRY_ORDER.map((m) => [m, tables[SLOTS.indexOf(m)]!]));
-  return { rules, match: compileEntry(byMethod, tables[SLOTS.indexOf(OTHER)]!) };
+  return { rules, guards, match: compileEntry(byMethod, tables[SLOTS.indexOf(OTHER)]!) };
 }

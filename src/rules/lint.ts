@@ -1,6 +1,7 @@
 import { applicableLimits } from './compile.ts';
 import { matchCovers } from './coverage.ts';
 import { IDENTITY_HEADERS, PRESENCES, presentHeaders, type Presence } from './identity.ts';
+import { lintGuards, type GuardFinding } from './lint-guards.ts';
 import type { Rule, RuleSet } from './types.ts';
 
 /**
@@ -15,6 +16,7 @@ import type { Rule, RuleSet } from './types.ts';
  *   `public-download`: keyed downloads never meet the download limit). An
  *   earlier rule with the very same match is not reported: that is the usual
  *   way to give different identities different limits (`default`, then `public`).
+ * - `guard-tighter` (lint-guards.ts): a guard keeps a rule's limit from being reached.
  */
 export interface Finding {
   readonly file: string;
@@ -36,8 +38,8 @@ function callers(presence: Presence): string {
   return `requests with ${present.length === 2 ? 'both ' : ''}${present.join(' and ')}`;
 }
 
-export function lint(set: RuleSet): Finding[] {
-  const findings: Finding[] = [];
+export function lint(set: RuleSet): (Finding | GuardFinding)[] {
+  const findings: (Finding | GuardFinding)[] = [];
   set.rules.forEach((rule, j) => {
     const earlier = set.rules.slice(0, j).filter((a) => matchCovers(a, rule));
     const decides = PRESENCES.filter((p) => applicableLimits(rule, p) !== null);
@@ -56,7 +58,8 @@ export function lint(set: RuleSet): Finding[] {
       findings.push({ ...at, kind: 'partly-shadowed', reason: `never applies to some callers: ${blame(broader)}` });
     }
   });
-  return findings;
+  // Guards that keep a rule's limit from being reached (lint-guards.ts).
+  return [...findings, ...lintGuards(set)];
 }
 
 /** "earlier rule "default" (line 12) decides first for requests with x-api-key only, ..." */

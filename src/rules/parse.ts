@@ -1,8 +1,18 @@
 import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
+import { describeIssue, withItem } from './describe-issue.ts';
 import { parseDuration } from './duration.ts';
+import { buildGuards, RESERVED_RULE_ID } from './guards.ts';
 import { conditionProblem } from './path-condition.ts';
-import { PATH_FIELDS, ruleFileSchema, type RawAlternative, type RawMatch, type RawRule } from './schema.ts';
+import {
+  FILE_KEYS,
+  guardListSchema,
+  PATH_FIELDS,
+  ruleListSchema,
+  type RawAlternative,
+  type RawMatch,
+  type RawRule,
+} from './schema.ts';
 import type { Alternative, Limit, Method, PathCondition, Rule, RuleSet } from './types.ts';
 
 export interface RuleProblem {
@@ -38,32 +48,76 @@ export function parseRuleFile(text: string, file: string): RuleSet {
   }
   const data: unknown = doc.toJS();
   if (data === null || data === undefined) {
-    report(1, 'the file is empty: expected a list of rules');
+    report(1, 'the file is empty: expected a list of rules (or a mapping of "guards" and "rules")');
     throw new RuleFileError(problems);
   }
 
   const lineOf = (path: YamlPath, key?: string) => locate(doc, lines, path, key);
-  const parsed = ruleFileSchema.safeParse(data, { reportInput: true });
-  if (!parsed.success) {
+  const shape = fileShape(data, lineOf, report);
+  if (shape === null) throw new RuleFileError(problems);
+  // Schema issues, by line: each part validated on its own, its issues' paths relative to it.
+  const check = <T>(schema: z.ZodType<T>, value: unknown, base: YamlPath, noun: string): T | null => {
+    const parsed = schema.safeParse(value, { reportInput: true });
+    if (parsed.success) return parsed.data;
+    const whole = base.length === 0 ? 'the file' : `"${base[0]}"`;
     for (const issue of parsed.error.issues) {
       const key = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
-      report(lineOf(issue.path as YamlPath, key), withRule(data, issue.path, describeIssue(issue)));
+      const reason = withItem(value, issue.path, describeIssue(issue, whole), noun);
+      report(lineOf([...base, ...(issue.path as YamlPath)], key), reason);
     }
-    throw new RuleFileError(problems);
-  }
+    return null;
+  };
+  const rawRules = check(ruleListSchema, shape.rules, shape.base, 'rule');
+  const rawGuards = shape.guards === undefined ? [] : check(guardListSchema, shape.guards, ['guards'], 'guard');
+  if (rawRules === null || rawGuards === null) throw new RuleFileError(problems);
 
   const seen = new Map<string, number>();
-  const rules = parsed.data.map((raw, i) => {
-    const line = lineOf([i]);
+  const rules = rawRules.map((raw, i) => {
+    const line = lineOf([...shape.base, i]);
     const at = (path: YamlPath, reason: string, key?: string) =>
-      report(lineOf([i, ...path], key), `rule "${raw.id}": ${reason}`);
+      report(lineOf([...shape.base, i, ...path], key), `rule "${raw.id}": ${reason}`);
     const first = seen.get(raw.id);
     if (first !== undefined) at(['id'], `duplicate id (first defined on line ${first})`);
     else seen.set(raw.id, line);
+    if (raw.id === RESERVED_RULE_ID)
+      at(['id'], `the id "${RESERVED_RULE_ID}" is reserved (guards' policies are named "guard.<id>")`);
     return buildRule(raw, { file, line }, at);
   });
+  const guards = buildGuards(rawGuards, new Set(rawRules.map((r) => r.id)), {
+    at: (i, path, reason) => report(lineOf(['guards', i, ...path]), `guard "${rawGuards[i]!.id}": ${reason}`),
+    source: (i) => ({ file, line: lineOf(['guards', i]) }),
+  });
   if (problems.length > 0) throw new RuleFileError(problems);
-  return { file, rules };
+  return { file, rules, guards };
+}
+
+/**
+ * Where the rules and guards are: a bare list is the rules (no guards); a mapping holds `rules:` and optionally
+ * `guards:`. Null (problems reported) for a mapping that is neither.
+ */
+function fileShape(
+  data: unknown,
+  lineOf: (path: YamlPath, key?: string) => number,
+  report: (line: number, reason: string) => void,
+): { rules: unknown; guards: unknown; base: YamlPath } | null {
+  if (typeof data !== 'object' || data === null || Array.isArray(data))
+    return { rules: data, guards: undefined, base: [] };
+  const fields = data as Record<string, unknown>;
+  const keys = Object.keys(fields);
+  if (!keys.some((k) => (FILE_KEYS as readonly string[]).includes(k))) {
+    report(
+      lineOf([]),
+      'the file must be a list of rules, or a mapping of "rules" (and "guards"), got a mapping without either',
+    );
+    return null;
+  }
+  const unknown = keys.filter((k) => !(FILE_KEYS as readonly string[]).includes(k));
+  for (const k of unknown)
+    report(lineOf([], k), `unknown key "${k}" at the top of the file (known: ${FILE_KEYS.join(', ')})`);
+  if (fields.rules === undefined) report(lineOf([]), 'missing "rules": a file with guards still needs its rules');
+  return unknown.length > 0 || fields.rules === undefined
+    ? null
+    : { rules: fields.rules, guards: fields.guards, base: ['rules'] };
 }
 
 type At = (path: YamlPath, reason: string, key?: string) => void;
@@ -80,6 +134,8 @@ function buildRule(raw: RawRule, source: Rule['source'], at: At): Rule {
       perSeconds: parseDuration(l.per)!,
       category: l.category,
       policy: `${raw.id}.${l.by}`,
+      scope: raw.id,
+      guard: null,
     };
   });
   return {
@@ -149,67 +205,6 @@ function locate(doc: Document, lines: LineCounter, path: YamlPath, key?: string)
     return lines.linePos(offset).line;
   }
   return 1;
-}
-
-function describeIssue(issue: z.core.$ZodIssue): string {
-  const field = fieldName(issue.path);
-  const got = (input: unknown) =>
-    Array.isArray(input)
-      ? input.length === 0
-        ? 'an empty list'
-        : 'a list'
-      : input === null
-        ? 'null'
-        : typeof input === 'object'
-          ? 'a mapping'
-          : JSON.stringify(input);
-  switch (issue.code) {
-    case 'unrecognized_keys':
-      return `unknown key${issue.keys.length > 1 ? 's' : ''} ${issue.keys.map((k) => `"${k}"`).join(', ')}${field ? ` in ${field}` : ''}`;
-    case 'invalid_type':
-      if (issue.input === undefined) return `missing "${field}"`;
-      return `${field || 'the file'} must be ${article(issue.expected)}, got ${got(issue.input)}`;
-    case 'invalid_value':
-      return `${field} must be one of ${issue.values.join(', ')}, got ${got(issue.input)}`;
-    case 'invalid_union':
-      return `${field} must be a method or a list of methods (${'GET, POST, ...'}), got ${got(issue.input)}`;
-    case 'too_small':
-    case 'too_big': {
-      if (issue.origin === 'array' && issue.path.length <= 1) return issue.message;
-      const gotten = 'input' in issue ? `, got ${got(issue.input)}` : '';
-      if (issue.origin === 'number') {
-        const bound = issue.code === 'too_small' ? `at least ${issue.minimum}` : `at most ${issue.maximum}`;
-        return `${field} must be ${bound}${gotten}`;
-      }
-      return `${field}: ${issue.message.replace(/^Too (small|big): expected (\w+) to have /, 'must be ')}${gotten}`;
-    }
-    default:
-      return field ? `${field}: ${issue.message}` : issue.message;
-  }
-}
-
-function article(expected: string): string {
-  if (expected === 'array') return 'a list';
-  if (expected === 'object') return 'a mapping';
-  if (expected === 'int' || expected === 'integer') return 'a whole number';
-  return /^[aeiou]/.test(expected) ? `an ${expected}` : `a ${expected}`;
-}
-
-/** `limits[0].per` from `[3, 'limits', 0, 'per']` (the leading rule index is left to `withRule`). */
-function fieldName(path: readonly PropertyKey[]): string {
-  let out = '';
-  for (const [i, p] of path.entries()) {
-    if (i === 0 && typeof p === 'number') continue;
-    out += typeof p === 'number' ? `[${p}]` : out ? `.${String(p)}` : String(p);
-  }
-  return out;
-}
-
-function withRule(data: unknown, path: readonly PropertyKey[], reason: string): string {
-  const i = path[0];
-  if (typeof i !== 'number' || !Array.isArray(data)) return reason;
-  const id = (data[i] as { id?: unknown } | null)?.id;
-  return typeof id === 'string' ? `rule "${id}": ${reason}` : `rule #${i + 1}: ${reason}`;
 }
 
 function firstLine(message: string): string {

@@ -68,6 +68,7 @@ export class RuleSource {
   private read(): { matcher: Matcher; version: string } {
     const text = readFileSync(this.file, 'utf8');
     const version = createHash('sha256').update(text).digest('hex').slice(0, 12);
-    return { matcher: compile(parseRuleFile(text, this.file).rules), version };
+    const { rules, guards } = parseRuleFile(text, this.file);
+    return { matcher: compile(rules, guards), version };
   }
 }

@@ -41,19 +41,34 @@ export const limitSchema = z.strictObject({
   category: z.string().min(1),
 });
 
+const id = z.string().regex(RULE_ID, {
+  message: 'bad id: use lower-case letters, digits and "-" (at most 63), starting with a letter or digit',
+});
+
 export const ruleSchema = z.strictObject({
-  id: z.string().regex(RULE_ID, {
-    message: 'bad id: use lower-case letters, digits and "-" (at most 63), starting with a letter or digit',
-  }),
+  id,
   match: matchSchema.optional(),
   limits: z.array(limitSchema).min(1, { message: 'a rule needs at least one limit' }),
   shadow: z.boolean().optional(),
   fail: z.enum(['open', 'closed']).optional(),
 });
 
-export const ruleFileSchema = z.array(ruleSchema).min(1, { message: 'the file has no rules' });
+export const ruleListSchema = z.array(ruleSchema).min(1, { message: 'the file has no rules' });
+
+/** A guard: one limit (as a rule's) with an id, optionally only for some rules (by id). */
+export const guardSchema = z.strictObject({
+  id,
+  ...limitSchema.shape,
+  rules: z.array(z.string()).min(1).optional(),
+});
+
+export const guardListSchema = z.array(guardSchema);
+
+/** The keys of a rule file written as a mapping (`guards:` and `rules:`) rather than a bare list of rules. */
+export const FILE_KEYS = ['guards', 'rules'] as const;
 
 export type RawAlternative = z.infer<typeof alternativeSchema>;
 export type RawMatch = z.infer<typeof matchSchema>;
 export type RawRule = z.infer<typeof ruleSchema>;
+export type RawGuard = z.infer<typeof guardSchema>;
 export const PATH_FIELDS = Object.keys(pathFields) as (keyof typeof pathFields)[];

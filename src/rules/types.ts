@@ -26,8 +26,12 @@ export interface Limit {
   readonly count: number;
   readonly perSeconds: number;
   readonly category: string;
-  /** `<rule id>.<by>`: the name of the bucket's policy in `RateLimit` headers. */
+  /** `<rule id>.<by>`, or `guard.<guard id>` for a guard: the name of the bucket's policy in `RateLimit` headers. */
   readonly policy: string;
+  /** The store key's name segment (`<prefix>:<region>:<scope>:<by>:<digest>`): the rule id, or `guard.<guard id>`. */
+  readonly scope: string;
+  /** The guard's id when this limit is a guard's (see Guard), else null. */
+  readonly guard: string | null;
 }
 
 export interface SourceLocation {
@@ -46,7 +50,23 @@ export interface Rule {
   readonly source: SourceLocation;
 }
 
+/**
+ * A guard: a limit that applies to every request a rule decides (or, with `rules`, that one of those rules decides),
+ * besides the deciding rule's own limits, when the request carries its identity. One bucket per identity, shared by
+ * every rule the guard applies to: inventing identities the rules count by (a fresh `x-user-id` per request) cannot
+ * multiply what one client IP gets.
+ */
+export interface Guard {
+  readonly id: string;
+  /** policy `guard.<id>`, scope `guard.<id>`, guard `<id>`. */
+  readonly limit: Limit;
+  /** The ids of the rules it applies to; null = every rule. */
+  readonly rules: readonly string[] | null;
+  readonly source: SourceLocation;
+}
+
 export interface RuleSet {
   readonly file: string;
   readonly rules: readonly Rule[];
+  readonly guards: readonly Guard[];
 }

@@ -15,8 +15,8 @@ async function gateway(...argv: string[]) {
 describe('gateway check', () => {
   it('passes the shipped rule files', async () => {
     const r = await gateway('check', 'rules/us.yaml', 'rules/eu.yaml');
-    expect(r.stdout).toContain('rules/us.yaml: 21 rules, no findings');
-    expect(r.stdout).toContain('rules/eu.yaml: 21 rules, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 2 guards, no findings');
+    expect(r.stdout).toContain('rules/eu.yaml: 21 rules, 2 guards, no findings');
     expect(r.code).toBe(0);
   });
 
@@ -44,7 +44,7 @@ describe('gateway check', () => {
     const r = await gateway('check', 'rules/us.yaml', 'no/such/file.yaml');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('no/such/file.yaml: cannot read');
-    expect(r.stdout).toContain('rules/us.yaml: 21 rules, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 2 guards, no findings');
   });
 
   it('exits 2 without files', async () => {

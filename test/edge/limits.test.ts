@@ -13,22 +13,31 @@ import { fresh, usEdge } from './us-edge.ts';
  */
 
 const edge = usEdge();
+/** The shipped guards (rules/us.yaml `guards:`): every response of a decided request lists them after the rule's. */
+const PER_IP_POLICY = '"guard.per-ip";q=20000;w=10';
+const PER_IP_ITEM = String.raw`"guard\.per-ip";r=\d+;t=[01]`;
+const GENERATE_GUARDS = String.raw`${PER_IP_ITEM}, "guard\.generate-per-ip";r=\d+;t=\d+`;
 const { send, seenWith } = edge;
 
 describe('rate-limit headers', () => {
   it('a limited response carries RateLimit-Policy and RateLimit as draft-ietf-httpapi-ratelimit-headers-11 writes them', async () => {
     const res = await send('/runs/query', { 'x-api-key': fresh('key') });
     expect(res.status).toBe(200);
-    expect(res.headers['ratelimit-policy']).toBe('"runs-query.api-key";q=15;w=10');
-    expect(res.headers['ratelimit']).toBe('"runs-query.api-key";r=14;t=1');
+    // The shipped files' per-IP guard is one more item (its r depends on this file's other requests from 127.0.0.1).
+    expect(res.headers['ratelimit-policy']).toBe(`"runs-query.api-key";q=15;w=10, ${PER_IP_POLICY}`);
+    expect(res.headers['ratelimit']).toMatch(new RegExp(`^"runs-query\\.api-key";r=14;t=1, ${PER_IP_ITEM}$`));
     expect(res.headers['retry-after']).toBeUndefined();
   });
 
   it('lists one item per applied bucket when both x-api-key and x-user-id are present', async () => {
     const res = await send('/runs/query', { 'x-api-key': fresh('key'), 'x-user-id': fresh('user') });
     expect(res.status).toBe(200);
-    expect(res.headers['ratelimit-policy']).toBe('"runs-query.api-key";q=15;w=10, "runs-query.user-ip";q=300;w=10');
-    expect(res.headers['ratelimit']).toBe('"runs-query.api-key";r=14;t=1, "runs-query.user-ip";r=299;t=1');
+    expect(res.headers['ratelimit-policy']).toBe(
+      `"runs-query.api-key";q=15;w=10, "runs-query.user-ip";q=300;w=10, ${PER_IP_POLICY}`,
+    );
+    expect(res.headers['ratelimit']).toMatch(
+      new RegExp(`^"runs-query\\.api-key";r=14;t=1, "runs-query\\.user-ip";r=299;t=1, ${PER_IP_ITEM}$`),
+    );
   });
 });
 
@@ -61,8 +70,8 @@ describe('denial', () => {
         retry_after: seconds,
       }),
     );
-    expect(res.headers['ratelimit-policy']).toBe('"runs-query.api-key";q=15;w=10');
-    expect(res.headers['ratelimit']).toBe('"runs-query.api-key";r=0;t=1');
+    expect(res.headers['ratelimit-policy']).toBe(`"runs-query.api-key";q=15;w=10, ${PER_IP_POLICY}`);
+    expect(res.headers['ratelimit']).toMatch(new RegExp(`^"runs-query\\.api-key";r=0;t=1, ${PER_IP_ITEM}$`));
 
     expect(seenWith('x-api-key', key)).toHaveLength(15);
     expect(seenWith('x-request-id', deniedId)).toHaveLength(0);
@@ -87,18 +96,20 @@ describe('denial', () => {
 
     const before = await send('/generate', { 'x-user-id': user });
     expect(before.status).toBe(200);
-    expect(before.headers['ratelimit']).toBe('"generate.user-ip";r=29;t=120');
+    expect(before.headers['ratelimit']).toMatch(new RegExp(`^"generate\\.user-ip";r=29;t=120, ${GENERATE_GUARDS}$`));
 
     for (let i = 0; i < 5; i++) {
       const denied = await send('/generate', { 'x-api-key': key, 'x-user-id': user });
       expect(denied.status).toBe(429);
-      expect(denied.headers['ratelimit']).toMatch(/^"generate\.api-key";r=0;t=\d+, "generate\.user-ip";r=29;t=\d+$/);
+      expect(denied.headers['ratelimit']).toMatch(
+        new RegExp(`^"generate\\.api-key";r=0;t=\\d+, "generate\\.user-ip";r=29;t=\\d+, ${GENERATE_GUARDS}$`),
+      );
       expect(JSON.parse(denied.text)).toMatchObject({ rule: 'generate', category: 'Generation' });
     }
 
     const after = await send('/generate', { 'x-user-id': user });
     expect(after.status).toBe(200);
-    expect(after.headers['ratelimit']).toBe('"generate.user-ip";r=28;t=120');
+    expect(after.headers['ratelimit']).toMatch(new RegExp(`^"generate\\.user-ip";r=28;t=120, ${GENERATE_GUARDS}$`));
   });
 
   it('different api keys have independent buckets', async () => {
@@ -108,7 +119,7 @@ describe('denial', () => {
 
     const other = await send('/runs/query', { 'x-api-key': fresh('key') });
     expect(other.status).toBe(200);
-    expect(other.headers['ratelimit']).toBe('"runs-query.api-key";r=14;t=1');
+    expect(other.headers['ratelimit']).toMatch(new RegExp(`^"runs-query\\.api-key";r=14;t=1, ${PER_IP_ITEM}$`));
     expect((await send('/runs/query', { 'x-api-key': spent })).status).toBe(429);
   });
 });

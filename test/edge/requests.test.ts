@@ -30,7 +30,8 @@ describe('paths', () => {
         ]),
       );
       expect(res.status).toBe(200);
-      expect(res.headers['ratelimit-policy']).toEqual(['"runs-query.api-key";q=15;w=10']);
+      // The shipped per-IP guard is the second item.
+      expect(res.headers['ratelimit-policy']).toEqual(['"runs-query.api-key";q=15;w=10, "guard.per-ip";q=20000;w=10']);
       const seen = seenWith('x-api-key', key);
       expect(seen.map((r) => r.url)).toEqual(['/runs/query?a=1&b=%zz']);
     });

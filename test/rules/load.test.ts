@@ -39,7 +39,29 @@ const BAD_FILES: readonly { fixture: string; line: number; reason: RegExp }[] = 
   { fixture: 'no-limits', line: 7, reason: /a rule needs at least one limit, got an empty list/ },
   { fixture: 'missing-limits', line: 5, reason: /^rule "bad": missing "limits"$/ },
   { fixture: 'duplicate-by', line: 9, reason: /two limits count by "api-key"/ },
-  { fixture: 'not-a-list', line: 4, reason: /^the file must be a list, got a mapping$/ },
+  {
+    fixture: 'not-a-list',
+    line: 4,
+    reason:
+      /^the file must be a list of rules, or a mapping of "rules" \(and "guards"\), got a mapping without either$/,
+  },
+  // Guards (a mapping of `guards:` and `rules:`).
+  { fixture: 'guard-unknown-rule', line: 6, reason: /^guard "gen": rules\[1\] names no rule of this file: "generat"$/ },
+  {
+    fixture: 'guard-duplicate-id',
+    line: 7,
+    reason: /^guard "per-ip": duplicate guard id \(first defined on line 5\)$/,
+  },
+  { fixture: 'guard-bad-count', line: 5, reason: /^guard "per-ip": count must be at least 1, got 0$/ },
+  { fixture: 'guard-unknown-key', line: 7, reason: /^guard "per-ip": unknown key "match"$/ },
+  {
+    fixture: 'guard-top-level-key',
+    line: 6,
+    reason: /^unknown key "limits" at the top of the file \(known: guards, rules\)$/,
+  },
+  { fixture: 'guard-missing-rules', line: 3, reason: /^missing "rules": a file with guards still needs its rules$/ },
+  { fixture: 'guard-rules-not-a-list', line: 6, reason: /^"rules" must be a list, got a mapping$/ },
+  { fixture: 'guard-reserved-rule-id', line: 7, reason: /^rule "guard": the id "guard" is reserved/ },
   { fixture: 'bad-method', line: 7, reason: /match\.method must be a method or a list of methods .*got "FETCH"/ },
   {
     fixture: 'unnormalised-path',

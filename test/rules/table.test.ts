@@ -301,6 +301,8 @@ describe.each(REGIONS)('the spec table in rules/%s.yaml', (region) => {
         perSeconds: want.per,
         category: want.category,
         policy: `${want.rule}.${want.by}`,
+        scope: want.rule,
+        guard: null,
       });
       expect(identityOf(req, want.by)).toBe(IDENTITY[want.by]);
     },

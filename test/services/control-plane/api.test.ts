@@ -77,7 +77,9 @@ describe.each(targets)('$via $prefix', ({ via, prefix, base }) => {
     });
     const revisions = await api.get(`/deployments/${d.id}/revisions`);
     expect(revisions.json.resources.map((r: { id: string }) => r.id)).toEqual([d.latest_revision_id]);
-    if (via === 'edge') expect(res.headers.get('ratelimit-policy')).toBe('"default.api-key";q=1000;w=10');
+    // Through the edge: the default rule's policy, then the shipped per-IP guard's.
+    if (via === 'edge')
+      expect(res.headers.get('ratelimit-policy')).toBe('"default.api-key";q=1000;w=10, "guard.per-ip";q=20000;w=10');
     else expect(res.headers.get('ratelimit-policy')).toBeNull();
   });
 
