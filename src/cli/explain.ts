@@ -4,7 +4,7 @@ import { explainMatch } from '../rules/explain.ts';
 import type { Region } from '../region.ts';
 import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/identity.ts';
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
-import { normalizePath } from '../rules/normalize-path.ts';
+import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import type { Settings } from '../settings.ts';
 import type { Output } from '../output.ts';
 
@@ -25,7 +25,7 @@ export interface ExplainRequest {
 export function explain(req: ExplainRequest, settings: Settings, out: Output): number {
   const file = regionRuleFile(settings.rulesDir, req.region);
   const rules = loadRuleFile(file).rules;
-  const path = normalizePath(req.target);
+  const path = edgePath(req.target, settings);
   // Counted as the edge counts it: IPv6 by its prefix (IPV6_PREFIX).
   const request = { method: req.method, path, headers: req.headers, ip: ipIdentity(req.ip, settings.ipv6PrefixBits) };
   const match = compile(rules).match(request);
@@ -84,4 +84,15 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
   for (const l of absent)
     out.log(`  (${l.policy} does not apply: the request carries no ${IDENTITIES[l.by].header ?? l.by})`);
   return 0;
+}
+
+/** The path the edge matches and forwards (ESCAPED_SLASHES applied); a path it refuses says so. */
+function edgePath(target: string, settings: Settings): string {
+  try {
+    return normalizePath(target, settings.escapedSlashes);
+  } catch (err) {
+    if (err instanceof InvalidPathError)
+      throw new InvalidPathError(`the edge answers 400 invalid_path: ${err.message}`);
+    throw err;
+  }
 }
