@@ -34,13 +34,18 @@ export function flood(options: FloodOptions): Promise<FloodResult> {
   let open = 0;
   const over = () => answered >= options.total || Date.now() > options.deadline || (options.stop?.() ?? false);
 
+  const sockets = new Set<Socket>();
   return new Promise((resolve) => {
+    const done = () => (clearTimeout(cut), resolve({ answered, statuses, ms: Date.now() - started }));
     const finish = () => {
-      if (open === 0) resolve({ answered, statuses, ms: Date.now() - started });
+      if (open === 0) done();
     };
+    // Past the deadline, requests still unanswered are abandoned: the flood never outlives it by more than a second.
+    const cut = setTimeout(() => (sockets.forEach((s) => s.destroy()), done()), options.deadline - Date.now() + 1000);
     const start = () => {
       open++;
       const socket: Socket = connect(options.port, '127.0.0.1');
+      sockets.add(socket);
       let inFlight = 0;
       let buffered: Buffer = Buffer.alloc(0);
       const fill = () => {
@@ -70,6 +75,7 @@ export function flood(options: FloodOptions): Promise<FloodResult> {
       });
       socket.on('error', () => socket.destroy());
       socket.on('close', () => {
+        sockets.delete(socket);
         open--;
         if (!over()) start();
         else finish();

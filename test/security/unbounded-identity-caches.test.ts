@@ -171,9 +171,13 @@ describe.skipIf(process.platform !== 'linux')('a flood of unique 16 KB identitie
     const baseline = rssMb(child.pid!);
     let peak = baseline;
     const sampler = setInterval(() => (peak = Math.max(peak, rssMb(child.pid!))), 100);
+    const progress = setInterval(
+      () => console.log(`flood: ${Date.now()}, RSS ${rssMb(child.pid!).toFixed(0)} MB`),
+      10_000,
+    );
     // Stops early once over the bound: the unfixed gateway would grow towards gigabytes.
-    const result = await run(FLOOD, 0, () => peak - baseline > RSS_GROWTH_BOUND_MB).finally(() =>
-      clearInterval(sampler),
+    const result = await run(FLOOD, 0, () => peak - baseline > RSS_GROWTH_BOUND_MB).finally(
+      () => (clearInterval(sampler), clearInterval(progress)),
     );
     peak = Math.max(peak, rssMb(child.pid!));
     console.log(
