@@ -107,7 +107,14 @@ const freePort = () =>
     });
   });
 /** Resident memory of a running process, in MB (0 once it has exited). */
-const rssMb = (pid: number) =>
+const rssMb = (pid: number) => {
+  try {
+    return procRssMb(pid);
+  } catch {
+    return 0; // exited
+  }
+};
+const procRssMb = (pid: number) =>
   Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 /**
@@ -152,7 +159,7 @@ describe.skipIf(process.platform !== 'linux')('a flood of unique 16 KB identitie
     await upstream?.kill();
   });
 
-  it(`keeps the gateway's RSS growth under ${RSS_GROWTH_BOUND_MB} MB`, { timeout: 180_000 }, async () => {
+  it(`keeps the gateway's RSS growth under ${RSS_GROWTH_BOUND_MB} MB`, { timeout: 120_000 }, async () => {
     const filler = 'f'.repeat(16_000);
     const head = (n: number) =>
       `GET /flood HTTP/1.1\r\nhost: edge\r\n${n % 2 === 0 ? 'x-api-key' : 'x-user-id'}: ${n}-${filler}\r\n\r\n`;
@@ -163,7 +170,7 @@ describe.skipIf(process.platform !== 'linux')('a flood of unique 16 KB identitie
         connections: 4,
         depth: 32,
         request: (n) => head(n + offset),
-        deadline: Date.now() + 100_000,
+        deadline: Date.now() + (total > 10_000 ? 45_000 : 20_000),
         stop,
       });
 
@@ -185,9 +192,9 @@ describe.skipIf(process.platform !== 'linux')('a flood of unique 16 KB identitie
         `RSS ${baseline.toFixed(0)} MB -> peak ${peak.toFixed(0)} MB`,
     );
     expect(peak - baseline).toBeLessThan(RSS_GROWTH_BOUND_MB);
-    // 200,000 on a quiet machine (about 30 s); a loaded one may stop at the deadline, but 100,000 unique identities
-    // already fill both memos (the unfixed gateway held 1.6 GB per memo by then).
-    expect(result.answered).toBeGreaterThanOrEqual(100_000);
+    // Aims at 200,000 within 45 s; a loaded machine may stop at the deadline. 20,000 unique 16 KB identities already
+    // grew the unfixed gateway by over 300 MB (two memos holding every value).
+    expect(result.answered).toBeGreaterThanOrEqual(20_000);
     // Refused (400) or, once the client IP's public bucket is empty, denied (429): nothing else.
     expect(Object.keys(result.statuses).sort()).toEqual(['400', '429']);
     expect(child.exitCode, stderr).toBeNull();
