@@ -26,3 +26,5 @@ export const badGateway = (detail: string, cause?: unknown) =>
   new GatewayError(502, 'upstream_unreachable', detail, { cause });
 export const gatewayTimeout = (detail: string) => new GatewayError(504, 'upstream_timeout', detail);
 export const storeUnavailable = () => new GatewayError(503, 'store_unavailable', 'Rate limit store unavailable');
+export const identityHeaderTooLong = (header: string, max: number) =>
+  new GatewayError(400, 'identity_header_too_long', `${header} header longer than ${max} bytes (MAX_IDENTITY_LENGTH)`);

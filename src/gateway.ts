@@ -119,6 +119,8 @@ export async function startGateway(
     log,
     metrics,
     draining: () => draining,
+    maxIdentityLength: settings.maxIdentityLength,
+    escapedSlashes: settings.escapedSlashes,
   });
   // Not listening before the store answers: the first requests would otherwise all be store errors.
   if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {

@@ -1,4 +1,5 @@
 import { REGIONS, type Region } from './region.ts';
+import { ESCAPED_SLASHES, type EscapedSlashes } from './rules/normalize-path.ts';
 import {
   bytes,
   duration,
@@ -56,6 +57,10 @@ export interface Settings {
   readonly drainMs: number;
   /** Most open client connections; more are refused at accept. */
   readonly maxConnections: number;
+  /** Longest value (bytes) of an identity header (`x-api-key`, `x-user-id`); longer answers 400, counted by IP. */
+  readonly maxIdentityLength: number;
+  /** What the edge does with `%2F` / `%5C` in a path: reject (400), unescape (decode, match and forward), keep. */
+  readonly escapedSlashes: EscapedSlashes;
 }
 
 /**
@@ -101,6 +106,8 @@ export function loadSettings(env: Env = process.env): Settings {
         : oneOf(env, 'KEY_CHECK', ['on', 'off'] as const, 'on'),
     drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
+    escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
   });
 }
 

@@ -5,7 +5,7 @@ import { covers } from '../rules/guards.ts';
 import type { Region } from '../region.ts';
 import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/identity.ts';
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
-import { normalizePath } from '../rules/normalize-path.ts';
+import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import type { Settings } from '../settings.ts';
 import type { Output } from '../output.ts';
 import type { Guard, Limit, Rule } from '../rules/types.ts';
@@ -27,7 +27,7 @@ export interface ExplainRequest {
 export function explain(req: ExplainRequest, settings: Settings, out: Output): number {
   const file = regionRuleFile(settings.rulesDir, req.region);
   const { rules, guards } = loadRuleFile(file);
-  const path = normalizePath(req.target);
+  const path = edgePath(req.target, settings);
   // Counted as the edge counts it: IPv6 by its prefix (IPV6_PREFIX).
   const request = { method: req.method, path, headers: req.headers, ip: ipIdentity(req.ip, settings.ipv6PrefixBits) };
   const match = compile(rules, guards).match(request);
@@ -120,5 +120,16 @@ function explainGuards(
       ? `the request carries no ${IDENTITIES[g.limit.by].header ?? g.limit.by}`
       : `it covers only ${g.rules!.join(', ')}`;
     out.log(`  (${g.limit.policy} does not apply: ${why})`);
+  }
+}
+
+/** The path the edge matches and forwards (ESCAPED_SLASHES applied); a path it refuses says so. */
+function edgePath(target: string, settings: Settings): string {
+  try {
+    return normalizePath(target, settings.escapedSlashes);
+  } catch (err) {
+    if (err instanceof InvalidPathError)
+      throw new InvalidPathError(`the edge answers 400 invalid_path: ${err.message}`);
+    throw err;
   }
 }

@@ -2,11 +2,11 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { badRequest, GatewayError, storeUnavailable } from '../errors.ts';
+import { badRequest, GatewayError, identityHeaderTooLong, storeUnavailable } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
-import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
+import { InvalidPathError, normalizePath, type EscapedSlashes } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
 import type { KeyCheck } from './key-check.ts';
 import { clientIp, type TrustedProxies } from './client-ip.ts';
@@ -29,6 +29,10 @@ export interface EdgeOptions {
   readonly ipv6PrefixBits: number;
   readonly forward: ForwardOptions;
   readonly log: Logger;
+  /** MAX_IDENTITY_LENGTH: a longer identity header answers 400, counted as a request without identity headers. */
+  readonly maxIdentityLength?: number;
+  /** ESCAPED_SLASHES: what `%2F` / `%5C` in a path does (default `reject`). */
+  readonly escapedSlashes?: EscapedSlashes;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -44,6 +48,8 @@ const API_KEY_HEADER = IDENTITIES['api-key'].header;
 export function edgeHandler(options: EdgeOptions) {
   const { limit, keyCheck, route, trust, ipv6PrefixBits, log, metrics } = options;
   const draining = options.draining ?? (() => false);
+  const maxIdentityLength = options.maxIdentityLength ?? 256;
+  const escapedSlashes = options.escapedSlashes ?? 'reject';
   const logRequest = accessLog(log);
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -57,15 +63,18 @@ export function edgeHandler(options: EdgeOptions) {
     let status = 0;
     try {
       const target = requestTarget(req.url ?? '');
-      path = normalizePath(target);
-      rejectRepeatedIdentity(req);
+      path = normalizePath(target, escapedSlashes);
+      const overlong = overlongIdentity(req, maxIdentityLength);
       const peer = unmappedPeer(req);
       const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
-      const known = keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
+      // An over-long identity reaches no cache and no registry: it is refused below, after being counted.
+      const known = overlong !== null || keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
       const unknownKey = known === false || (known !== true && !(await known)); // awaited only on a registry lookup
       // An unknown key buys no bucket of its own: the request is counted as if it carried no key (it is still
-      // forwarded with it: the upstream authenticates, and may know keys the registry does not, custom auth).
-      const headers = unknownKey ? withoutApiKey(req.headers) : req.headers;
+      // forwarded with it: the upstream authenticates, and may know keys the registry does not, custom auth). An
+      // over-long identity is counted as a request without identity headers, then refused.
+      const headers =
+        overlong !== null ? withoutIdentity(req.headers) : unknownKey ? withoutApiKey(req.headers) : req.headers;
       verdict = await limit({ method, path, headers, ip: ipIdentity(ip, ipv6PrefixBits) });
       const extra: OutgoingHttpHeaders = verdict
         ? { ...verdict.headers, 'x-request-id': requestId }
@@ -77,6 +86,7 @@ export function edgeHandler(options: EdgeOptions) {
         sendDenied(res, verdict, extra);
         return;
       }
+      if (overlong !== null) throw identityHeaderTooLong(overlong, maxIdentityLength);
       upstream = route(path);
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
@@ -138,14 +148,22 @@ function withoutApiKey(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return rest;
 }
 
-/** Two headers of one identity (two `x-api-key`, say) are ambiguous: which one counts? Refuse rather than guess. */
-function rejectRepeatedIdentity(req: IncomingMessage): void {
+/**
+ * Two headers of one identity (two `x-api-key`, say) are ambiguous: which one counts? Refuse rather than guess.
+ * Returns the name of the first identity header longer than `max` bytes (Node reads header values as latin1: one
+ * character per byte), or null.
+ */
+function overlongIdentity(req: IncomingMessage, max: number): string | null {
+  let overlong: string | null = null;
   for (const name of IDENTITY_HEADERS) {
     const v = req.headers[name];
-    if (v === undefined || !v.includes(',')) continue; // Node joins repeats with ", "
+    if (v === undefined) continue;
+    if (v.length > max) overlong ??= name;
+    if (!v.includes(',')) continue; // Node joins repeats with ", "
     const count = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === name).length;
     if (count > 1) throw badRequest(`Repeated ${name} header`, 'repeated_identity_header');
   }
+  return overlong;
 }
 
 function unmappedPeer(req: IncomingMessage): string {
@@ -185,4 +203,11 @@ function sendError(res: ServerResponse, error: GatewayError, headers: OutgoingHt
 function sendJson(res: ServerResponse, status: number, body: string, headers: OutgoingHttpHeaders): void {
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
+}
+
+/** The headers without any identity header: counted as an anonymous request (by client IP). */
+function withoutIdentity(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  const rest = { ...headers };
+  for (const name of IDENTITY_HEADERS) delete rest[name];
+  return rest;
 }

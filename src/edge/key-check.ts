@@ -1,4 +1,5 @@
 import type { KeyRegistry } from '../keys/types.ts';
+import { memoKey } from '../memo-key.ts';
 import { RecentlyUsed } from '../recently-used.ts';
 
 /** True when the registry knows the key; a promise only when the answer is not remembered yet. */
@@ -29,12 +30,13 @@ export function keyCheck(
 ): KeyCheck {
   const answers = new RecentlyUsed<string, number>(size); // KNOWN, or until when the key counts as unknown
   return (key) => {
-    const until = answers.get(key);
+    const memo = memoKey(key); // bounded per entry, whatever the key's length
+    const until = answers.get(memo);
     if (until === KNOWN) return true;
     if (until !== undefined && until > now()) return false;
     return registry.findKey(key).then(
       (record) => {
-        answers.set(key, record === null ? now() + unknownForMs : KNOWN);
+        answers.set(memo, record === null ? now() + unknownForMs : KNOWN);
         return record !== null;
       },
       () => true,

@@ -1,4 +1,5 @@
 import { createHmac } from 'node:crypto';
+import { memoKey } from '../memo-key.ts';
 import { RecentlyUsed } from '../recently-used.ts';
 import type { IdentityKind } from '../rules/identity.ts';
 
@@ -26,13 +27,15 @@ export function bucketKey(scheme: KeyScheme, rule: string, by: IdentityKind, ide
 
 /**
  * `bucketKey` with the digests remembered: an HMAC costs microseconds, and
- * the same identities come back request after request.
+ * the same identities come back request after request. Remembered under `memoKey`, so an entry's size is bounded
+ * however long the identity.
  */
 export function cachedBucketKeys(scheme: KeyScheme, size = 50_000) {
   const digests = new RecentlyUsed<string, string>(size);
   const digest = (identity: string): string => {
-    let d = digests.get(identity);
-    if (d === undefined) digests.set(identity, (d = identityDigest(scheme.secret, identity)));
+    const memo = memoKey(identity);
+    let d = digests.get(memo);
+    if (d === undefined) digests.set(memo, (d = identityDigest(scheme.secret, identity)));
     return d;
   };
   const head = `${scheme.prefix}:${scheme.region}:`;

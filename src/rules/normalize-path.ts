@@ -12,8 +12,16 @@
  *  4. collapse runs of `/`;
  *  5. remove `.` and `..` segments (RFC 3986 §5.2.4); `..` never climbs above `/`.
  *
- * Encoded reserved characters such as `%2F` stay encoded: they are data, not
- * separators.
+ * Encoded reserved characters stay encoded: they are data, not separators.
+ * The exception is an encoded slash or backslash (`%2F`, `%5C`, any case),
+ * which many upstreams (Werkzeug, uvicorn/Starlette, ...) decode before
+ * routing: what happens to it is `escapedSlashes` (ESCAPED_SLASHES), applied
+ * before step 2:
+ *  - `reject`: an InvalidPathError (the edge answers 400 `invalid_path`);
+ *  - `unescape`: both become `/`, then the steps above run, so the path
+ *    matched and forwarded is the one a decoding upstream routes;
+ *  - `keep`: left encoded, as data. Unsafe in front of a decoding upstream
+ *    (`/runs%2Fquery` is counted as itself and served as `/runs/query`).
  */
 
 export class InvalidPathError extends Error {
@@ -24,13 +32,22 @@ export class InvalidPathError extends Error {
   }
 }
 
+/** Envoy's `path_with_escaped_slashes_action`, in the gateway's words. */
+export const ESCAPED_SLASHES = ['reject', 'unescape', 'keep'] as const;
+export type EscapedSlashes = (typeof ESCAPED_SLASHES)[number];
+
+const ESCAPED_SLASH = /%(?:2f|5c)/i;
+const ESCAPED_SLASH_ALL = /%(?:2f|5c)/gi;
 const SLASH = 0x2f;
 const DOT = 0x2e;
 const PERCENT = 0x25;
 const BACKSLASH = 0x5c;
 
-/** Returns the normalised path of a request target (origin form: starts with `/`). */
-export function normalizePath(target: string): string {
+/**
+ * Returns the normalised path of a request target (origin form: starts with `/`). The edge and `explain` pass
+ * ESCAPED_SLASHES; `keep` (the default here) is for rule conditions, which are checked as written.
+ */
+export function normalizePath(target: string, escapedSlashes: EscapedSlashes = 'keep'): string {
   let end = target.length;
   const q = target.indexOf('?');
   if (q !== -1) end = q;
@@ -40,7 +57,7 @@ export function normalizePath(target: string): string {
     throw new InvalidPathError('request path must start with "/"');
   }
   const path = end === target.length ? target : target.slice(0, end);
-  return isNormal(path) ? path : rewrite(path);
+  return isNormal(path) ? path : rewrite(path, escapedSlashes);
 }
 
 /** Fast check: no escapes, no backslashes, no empty, `.` or `..` segments. */
@@ -63,7 +80,13 @@ function isNormal(path: string): boolean {
   return true;
 }
 
-function rewrite(path: string): string {
+function rewrite(raw: string, escapedSlashes: EscapedSlashes): string {
+  let path = raw;
+  if (escapedSlashes !== 'keep' && ESCAPED_SLASH.test(path)) {
+    if (escapedSlashes === 'reject')
+      throw new InvalidPathError('encoded "/" or "\\" (%2F, %5C) in the path (ESCAPED_SLASHES=reject)');
+    path = path.replace(ESCAPED_SLASH_ALL, '/');
+  }
   const decoded = decodeUnreserved(path.replaceAll('\\', '/'));
   return removeDotSegments(decoded.replace(/\/{2,}/g, '/'));
 }
