@@ -54,7 +54,7 @@ describe('an over-long identity header', () => {
         code: 'identity_header_too_long',
       });
       // Counted as a request without identity headers: in the shipped table, the `public` rule, by client IP.
-      expect(r.headers['ratelimit-policy']).toBe('"public.ip";q=100;w=60');
+      expect(r.headers['ratelimit-policy']).toBe('"public.ip";q=100;w=60, "guard.per-ip";q=20000;w=10');
     }
     expect(upstream.seen).toHaveLength(0);
     // 256 bytes is within the limit: counted as itself.
