@@ -1,5 +1,5 @@
 import { getRequestListener, RequestError } from '@hono/node-server';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Hono } from 'hono';
 
@@ -50,6 +50,22 @@ function adapterError(err: unknown): Response {
   });
 }
 
+/**
+ * Pipelined requests (sent behind one whose response is still being written) are handled one at a time, in order:
+ * Node hands such a request's response the socket (its `socket` event) only once the response before it has finished
+ * on a connection that stays open. After a response that closes the connection (a 400, a final answer to
+ * `Expect: 100-continue` without `100 Continue`, `Connection: close`) it never does, so nothing pipelined behind a
+ * closing response ever reaches the app, let alone an upstream. A request that is not pipelined (the response has its
+ * socket at once) costs one property read.
+ */
+function inOrder(handle: RequestListener): RequestListener {
+  return (req, res) => {
+    const socket = res.socket;
+    if (socket === null) res.once('socket', () => handle(req, res));
+    else if (!socket.writableEnded) handle(req, res);
+  };
+}
+
 /** Serves a Hono app with @hono/node-server and resolves once the port is bound. */
 export async function listen(
   app: Hono<any>,
@@ -62,7 +78,7 @@ export async function listen(
   const server = createServer(
     // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter refuses it as JSON instead.
     { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
-    getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError }),
+    inOrder(getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError })),
   );
   // Slow clients: headers must arrive within 10 s and a whole request within 5 min;
   // idle keep-alive sockets close after 65 s (above common load balancer idle timeouts).
