@@ -66,11 +66,14 @@ function inOrder(handle: RequestListener): RequestListener {
   };
 }
 
-/** Serves a Hono app with @hono/node-server and resolves once the port is bound. */
+/**
+ * Serves a Hono app with @hono/node-server and resolves once the port is bound. `host` null: every interface, IPv6
+ * and IPv4 (`::` dual-stack), or `0.0.0.0` where the host has no IPv6 (Node's choice for an omitted host).
+ */
 export async function listen(
   app: Hono<any>,
   port: number,
-  host = '0.0.0.0',
+  host: string | null = '0.0.0.0',
   options: ListenOptions = {},
 ): Promise<Listening> {
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
@@ -99,10 +102,12 @@ export async function listen(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    if (host === null) server.listen(port, () => resolve());
+    else server.listen(port, host, () => resolve());
   });
-  const bound = (server.address() as AddressInfo).port;
-  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const { port: bound, address } = server.address() as AddressInfo;
+  const shown =
+    address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
   return {
     server,
     port: bound,
