@@ -96,6 +96,7 @@ export async function createControlPlane(
     workDir: settings.workDir,
     now,
     log: cpLog,
+    box,
   });
   const service = new DeploymentService({ store, builds, box, now, log: cpLog, deploymentUrl: settings.deploymentUrl });
 

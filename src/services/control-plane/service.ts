@@ -4,6 +4,7 @@ import type { Builds } from './builds.ts';
 import { badRequest, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
 import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
+import { storeRepoUrl } from './repo-url.ts';
 import { secretOwner, type SecretBox } from './secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
 import {
@@ -46,6 +47,7 @@ export class DeploymentService {
       langgraph_config_path: src.langgraph_config_path ?? (git ? DEFAULT_CONFIG_PATH : null),
       image_uri: src.image_uri ?? null,
     };
+    const repo = storeRepoUrl(this.o.box, id, body.source_config.repo_url ?? null);
     const deployment: StoredDeployment = {
       id,
       name: body.name,
@@ -54,7 +56,7 @@ export class DeploymentService {
       source: body.source,
       source_config: {
         integration_id: body.source_config.integration_id ?? null,
-        repo_url: body.source_config.repo_url ?? null,
+        repo_url: repo.repo_url,
         deployment_type: body.source_config.deployment_type ?? 'dev',
         build_on_push: body.source_config.build_on_push ?? false,
         custom_url: body.source_config.custom_url ?? null,
@@ -62,6 +64,7 @@ export class DeploymentService {
       },
       source_revision_config: sourceRevisionConfig,
       secrets: this.seal(id, body.secrets),
+      repo_url_sealed: repo.repo_url_sealed,
       created_at: now,
       updated_at: now,
       status: 'AWAITING_DATABASE',
@@ -112,9 +115,11 @@ export class DeploymentService {
       const sc = body.source_config;
       const src = body.source_revision_config;
       if (sc === undefined && (src === undefined || src === null) && body.secrets === undefined) return null;
+      const repo = sc?.repo_url === undefined ? null : storeRepoUrl(this.o.box, d.id, sc.repo_url, d);
       const next: StoredDeployment = {
         ...d,
-        source_config: { ...d.source_config, ...defined(sc ?? {}) },
+        source_config: { ...d.source_config, ...defined(sc ?? {}), ...(repo && { repo_url: repo.repo_url }) },
+        ...(repo && { repo_url_sealed: repo.repo_url_sealed }),
         // In source_revision_config a null means "not given" (clients send the whole object with nulls).
         source_revision_config: { ...d.source_revision_config, ...given(src ?? {}) },
         secrets: body.secrets === undefined ? d.secrets : this.seal(d.id, body.secrets),
