@@ -4,6 +4,7 @@ import type { Builds } from './builds.ts';
 import { badRequest, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
 import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
+import type { RepoHostPolicy } from './repo-hosts.ts';
 import { storeRepoUrl } from './repo-url.ts';
 import { secretOwner, type SecretBox } from './secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
@@ -30,6 +31,8 @@ export interface ServiceOptions {
   readonly log: Logger;
   /** A deployment's `url` (`{id}` replaced); null = none shown. */
   readonly deploymentUrl: string | null;
+  /** Where a `repo_url` may point (checked at create and patch; the builder checks again). Default: anywhere. */
+  readonly repoHosts?: RepoHostPolicy;
 }
 
 const DEFAULT_CONFIG_PATH = 'langgraph.json';
@@ -38,6 +41,7 @@ export class DeploymentService {
   constructor(private readonly o: ServiceOptions) {}
 
   async create(tenantId: string, body: CreateBody): Promise<DeploymentView> {
+    await this.checkRepoHost(body.source_config.repo_url);
     const now = this.o.now().toISOString();
     const id = randomUUID();
     const git = isGitSource(body.source);
@@ -106,6 +110,7 @@ export class DeploymentService {
    * supersedes any unfinished one. `secrets`, when given, replaces the list.
    */
   async patch(tenantId: string, id: string, body: PatchBody): Promise<DeploymentView> {
+    await this.checkRepoHost(body.source_config?.repo_url);
     const now = this.o.now().toISOString();
     const changed = await this.o.store.updateDeployment(tenantId, id, (d) => {
       if (body.name !== undefined && body.name !== d.name)
@@ -172,6 +177,12 @@ export class DeploymentService {
     const d = await this.o.store.getDeployment(tenantId, id);
     if (d === null) throw deploymentNotFound(id);
     return d;
+  }
+
+  /** A repo_url reaching a host it may not (repo-hosts.ts): 422 naming repo_url. */
+  private async checkRepoHost(url: string | null | undefined): Promise<void> {
+    const refused = url ? await this.o.repoHosts?.check(url) : null;
+    if (refused) throw invalid({ loc: ['body', 'source_config', 'repo_url'], msg: refused, type: 'value_error' });
   }
 
   private seal(deploymentId: string, secrets: readonly { name: string; value: string }[]): StoredSecret[] {
