@@ -1,6 +1,10 @@
 # The gateway image. No build step: tsx runs the TypeScript sources.
 FROM node:20-bookworm-slim
 ENV NODE_ENV=production
+# The admin listener (/healthz, /readyz, /metrics) binds 127.0.0.1 by default; in a container the orchestrator's
+# probes and `-p 9090:9090` arrive on the container's own interface, so the image listens on all of them.
+# The container network is the boundary: publish or expose port 9090 only where probes and Prometheus run.
+ENV ADMIN_HOST=0.0.0.0
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

@@ -1,3 +1,4 @@
+import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { adminApp } from './admin/app.ts';
 import { edgeApp } from './edge/app.ts';
@@ -126,7 +127,7 @@ export async function startGateway(
   if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {
     log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
   }
-  const edge = await listen(edgeApp(handle), settings.port, '0.0.0.0', {
+  const edge = await listen(edgeApp(handle), settings.port, settings.host, {
     maxConnections: settings.maxConnections,
     deferContinue: true,
   });
@@ -140,6 +141,7 @@ export async function startGateway(
       }),
     }),
     settings.adminPort,
+    settings.adminHost,
   );
   if (settings.identitySecretIsDefault && store.kind !== 'memory') {
     log.warn('IDENTITY_SECRET is unset: bucket keys use the public development secret; set it in production');
@@ -159,7 +161,9 @@ export async function startGateway(
   rules.watch(report);
   log.info(
     {
+      host: (edge.server.address() as AddressInfo).address,
       port: edge.port,
+      adminHost: settings.adminHost,
       adminPort: admin.port,
       region: settings.region,
       rules: rules.file,

@@ -1,5 +1,5 @@
 import { getRequestListener, RequestError } from '@hono/node-server';
-import { createServer, type Server } from 'node:http';
+import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Hono } from 'hono';
 
@@ -50,11 +50,30 @@ function adapterError(err: unknown): Response {
   });
 }
 
-/** Serves a Hono app with @hono/node-server and resolves once the port is bound. */
+/**
+ * Pipelined requests (sent behind one whose response is still being written) are handled one at a time, in order:
+ * Node hands such a request's response the socket (its `socket` event) only once the response before it has finished
+ * on a connection that stays open. After a response that closes the connection (a 400, a final answer to
+ * `Expect: 100-continue` without `100 Continue`, `Connection: close`) it never does, so nothing pipelined behind a
+ * closing response ever reaches the app, let alone an upstream. A request that is not pipelined (the response has its
+ * socket at once) costs one property read.
+ */
+function inOrder(handle: RequestListener): RequestListener {
+  return (req, res) => {
+    const socket = res.socket;
+    if (socket === null) res.once('socket', () => handle(req, res));
+    else if (!socket.writableEnded) handle(req, res);
+  };
+}
+
+/**
+ * Serves a Hono app with @hono/node-server and resolves once the port is bound. `host` null: every interface, IPv6
+ * and IPv4 (`::` dual-stack), or `0.0.0.0` where the host has no IPv6 (Node's choice for an omitted host).
+ */
 export async function listen(
   app: Hono<any>,
   port: number,
-  host = '0.0.0.0',
+  host: string | null = '0.0.0.0',
   options: ListenOptions = {},
 ): Promise<Listening> {
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
@@ -62,7 +81,7 @@ export async function listen(
   const server = createServer(
     // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter refuses it as JSON instead.
     { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
-    getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError }),
+    inOrder(getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError })),
   );
   // Slow clients: headers must arrive within 10 s and a whole request within 5 min;
   // idle keep-alive sockets close after 65 s (above common load balancer idle timeouts).
@@ -83,10 +102,12 @@ export async function listen(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    server.listen(port, host, () => resolve());
+    if (host === null) server.listen(port, () => resolve());
+    else server.listen(port, host, () => resolve());
   });
-  const bound = (server.address() as AddressInfo).port;
-  const shown = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const { port: bound, address } = server.address() as AddressInfo;
+  const shown =
+    address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
   return {
     server,
     port: bound,

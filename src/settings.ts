@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { REGIONS, type Region } from './region.ts';
 import { ESCAPED_SLASHES, type EscapedSlashes } from './rules/normalize-path.ts';
 import {
@@ -21,7 +22,14 @@ import {
  */
 export interface Settings {
   readonly port: number;
+  /**
+   * HOST: the public listener's address; null (unset) = every interface, IPv6 and IPv4 (`::` dual-stack), or
+   * `0.0.0.0` where the host has no IPv6.
+   */
+  readonly host: string | null;
   readonly adminPort: number;
+  /** ADMIN_HOST: the admin listener's address (default 127.0.0.1: /metrics and /readyz stay on the machine). */
+  readonly adminHost: string;
   readonly region: Region;
   readonly rulesDir: string;
   /** Prefix of every bucket key in the store. */
@@ -74,7 +82,9 @@ export function loadSettings(env: Env = process.env): Settings {
   if (secret !== '' && secret.length < 16) throw new SettingsError('IDENTITY_SECRET', 'must be at least 16 characters');
   return Object.freeze({
     port: port(env, 'PORT', 8080),
+    host: listenAddress(env, 'HOST', null),
     adminPort: port(env, 'ADMIN_PORT', 9090),
+    adminHost: listenAddress(env, 'ADMIN_HOST', '127.0.0.1'),
     region: oneOf(env, 'REGION', REGIONS, 'us'),
     rulesDir: text(env, 'RULES_DIR', 'rules'),
     keyPrefix: matching(
@@ -115,4 +125,14 @@ function hostPort(name: string, entry: string): { host: string; port: number } {
   const m = /^(.+):(\d{1,5})$/.exec(entry);
   if (!m || Number(m[2]) > 65535) throw new SettingsError(name, `each node must be host:port, got "${entry}"`);
   return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
+}
+
+/** An IP address to listen on (`0.0.0.0`, `::`, `127.0.0.1`, `::1`, `[::1]`, an interface's address). */
+function listenAddress<T extends string | null>(env: Env, name: string, fallback: T): string | T {
+  const v = text(env, name, '');
+  if (v === '') return fallback;
+  const address = v.replace(/^\[(.*)\]$/, '$1');
+  if (isIP(address) === 0)
+    throw new SettingsError(name, `must be an IP address to listen on (0.0.0.0, ::, 127.0.0.1, ::1), got "${v}"`);
+  return address;
 }

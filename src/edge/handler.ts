@@ -9,7 +9,7 @@ import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath, type EscapedSlashes } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
 import type { KeyCheck } from './key-check.ts';
-import { clientIp, type TrustedProxies } from './client-ip.ts';
+import { clientIp, unmapIPv4, type TrustedProxies } from './client-ip.ts';
 import type { Verdict } from './limit.ts';
 import type { MatchRequest } from '../rules/compile.ts';
 import { IDENTITIES, IDENTITY_HEADERS, ipIdentity } from '../rules/identity.ts';
@@ -91,8 +91,8 @@ export function edgeHandler(options: EdgeOptions) {
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
       const forwarded = upstreamRequestHeaders(req.headers, {
-        forwardedFor:
-          trust.isTrusted(peer) && req.headers['x-forwarded-for'] ? `${req.headers['x-forwarded-for']}, ${peer}` : ip,
+        clientIp: ip,
+        trustedPeer: trust.isTrusted(peer) ? unmapIPv4(peer) : null,
         proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
         requestId,
       });

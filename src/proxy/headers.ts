@@ -25,13 +25,25 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | n
   return new Set(tokens.filter((t) => t !== '' && t !== 'close' && t !== 'keep-alive'));
 }
 
+/** What the edge tells the upstream about the client, as `x-forwarded-*`, `x-real-ip` and `forwarded` (RFC 7239). */
 export interface Forwarded {
-  /** The value to send as `x-forwarded-for`. */
-  readonly forwardedFor: string;
+  /** The client address the edge decided on (the peer, or with TRUST_PROXY the first untrusted hop), IPv4 unmapped. */
+  readonly clientIp: string;
+  /**
+   * The socket peer (IPv4 unmapped) when it is a trusted proxy: the chains it sent (`x-forwarded-for`, `forwarded`)
+   * are kept with this hop appended. Null otherwise: the client's values are dropped and the edge's view sent.
+   */
+  readonly trustedPeer: string | null;
   readonly proto: string;
   readonly requestId: string;
 }
 
+/**
+ * The client's `x-forwarded-*`, `x-real-ip` and `forwarded` never pass as sent: without a trusted peer they are
+ * replaced by the edge's view (`x-forwarded-for: <client>`, `x-real-ip: <client>`,
+ * `forwarded: for=<client>;proto=<proto>;host="<host>"`); from a trusted proxy its `x-forwarded-for` and `forwarded`
+ * chains get this hop appended, and `x-real-ip` is the client the edge decided on.
+ */
 export function upstreamRequestHeaders(
   incoming: IncomingHttpHeaders,
   fwd: Forwarded,
@@ -43,17 +55,36 @@ export function upstreamRequestHeaders(
       HOP_BY_HOP.has(name) ||
       name === 'host' ||
       name.startsWith('x-forwarded-') ||
+      name === 'forwarded' ||
+      name === 'x-real-ip' ||
       (named !== null && named.has(name))
     )
       continue;
     const v = incoming[name];
     if (v !== undefined) out[name] = v;
   }
-  out['x-forwarded-for'] = fwd.forwardedFor;
-  out['x-forwarded-proto'] = fwd.proto;
-  if (incoming.host !== undefined) out['x-forwarded-host'] = incoming.host;
+  const { trustedPeer, clientIp, proto } = fwd;
+  const host = incoming.host;
+  const chain = trustedPeer === null ? undefined : incoming['x-forwarded-for'];
+  out['x-forwarded-for'] = chain ? `${chain}, ${trustedPeer}` : clientIp;
+  out['x-real-ip'] = clientIp;
+  const hop = `for=${forwardedNode(trustedPeer ?? clientIp)};proto=${proto}${host ? `;host=${quoted(host)}` : ''}`;
+  const before = trustedPeer === null ? undefined : incoming.forwarded;
+  out.forwarded = before ? `${before}, ${hop}` : hop;
+  out['x-forwarded-proto'] = proto;
+  if (host !== undefined) out['x-forwarded-host'] = host;
   out['x-request-id'] = fwd.requestId;
   return out;
+}
+
+/** RFC 7239 §6: an IPv6 node is bracketed and, as it holds ":", quoted. */
+function forwardedNode(ip: string): string {
+  return ip.includes(':') ? `"[${ip}]"` : ip;
+}
+
+/** A quoted-string (RFC 9110 §5.6.4): `"` and `\` escaped. */
+function quoted(value: string): string {
+  return value.includes('"') || value.includes('\\') ? `"${value.replace(/["\\]/g, '\\$&')}"` : `"${value}"`;
 }
 
 /** Upstream response headers as undici gives them, minus hop-by-hop ones. */

@@ -2,6 +2,7 @@ import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { readAppConfig, BuildFailure } from './app-config.ts';
 import { git, GitError, redactCredentials } from './git.ts';
+import type { RepoHostPolicy } from './repo-hosts.ts';
 import { isGitSource, type Source } from './types.ts';
 
 /**
@@ -36,6 +37,8 @@ export interface GitBuilderOptions {
   readonly gitTimeoutMs: number;
   /** Whether `repo_url` may be a path on this host (or a `file://` URL). Default: true. */
   readonly localRepos?: boolean;
+  /** Where a network `repo_url` may point, checked (DNS resolved again) right before the clone. Default: anywhere. */
+  readonly repoHosts?: RepoHostPolicy;
 }
 
 export class GitBuilder implements Builder {
@@ -55,6 +58,8 @@ export class GitBuilder implements Builder {
         'repo_url: repositories on this host are not allowed here (LOCAL_REPOS=deny, the default with NODE_ENV=production)',
       );
     }
+    const refused = await this.options.repoHosts?.check(req.repoUrl);
+    if (refused) throw new BuildFailure(refused);
     try {
       const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal);
       const config = await readAppConfig(req.workFolder, req.configPath, req.repoRef);

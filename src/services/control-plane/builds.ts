@@ -4,7 +4,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { BuildFailure, type Builder } from './builder.ts';
 import type { BuildQueue } from './build-queue.ts';
+import { openRepoUrl } from './repo-url.ts';
 import { canMove, isTerminal, moveRevision, supersededStatus } from './revision-state.ts';
+import type { SecretBox } from './secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
 import type { RevisionStatus, StoredRevision } from './types.ts';
 
@@ -25,6 +27,8 @@ export interface BuildsOptions {
   readonly workDir: string;
   readonly now: () => Date;
   readonly log: Logger;
+  /** Opens a `repo_url` sealed because it carries credentials (repo-url.ts). */
+  readonly box?: SecretBox;
 }
 
 /** The revision moved on without this run (superseded or deleted): stop quietly. */
@@ -211,7 +215,7 @@ export class Builds {
   private async repoUrl(rev: StoredRevision): Promise<string | null> {
     const d = await this.o.store.getDeployment(rev.tenant_id, rev.deployment_id);
     if (d === null) throw new Settled();
-    return d.source_config.repo_url;
+    return openRepoUrl(d, this.o.box);
   }
 
   private async pause(signal: AbortSignal): Promise<void> {

@@ -13,6 +13,7 @@ import { GitBuilder, type Builder } from './builder.ts';
 import { Builds } from './builds.ts';
 import { MemoryControlPlaneStore } from './memory-store.ts';
 import { RedisControlPlaneStore } from './redis-store.ts';
+import { ANY_REPO_HOST, repoHostPolicy } from './repo-hosts.ts';
 import { SecretBox } from './secrets.ts';
 import { DeploymentService } from './service.ts';
 import type { ControlPlaneSettings } from './settings.ts';
@@ -84,20 +85,31 @@ export async function createControlPlane(
     );
   }
 
+  const repoHosts = settings.repoHostsChecked ? repoHostPolicy(settings.repoHostsAllowed) : ANY_REPO_HOST;
   const queue = new BuildQueue(settings.buildConcurrency, (err, id) =>
     cpLog.error({ err, revisionId: id }, 'build job failed'),
   );
   const builds = new Builds({
     store,
     builder:
-      options.builder ?? new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos }),
+      options.builder ??
+      new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos, repoHosts }),
     queue,
     stepDelayMs: settings.buildDelayMs,
     workDir: settings.workDir,
     now,
     log: cpLog,
+    box,
   });
-  const service = new DeploymentService({ store, builds, box, now, log: cpLog, deploymentUrl: settings.deploymentUrl });
+  const service = new DeploymentService({
+    store,
+    builds,
+    box,
+    now,
+    log: cpLog,
+    deploymentUrl: settings.deploymentUrl,
+    repoHosts,
+  });
 
   const recovered = await builds.recover();
   if (recovered.requeued + recovered.interrupted > 0) cpLog.info(recovered, 'recovered unfinished revisions');

@@ -1,3 +1,4 @@
+import { jsonErrorPosition } from '../shared/json-error-position.ts';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Region } from '../../region.ts';
@@ -220,7 +221,13 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
   /** A record of this region, or null (absent, or written by another region's instance). */
   private parse<T extends { region: Region }>(raw: string | null): T | null {
     if (raw === null) return null;
-    const record = JSON.parse(raw) as T;
+    let record: T;
+    try {
+      record = JSON.parse(raw) as T;
+    } catch {
+      // Never the parser's message: it quotes the record.
+      throw new Error(`control plane store: a record is not valid JSON (${jsonErrorPosition(raw)})`);
+    }
     return record.region === this.region ? record : null;
   }
 

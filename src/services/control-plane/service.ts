@@ -4,6 +4,8 @@ import type { Builds } from './builds.ts';
 import { badRequest, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
 import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
+import type { RepoHostPolicy } from './repo-hosts.ts';
+import { storeRepoUrl } from './repo-url.ts';
 import { secretOwner, type SecretBox } from './secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
 import { isGitSource, type SourceRevisionConfig, type StoredDeployment, type StoredSecret } from './types.ts';
@@ -23,6 +25,8 @@ export interface ServiceOptions {
   readonly log: Logger;
   /** A deployment's `url` (`{id}` replaced); null = none shown. */
   readonly deploymentUrl: string | null;
+  /** Where a `repo_url` may point (checked at create and patch; the builder checks again). Default: anywhere. */
+  readonly repoHosts?: RepoHostPolicy;
 }
 
 const DEFAULT_CONFIG_PATH = 'langgraph.json';
@@ -31,6 +35,7 @@ export class DeploymentService {
   constructor(private readonly o: ServiceOptions) {}
 
   async create(tenantId: string, body: CreateBody): Promise<DeploymentView> {
+    await this.checkRepoHost(body.source_config.repo_url);
     const now = this.o.now().toISOString();
     const id = randomUUID();
     const git = isGitSource(body.source);
@@ -40,6 +45,7 @@ export class DeploymentService {
       langgraph_config_path: src.langgraph_config_path ?? (git ? DEFAULT_CONFIG_PATH : null),
       image_uri: src.image_uri ?? null,
     };
+    const repo = storeRepoUrl(this.o.box, id, body.source_config.repo_url ?? null);
     const deployment: StoredDeployment = {
       id,
       name: body.name,
@@ -48,7 +54,7 @@ export class DeploymentService {
       source: body.source,
       source_config: {
         integration_id: body.source_config.integration_id ?? null,
-        repo_url: body.source_config.repo_url ?? null,
+        repo_url: repo.repo_url,
         deployment_type: body.source_config.deployment_type ?? 'dev',
         build_on_push: body.source_config.build_on_push ?? false,
         custom_url: body.source_config.custom_url ?? null,
@@ -56,6 +62,7 @@ export class DeploymentService {
       },
       source_revision_config: sourceRevisionConfig,
       secrets: this.seal(id, body.secrets),
+      repo_url_sealed: repo.repo_url_sealed,
       created_at: now,
       updated_at: now,
       status: 'AWAITING_DATABASE',
@@ -97,6 +104,7 @@ export class DeploymentService {
    * supersedes any unfinished one. `secrets`, when given, replaces the list.
    */
   async patch(tenantId: string, id: string, body: PatchBody): Promise<DeploymentView> {
+    await this.checkRepoHost(body.source_config?.repo_url);
     const now = this.o.now().toISOString();
     const changed = await this.o.store.updateDeployment(tenantId, id, (d) => {
       if (body.name !== undefined && body.name !== d.name)
@@ -106,9 +114,11 @@ export class DeploymentService {
       const sc = body.source_config;
       const src = body.source_revision_config;
       if (sc === undefined && (src === undefined || src === null) && body.secrets === undefined) return null;
+      const repo = sc?.repo_url === undefined ? null : storeRepoUrl(this.o.box, d.id, sc.repo_url, d);
       const next: StoredDeployment = {
         ...d,
-        source_config: { ...d.source_config, ...defined(sc ?? {}) },
+        source_config: { ...d.source_config, ...defined(sc ?? {}), ...(repo && { repo_url: repo.repo_url }) },
+        ...(repo && { repo_url_sealed: repo.repo_url_sealed }),
         // In source_revision_config a null means "not given" (clients send the whole object with nulls).
         source_revision_config: { ...d.source_revision_config, ...given(src ?? {}) },
         secrets: body.secrets === undefined ? d.secrets : this.seal(d.id, body.secrets),
@@ -161,6 +171,12 @@ export class DeploymentService {
     const d = await this.o.store.getDeployment(tenantId, id);
     if (d === null) throw deploymentNotFound(id);
     return d;
+  }
+
+  /** A repo_url reaching a host it may not (repo-hosts.ts): 422 naming repo_url. */
+  private async checkRepoHost(url: string | null | undefined): Promise<void> {
+    const refused = url ? await this.o.repoHosts?.check(url) : null;
+    if (refused) throw invalid({ loc: ['body', 'source_config', 'repo_url'], msg: refused, type: 'value_error' });
   }
 
   private seal(deploymentId: string, secrets: readonly { name: string; value: string }[]): StoredSecret[] {

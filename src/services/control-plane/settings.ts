@@ -4,6 +4,7 @@ import { REGIONS, type Region } from '../../region.ts';
 import {
   integer,
   isDevelopment,
+  list,
   LOG_LEVELS,
   oneOf,
   optionalUrl,
@@ -12,6 +13,7 @@ import {
   text,
   type Env,
 } from '../../settings/env.ts';
+import { checkRepoHostsAllowed } from './repo-hosts.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 
 /**
@@ -46,6 +48,10 @@ export interface ControlPlaneSettings {
   readonly localRepos: boolean;
   /** A deployment's `url` (`{id}` is replaced by its id); null = not shown. */
   readonly deploymentUrl: string | null;
+  /** NODE_ENV=production: a repo_url may not reach loopback, private or reserved addresses (repo-hosts.ts). */
+  readonly repoHostsChecked: boolean;
+  /** REPO_HOSTS_ALLOWED: hosts (`host`, `host:port`) and addresses (IP, CIDR) a repo_url may reach all the same. */
+  readonly repoHostsAllowed: readonly string[];
 }
 
 export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSettings {
@@ -69,7 +75,19 @@ export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSe
     development: isDevelopment(env),
     localRepos: oneOf(env, 'LOCAL_REPOS', ['allow', 'deny'], isDevelopment(env) ? 'allow' : 'deny') === 'allow',
     deploymentUrl: optionalUrl(env, 'DEPLOYMENT_URL', ['http:', 'https:'], { placeholder: '{id}' }),
+    repoHostsChecked: !isDevelopment(env),
+    repoHostsAllowed: repoHostsAllowed(env),
   });
+}
+
+function repoHostsAllowed(env: Env): string[] {
+  const entries = list(env, 'REPO_HOSTS_ALLOWED');
+  try {
+    checkRepoHostsAllowed(entries);
+  } catch (err) {
+    throw new SettingsError('REPO_HOSTS_ALLOWED', (err as Error).message);
+  }
+  return entries;
 }
 
 function secretsKey(env: Env): Buffer | null {

@@ -58,6 +58,8 @@ export interface StoredDeployment {
   readonly source_config: SourceConfig;
   readonly source_revision_config: SourceRevisionConfig;
   readonly secrets: readonly StoredSecret[];
+  /** `source_config.repo_url` with its credentials, sealed like a secret (repo-url.ts); absent or null without any. */
+  readonly repo_url_sealed?: string | null;
   readonly created_at: string;
   readonly updated_at: string;
   readonly status: DeploymentStatus;

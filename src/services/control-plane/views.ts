@@ -1,9 +1,13 @@
+import { redactRepoUrl } from './repo-url.ts';
 import type { StoredDeployment, StoredRevision } from './types.ts';
 
 /** A deployment as the API shows it: secrets by name only, bookkeeping left out. */
 export function deploymentView(d: StoredDeployment, url: string | null) {
-  const { revision_count: _count, secrets, ...shown } = d;
-  return { ...shown, secrets: secrets.map((s) => ({ name: s.name })), url };
+  const { revision_count: _count, repo_url_sealed: _sealed, secrets, ...shown } = d;
+  // Redacted again here: a record written before repo_url was sealed may still hold credentials.
+  const repoUrl = shown.source_config.repo_url;
+  const sourceConfig = { ...shown.source_config, repo_url: repoUrl === null ? null : redactRepoUrl(repoUrl) };
+  return { ...shown, source_config: sourceConfig, secrets: secrets.map((s) => ({ name: s.name })), url };
 }
 
 /** A revision as the API shows it. */

@@ -1,3 +1,5 @@
+import { jsonErrorPosition } from './json-error-position.ts';
+
 /**
  * The app config format (`langgraph.json` in the public platform), parsed once for the control plane's build and the
  * Agent Server: JSON, `graphs` mapping each graph name to `<file>:<export>` (or to `{"path": "<file>:<export>"}`), and
@@ -8,6 +10,7 @@
  * the caller as a ConfigProblem, in document order, and the caller turns it into its own error.
  */
 export type ConfigProblem =
+  /** `detail`: where the text stops being JSON (`line 1, column 1`), never any of its content. */
   | { readonly kind: 'not-json'; readonly detail: string }
   | { readonly kind: 'not-object' }
   | { readonly kind: 'graphs-missing' }
@@ -38,8 +41,9 @@ export async function parseLanggraphConfig<G, A>(
   let config: unknown;
   try {
     config = JSON.parse(text);
-  } catch (err) {
-    throw visit.problem({ kind: 'not-json', detail: (err as Error).message.slice(0, 160) });
+  } catch {
+    // Never the parser's message: it quotes the file, which may be any file of the repository (secrets.env, say).
+    throw visit.problem({ kind: 'not-json', detail: jsonErrorPosition(text) });
   }
   if (!isObject(config)) throw visit.problem({ kind: 'not-object' });
   const graphsIn = config.graphs;
