@@ -1,7 +1,12 @@
 import { readFile, stat } from 'node:fs/promises';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { EXPORT_NAME, parseLanggraphConfig, splitModuleSpec, type ConfigProblem } from '../shared/langgraph-config.ts';
+import {
+  describeConfigProblem,
+  EXPORT_NAME,
+  parseLanggraphConfig,
+  splitModuleSpec,
+} from '../shared/langgraph-config.ts';
 
 /**
  * The app an Agent Server serves, from its app config (`langgraph.json`,
@@ -45,32 +50,11 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
   }
   const base = dirname(configFile);
   const config = await parseLanggraphConfig(text, {
-    problem: (p) => new AppConfigError(problemMessage(configFile, p)),
+    problem: (p) => new AppConfigError(describeConfigProblem(configFile, p)),
     graph: (name, spec) => moduleRef(base, spec, `${configFile}: graphs.${name}`),
     auth: (path) => moduleRef(base, path, `${configFile}: auth.path`),
   });
   return { configFile, graphs: new Map(config.graphs), auth: config.auth };
-}
-
-function problemMessage(configFile: string, p: ConfigProblem): string {
-  switch (p.kind) {
-    case 'not-json':
-      return `${configFile}: not valid JSON (${p.detail})`;
-    case 'not-object':
-      return `${configFile}: must be a JSON object with "graphs"`;
-    case 'graphs-missing':
-    case 'graphs-not-object':
-    case 'graphs-empty':
-      return `${configFile}: "graphs" must map at least one graph name to "<file>:<export>"`;
-    case 'graph-name':
-      return `${configFile}: graphs.${p.name}: graph names are 1-128 letters, digits, "_", "." or "-"`;
-    case 'graph-not-spec':
-      return `${configFile}: graphs.${p.name}: must be "<file>:<export>", e.g. "./src/agent.ts:graph"`;
-    case 'auth-not-object':
-      return `${configFile}: "auth" must be an object with "path"`;
-    case 'auth-path-not-string':
-      return `${configFile}: auth.path: must be "<file>:<export>" or "<file>"`;
-  }
 }
 
 /** The named export of a module of the app; an AppConfigError when the file fails to load or lacks it. */

@@ -1,6 +1,11 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
 import { dirname, join, posix, relative, sep } from 'node:path';
-import { EXPORT_NAME, parseLanggraphConfig, splitModuleSpec, type ConfigProblem } from '../shared/langgraph-config.ts';
+import {
+  describeConfigProblem,
+  EXPORT_NAME,
+  parseLanggraphConfig,
+  splitModuleSpec,
+} from '../shared/langgraph-config.ts';
 
 /**
  * The app config of a checkout (`langgraph.json`, parsed by
@@ -33,7 +38,7 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
 
   const base = posix.dirname(configFile);
   const config = await parseLanggraphConfig(text, {
-    problem: (p) => new BuildFailure(problemMessage(configFile, p)),
+    problem: (p) => new BuildFailure(describeConfigProblem(configFile, p)),
     graph: async (name, spec) => {
       const where = `graphs.${name}`;
       const { file, exportName } = splitSpec(where, spec, true);
@@ -49,28 +54,6 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
   const graphs: Record<string, string> = {};
   for (const [name, graph] of config.graphs) graphs[name] = graph;
   return { graphs, authPath: config.auth };
-}
-
-function problemMessage(configFile: string, p: ConfigProblem): string {
-  switch (p.kind) {
-    case 'not-json':
-      return `${configFile}: not valid JSON (${p.detail})`;
-    case 'not-object':
-      return `${configFile}: must be a JSON object with "graphs"`;
-    case 'graphs-missing':
-      return `${configFile}: "graphs" is required: a map of graph name to "<file>:<export>"`;
-    case 'graphs-not-object':
-      return `${configFile}: "graphs" must be an object mapping graph names to "<file>:<export>"`;
-    case 'graphs-empty':
-      return `${configFile}: "graphs" is empty: declare at least one graph`;
-    case 'graph-name':
-      return `graphs.${p.name}: graph names are 1-128 letters, digits, "_", "." or "-"`;
-    case 'graph-not-spec':
-      return `graphs.${p.name}: must be "<file>:<export>", e.g. "./src/agent.ts:graph"`;
-    case 'auth-not-object':
-    case 'auth-path-not-string':
-      return `auth.path: must be "<file>:<export>", e.g. "./src/auth.ts:auth"`;
-  }
 }
 
 function splitSpec(where: string, spec: string, exportRequired: boolean): { file: string; exportName: string } {

@@ -91,3 +91,26 @@ export function splitModuleSpec(
 function isObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
+
+/** What a ConfigProblem means for the user, naming the file (the same words from a build and from the Agent Server). */
+export function describeConfigProblem(configFile: string, p: ConfigProblem): string {
+  switch (p.kind) {
+    case 'not-json':
+      return `${configFile}: not valid JSON (${p.detail})`;
+    case 'not-object':
+      return `${configFile}: must be a JSON object with "graphs"`;
+    case 'graphs-missing':
+      return `${configFile}: "graphs" is required: a map of graph name to "<file>:<export>"`;
+    case 'graphs-not-object':
+      return `${configFile}: "graphs" must be an object mapping graph names to "<file>:<export>"`;
+    case 'graphs-empty':
+      return `${configFile}: "graphs" is empty: declare at least one graph`;
+    case 'graph-name':
+      return `${configFile}: graphs.${p.name}: graph names are 1-128 letters, digits, "_", "." or "-"`;
+    case 'graph-not-spec':
+      return `${configFile}: graphs.${p.name}: must be "<file>:<export>", e.g. "./src/agent.ts:graph"`;
+    case 'auth-not-object':
+    case 'auth-path-not-string':
+      return `${configFile}: auth.path: must be "<file>:<export>" or "<file>", e.g. "./src/auth.ts:auth"`;
+  }
+}

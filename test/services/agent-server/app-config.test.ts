@@ -57,7 +57,7 @@ describe('app config', () => {
 
   it.each([
     ['not JSON', '{graphs', /not valid JSON/],
-    ['no graphs', '{}', /"graphs" must map at least one graph/],
+    ['no graphs', '{}', /"graphs" is required: a map of graph name/],
     ['a graph without export', '{"graphs": {"g": "./missing.ts:graph"}}', /graphs\.g: file .*missing\.ts not found/],
     ['a bad export name', '{"graphs": {"g": "./g.ts:not-valid"}}', /graphs\.g: "not-valid" is not a valid export name/],
     ['a bad graph name', '{"graphs": {"a b": "./g.ts:graph"}}', /graph names are 1-128/],

@@ -224,7 +224,7 @@ describe.concurrent('GitBuilder: each failure has a reason a user can act on', (
     [
       'a graph that is not a string',
       { 'langgraph.json': '{"graphs": {"agent": 3}}' },
-      'graphs.agent: must be "<file>:<export>", e.g. "./src/agent.ts:graph"',
+      'langgraph.json: graphs.agent: must be "<file>:<export>", e.g. "./src/agent.ts:graph"',
     ],
     ['a graph file missing', { 'src/agent.ts': null }, 'graphs.agent: file src/agent.ts not found at ref {ref}'],
     [
@@ -241,7 +241,7 @@ describe.concurrent('GitBuilder: each failure has a reason a user can act on', (
     [
       'auth.path not a string',
       { 'langgraph.json': JSON.stringify({ graphs: { agent: './src/agent.ts:graph' }, auth: { path: 1 } }) },
-      'auth.path: must be "<file>:<export>", e.g. "./src/auth.ts:auth"',
+      'langgraph.json: auth.path: must be "<file>:<export>" or "<file>", e.g. "./src/auth.ts:auth"',
     ],
   ];
   const branchOf = (what: string) => `case-${what.replaceAll(' ', '-').replaceAll('.', '')}`;
