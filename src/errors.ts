@@ -1,7 +1,8 @@
 /**
- * Errors of the edge itself. Each carries a stable code and an HTTP status;
- * one handler renders them as JSON `{"detail", "code"}` and nothing else (no
- * stack trace ever leaves the process).
+ * Errors of the edge itself. Each carries a stable code and an HTTP status, and renders itself as JSON
+ * `{"detail", "code"}` (toJSON) and nothing else: the edge's handler, the listener's parser and adapter errors and
+ * the admin listener all send that, and no stack trace ever leaves the process. The services answer in the public
+ * API's shape instead (services/shared/http-errors.ts).
  */
 export class GatewayError extends Error {
   constructor(
@@ -19,6 +20,8 @@ export class GatewayError extends Error {
   }
 }
 
+export const internalError = () => new GatewayError(500, 'internal_error', 'Internal gateway error');
+export const routeNotFound = () => new GatewayError(404, 'not_found', 'Not found');
 export const badRequest = (detail: string, code = 'bad_request') => new GatewayError(400, code, detail);
 export const payloadTooLarge = (limit: number) =>
   new GatewayError(413, 'body_too_large', `Request body larger than ${limit} bytes`);

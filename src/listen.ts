@@ -2,6 +2,7 @@ import { getRequestListener, RequestError } from '@hono/node-server';
 import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Hono } from 'hono';
+import { badRequest, GatewayError, internalError } from './errors.ts';
 
 export interface Listening {
   readonly server: Server;
@@ -40,14 +41,8 @@ const IDLE_SWEEP_MS = 50;
  * than the adapter's empty one; anything else it catches, a JSON 500.
  */
 function adapterError(err: unknown): Response {
-  const malformed = err instanceof RequestError;
-  const body = malformed
-    ? { detail: `Malformed request: ${err.message}`, code: 'bad_request' }
-    : { detail: 'Internal gateway error', code: 'internal_error' };
-  return new Response(JSON.stringify(body), {
-    status: malformed ? 400 : 500,
-    headers: { 'content-type': 'application/json' },
-  });
+  const error = err instanceof RequestError ? badRequest(`Malformed request: ${err.message}`) : internalError();
+  return new Response(JSON.stringify(error), { status: error.status, headers: { 'content-type': 'application/json' } });
 }
 
 /**
@@ -94,7 +89,7 @@ export async function listen(
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();
     const [status, code, detail] = PARSER_ERRORS[err.code ?? ''] ?? [400, 'bad_request', 'Malformed request'];
-    const body = JSON.stringify({ detail, code });
+    const body = JSON.stringify(new GatewayError(status, code, detail));
     socket.end(
       `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
         `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,

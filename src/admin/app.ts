@@ -1,4 +1,5 @@
 import { Hono } from 'hono';
+import { routeNotFound } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 
 export interface Readiness {
@@ -23,6 +24,6 @@ export function adminApp({ ready, metrics }: { ready: () => Readiness; metrics: 
   app.get('/metrics', async (c) =>
     c.body(await metrics.registry.metrics(), 200, { 'content-type': metrics.registry.contentType }),
   );
-  app.notFound((c) => c.json({ detail: 'Not found', code: 'not_found' }, 404));
+  app.notFound((c) => c.json(routeNotFound().toJSON(), 404));
   return app;
 }

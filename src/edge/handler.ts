@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { badRequest, GatewayError, identityHeaderTooLong, storeUnavailable } from '../errors.ts';
+import { badRequest, GatewayError, identityHeaderTooLong, internalError, storeUnavailable } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
@@ -175,7 +175,7 @@ function unmappedPeer(req: IncomingMessage): string {
 function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   if (err instanceof InvalidPathError) return badRequest(`Invalid request path: ${err.message}`, 'invalid_path');
-  return new GatewayError(500, 'internal_error', 'Internal gateway error');
+  return internalError();
 }
 
 function sendDenied(res: ServerResponse, verdict: Verdict, extra: OutgoingHttpHeaders): void {
