@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { loadControlPlaneSettings } from '../../../src/services/control-plane/settings.ts';
+import { SettingsError } from '../../../src/settings/env.ts';
+import { client, imageBody, startControlPlane } from './helpers.ts';
+
+/** The control plane's settings: defaults, each variable's errors, and their effect at start. */
+
+describe('control plane settings', () => {
+  it('has documented defaults', () => {
+    const s = loadControlPlaneSettings({});
+    expect(s).toMatchObject({
+      region: 'us',
+      redisUrl: null,
+      storePrefix: 'cp',
+      keysPrefix: 'keys',
+      secretsKey: null,
+      buildDelayMs: 0,
+      buildConcurrency: 2,
+      gitTimeoutMs: 60_000,
+      development: true,
+      localRepos: true,
+    });
+    expect(
+      loadControlPlaneSettings({
+        BUILD_DELAY_SECONDS: '180',
+        SECRETS_KEY: Buffer.alloc(32, 1).toString('base64'),
+        NODE_ENV: 'production',
+      }),
+    ).toMatchObject({
+      buildDelayMs: 180_000,
+      secretsKey: Buffer.alloc(32, 1),
+      development: false,
+      localRepos: false,
+    });
+    expect(loadControlPlaneSettings({ NODE_ENV: 'production', LOCAL_REPOS: 'allow' }).localRepos).toBe(true);
+    expect(loadControlPlaneSettings({ LOCAL_REPOS: 'deny' }).localRepos).toBe(false);
+  });
+
+  it('reads the key registry prefix from API_KEYS_PREFIX; the old KEYS_PREFIX still works, with a warning', () => {
+    expect(loadControlPlaneSettings({ API_KEYS_PREFIX: 'new-keys' })).toMatchObject({
+      keysPrefix: 'new-keys',
+      keysPrefixWarning: null,
+    });
+    expect(loadControlPlaneSettings({ KEYS_PREFIX: 'old-keys' })).toMatchObject({
+      keysPrefix: 'old-keys',
+      keysPrefixWarning: 'KEYS_PREFIX is deprecated: use API_KEYS_PREFIX instead',
+    });
+    expect(loadControlPlaneSettings({ API_KEYS_PREFIX: 'new-keys', KEYS_PREFIX: 'old-keys' })).toMatchObject({
+      keysPrefix: 'new-keys',
+      keysPrefixWarning: 'KEYS_PREFIX is deprecated and ignored (API_KEYS_PREFIX is set): remove it',
+    });
+    expect(() => loadControlPlaneSettings({ API_KEYS_PREFIX: 'a b' })).toThrow(/^API_KEYS_PREFIX: must be 1-128/);
+    expect(() => loadControlPlaneSettings({ KEYS_PREFIX: 'a b' })).toThrow(/^KEYS_PREFIX: must be 1-128/);
+  });
+
+  it('logs the KEYS_PREFIX deprecation once at start, naming the variable to use', async () => {
+    const cp = await startControlPlane({ KEYS_PREFIX: 'old-keys' });
+    try {
+      const line = await cp.logs.waitFor((l) => typeof l.msg === 'string' && l.msg.includes('KEYS_PREFIX'));
+      expect(line).toMatchObject({ level: 40, msg: 'KEYS_PREFIX is deprecated: use API_KEYS_PREFIX instead' });
+      expect(cp.logs.lines().filter((l) => String(l.msg).includes('KEYS_PREFIX'))).toHaveLength(1);
+    } finally {
+      await cp.close();
+    }
+    const quiet = await startControlPlane({ API_KEYS_PREFIX: 'new-keys' });
+    await quiet.close();
+    expect(quiet.logs.raw()).not.toContain('KEYS_PREFIX');
+  });
+
+  it.each([
+    ['SECRETS_KEY', 'c2hvcnQ='],
+    ['SECRETS_KEY', 'not base64!'],
+    ['BUILD_DELAY_SECONDS', '-1'],
+    ['LOCAL_REPOS', 'sometimes'],
+    ['BUILD_DELAY_SECONDS', 'soon'],
+    ['BUILD_CONCURRENCY', '0'],
+    ['REGION', 'mars'],
+    ['REDIS_URL', 'http://localhost'],
+    ['CONTROL_PLANE_PREFIX', 'has space'],
+    ['DEPLOYMENT_URL', 'ftp://x'],
+  ])('fails naming %s for %j', (variable, value) => {
+    const err = (() => {
+      try {
+        loadControlPlaneSettings({ [variable]: value });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(err).toBeInstanceOf(SettingsError);
+    expect((err as SettingsError).variable).toBe(variable);
+    expect((err as Error).message.startsWith(`${variable}: `)).toBe(true);
+  });
+});
+
+describe('DEPLOYMENT_URL', () => {
+  it('gives each deployment its url (`{id}` replaced); unset, url is null', async () => {
+    const svc = await startControlPlane({ DEPLOYMENT_URL: 'https://agents.example.com/d/{id}' });
+    try {
+      const d = (await client(svc.url, await svc.tenant()).post('/deployments', imageBody())).json;
+      expect(d.url).toBe(`https://agents.example.com/d/${d.id}`);
+    } finally {
+      await svc.close();
+    }
+  });
+});
