@@ -45,6 +45,7 @@ export async function runAgentServer(
       org: settings.org,
       log,
       heartbeatMs: settings.heartbeatMs,
+      maxJsonDepth: settings.maxJsonDepth,
     });
   } catch (err) {
     if (!(err instanceof AppConfigError)) throw err;
