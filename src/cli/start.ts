@@ -1,15 +1,18 @@
 import { startGateway } from '../gateway.ts';
 import { createLogger } from '../log.ts';
+import { installProcessGuards } from '../process-guards.ts';
 import { loadSettings } from '../settings.ts';
 import type { Output } from '../output.ts';
 
 /**
  * `gateway start`: serve until SIGTERM/SIGINT, then drain (DRAIN_SECONDS) and
- * exit 0; a second signal exits at once. SIGHUP reloads the rule file.
+ * exit 0; a second signal exits at once. SIGHUP reloads the rule file. An unhandled rejection is logged and
+ * the gateway keeps serving; an uncaught exception is logged and exits 70 (see process-guards.ts).
  */
 export async function start(_out: Output): Promise<number> {
   const settings = loadSettings();
   const log = createLogger(settings.logLevel);
+  installProcessGuards(log);
   const gateway = await startGateway(settings, log);
   process.on('SIGHUP', () => gateway.reload());
   const signal = await new Promise<NodeJS.Signals>((resolve) => {

@@ -60,6 +60,7 @@ export class BundledServices {
       verifyApiKey,
       org: DEFAULT_ORG,
       heartbeatMs: settings.heartbeatMs,
+      maxJsonDepth: settings.maxJsonDepth,
       ...(redis && {
         store: new RedisAgentStore(redis, { prefix: settings.storePrefix }),
         checkpointer: new RedisCheckpointer(redis, { prefix: settings.storePrefix }),

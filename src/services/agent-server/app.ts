@@ -56,6 +56,8 @@ export interface AgentServerOptions {
   readonly heartbeatMs?: number;
   /** Largest request body; default 10 MiB. */
   readonly maxBodyBytes?: number;
+  /** Deepest nesting of a JSON body (MAX_JSON_DEPTH); default 64. Deeper answers 422 `json_too_deep`. */
+  readonly maxJsonDepth?: number;
   /** How often the cron scheduler looks for due crons; default 1 s. */
   readonly cronTickMs?: number;
 }
@@ -115,7 +117,12 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
         customAuth: handlers?.authenticate != null,
       }),
   });
-  mount(app, ops, authenticate({ handlers, verifyApiKey: options.verifyApiKey, org: options.org, log }));
+  mount(
+    app,
+    ops,
+    authenticate({ handlers, verifyApiKey: options.verifyApiKey, org: options.org, log }),
+    options.maxJsonDepth,
+  );
   app.notFound(notFoundJson);
   app.onError(serviceErrorHandler(log, 'agent server'));
   log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');

@@ -3,6 +3,7 @@ import { pathToFileURL } from 'node:url';
 import { consoleOutput, type Output } from '../../output.ts';
 import { listen } from '../../listen.ts';
 import { createLogger } from '../../log.ts';
+import { installProcessGuards } from '../../process-guards.ts';
 import { SettingsError } from '../../settings/env.ts';
 import { AppConfigError } from './app-config.ts';
 import { createAgentServer } from './app.ts';
@@ -18,6 +19,8 @@ import { loadAgentServerSettings } from './settings.ts';
 export async function runAgentServer(
   env: NodeJS.ProcessEnv = process.env,
   out: Output = consoleOutput,
+  /** Installs the process-level policy (process-guards.ts): the program's entry point does, a test does not. */
+  guard = false,
 ): Promise<number> {
   let settings;
   try {
@@ -28,6 +31,7 @@ export async function runAgentServer(
     return 2;
   }
   const log = createLogger(settings.logLevel);
+  if (guard) installProcessGuards(log);
   let keys = settings.apiKeys;
   if (keys.length === 0 && settings.development) {
     keys = [`dev-${randomBytes(24).toString('base64url')}`];
@@ -45,6 +49,7 @@ export async function runAgentServer(
       org: settings.org,
       log,
       heartbeatMs: settings.heartbeatMs,
+      maxJsonDepth: settings.maxJsonDepth,
     });
   } catch (err) {
     if (!(err instanceof AppConfigError)) throw err;
@@ -65,5 +70,5 @@ export async function runAgentServer(
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  process.exitCode = await runAgentServer();
+  process.exitCode = await runAgentServer(process.env, consoleOutput, true);
 }

@@ -1,5 +1,7 @@
 import { fileURLToPath } from 'node:url';
+import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import {
+  integer,
   isDevelopment,
   list,
   LOG_LEVELS,
@@ -35,6 +37,8 @@ export interface AgentServerSettings {
    */
   readonly storePrefix: string;
   readonly logLevel: string;
+  /** Deepest nesting of a JSON request body (MAX_JSON_DEPTH, default 64): deeper answers 422 `json_too_deep`. */
+  readonly maxJsonDepth: number;
   /** NODE_ENV is not `production`: without AGENT_SERVER_API_KEYS a random key is made and printed. */
   readonly development: boolean;
 }
@@ -63,6 +67,7 @@ export function loadAgentServerSettings(env: Env = process.env): AgentServerSett
     heartbeatMs: Math.round(heartbeatSeconds * 1000),
     storePrefix,
     logLevel,
+    maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', DEFAULT_MAX_JSON_DEPTH, 1, 1000),
     development: isDevelopment(env),
   });
 }

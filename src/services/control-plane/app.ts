@@ -21,6 +21,8 @@ export interface ControlPlaneDeps {
   readonly log: Logger;
   /** Largest request body, bytes (the edge has its own MAX_BODY in front). */
   readonly maxBodyBytes?: number;
+  /** Deepest nesting of a JSON body (MAX_JSON_DEPTH); default 64. Deeper answers 422 `json_too_deep`. */
+  readonly maxJsonDepth?: number;
 }
 
 export const API_PREFIXES = ['/v2', '/api-host/v2'] as const;
@@ -32,18 +34,25 @@ export function controlPlaneApp({
   keys,
   log,
   maxBodyBytes = 1024 * 1024,
+  maxJsonDepth,
 }: ControlPlaneDeps): Hono<ControlPlaneEnv> {
   const api = new Hono<ControlPlaneEnv>();
   api.use('*', authenticate(keys));
   api.use('*', jsonBodyLimit(maxBodyBytes));
 
   api.post('/deployments', async (c) =>
-    c.json(await service.create(c.get('tenantId'), await readJsonBody(c, createBody, 'required')), 201),
+    c.json(await service.create(c.get('tenantId'), await readJsonBody(c, createBody, 'required', maxJsonDepth)), 201),
   );
   api.get('/deployments', async (c) => c.json(await service.list(c.get('tenantId'), query(c, listDeploymentsQuery))));
   api.get('/deployments/:id', async (c) => c.json(await service.get(c.get('tenantId'), c.req.param('id'))));
   api.patch('/deployments/:id', async (c) =>
-    c.json(await service.patch(c.get('tenantId'), c.req.param('id'), await readJsonBody(c, patchBody, 'required'))),
+    c.json(
+      await service.patch(
+        c.get('tenantId'),
+        c.req.param('id'),
+        await readJsonBody(c, patchBody, 'required', maxJsonDepth),
+      ),
+    ),
   );
   api.delete('/deployments/:id', async (c) => {
     await service.remove(c.get('tenantId'), c.req.param('id'));

@@ -131,7 +131,7 @@ export async function createControlPlane(
     'control plane ready',
   );
   return {
-    app: controlPlaneApp({ service, keys, log: cpLog }),
+    app: controlPlaneApp({ service, keys, log: cpLog, maxJsonDepth: settings.maxJsonDepth }),
     service,
     store,
     keys,

@@ -4,6 +4,7 @@ import { consoleOutput, type Output } from '../../output.ts';
 import { describeDevelopmentKey } from '../../keys/bootstrap.ts';
 import { listen } from '../../listen.ts';
 import { createLogger } from '../../log.ts';
+import { installProcessGuards } from '../../process-guards.ts';
 import { SettingsError } from '../../settings/env.ts';
 import { createControlPlane } from './control-plane.ts';
 import { loadControlPlaneSettings } from './settings.ts';
@@ -19,7 +20,18 @@ export async function runControlPlane(
    * `stop` resolves when the service should stop (default: SIGTERM or SIGINT); `listening` gets its URL; `log` replaces
    * the stdout logger.
    */
-  { stop, listening, log: given }: { stop?: Promise<unknown>; listening?: (url: string) => void; log?: Logger } = {},
+  {
+    stop,
+    listening,
+    log: given,
+    guard = false,
+  }: {
+    stop?: Promise<unknown>;
+    listening?: (url: string) => void;
+    log?: Logger;
+    /** Installs the process-level policy (process-guards.ts): the program's entry point does, a test does not. */
+    guard?: boolean;
+  } = {},
 ): Promise<number> {
   let settings;
   try {
@@ -30,6 +42,7 @@ export async function runControlPlane(
     return 2;
   }
   const log = given ?? createLogger(settings.logLevel);
+  if (guard) installProcessGuards(log);
   const cp = await createControlPlane(settings, log);
   const server = await listen(cp.app, settings.port);
   if (cp.devKey) out.log(describeDevelopmentKey(cp.devKey));
@@ -51,5 +64,5 @@ function untilSignal(): Promise<NodeJS.Signals> {
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  process.exitCode = await runControlPlane();
+  process.exitCode = await runControlPlane(process.env, consoleOutput, { guard: true });
 }

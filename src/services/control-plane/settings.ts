@@ -13,6 +13,7 @@ import {
   text,
   type Env,
 } from '../../settings/env.ts';
+import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkRepoHostsAllowed } from './repo-hosts.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 
@@ -42,6 +43,8 @@ export interface ControlPlaneSettings {
   /** Port of the service when it runs alone. */
   readonly port: number;
   readonly logLevel: string;
+  /** Deepest nesting of a JSON request body (MAX_JSON_DEPTH, default 64): deeper answers 422 `json_too_deep`. */
+  readonly maxJsonDepth: number;
   /** NODE_ENV is not `production`: an empty key registry gets a development key on first start. */
   readonly development: boolean;
   /** LOCAL_REPOS: whether `repo_url` may name a path on this host (default: allowed in development only). */
@@ -72,6 +75,7 @@ export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSe
     gitTimeoutMs: Math.round(seconds(env, 'GIT_TIMEOUT_SECONDS', 60, 0, 86_400) * 1000) || 1,
     port: integer(env, 'CONTROL_PLANE_PORT', 8081, 0, 65535),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', DEFAULT_MAX_JSON_DEPTH, 1, 1000),
     development: isDevelopment(env),
     localRepos: oneOf(env, 'LOCAL_REPOS', ['allow', 'deny'], isDevelopment(env) ? 'allow' : 'deny') === 'allow',
     deploymentUrl: optionalUrl(env, 'DEPLOYMENT_URL', ['http:', 'https:'], { placeholder: '{id}' }),

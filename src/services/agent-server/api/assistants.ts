@@ -75,7 +75,11 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
         const id = String(value.assistant_id);
         const existing = await store.getAssistant(id);
         if (existing !== null) {
-          if (body.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) return c.json(existing);
+          // As for threads: the existing assistant only to a caller who may read it; otherwise 409, as for a clash.
+          if (body.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) {
+            const readable = await c.get('auth').authorize('assistants', 'read', { assistant_id: id });
+            if (matchesFilter(existing.metadata, readable)) return c.json(existing);
+          }
           throw conflict(`Assistant ${id} already exists`);
         }
         const now = new Date().toISOString();

@@ -46,12 +46,17 @@ export function operation<B extends z.ZodType | undefined = undefined, Q extends
   return op as unknown as Operation;
 }
 
-/** Registers every operation on `app`; the non-public ones behind `auth`. */
-export function mount(app: Hono<AgentEnv>, ops: readonly Operation[], auth: MiddlewareHandler<AgentEnv>): void {
+/** Registers every operation on `app`; the non-public ones behind `auth`; bodies nest at most `maxJsonDepth` deep. */
+export function mount(
+  app: Hono<AgentEnv>,
+  ops: readonly Operation[],
+  auth: MiddlewareHandler<AgentEnv>,
+  maxJsonDepth?: number,
+): void {
   for (const op of ops) {
     const path = op.path.replace(/\{([^}]+)\}/g, ':$1');
     const handle = async (c: Context<AgentEnv>) => {
-      const body = op.body === undefined ? undefined : await readJsonBody(c, op.body, 'object');
+      const body = op.body === undefined ? undefined : await readJsonBody(c, op.body, 'object', maxJsonDepth);
       const query = op.query === undefined ? undefined : checked(op.query, c.req.query(), 'query');
       return op.handler(c, { body, query } as never);
     };

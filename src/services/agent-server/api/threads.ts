@@ -54,7 +54,12 @@ export async function createThread(
   const id = String(value.thread_id);
   const existing = await store.getThread(id);
   if (existing !== null) {
-    if (request.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) return existing;
+    // `do_nothing` answers the existing thread only to a caller who may read it: the create handler's filter alone
+    // (often none: it only stamps the owner) would hand anyone another user's thread. Otherwise 409, as for a clash.
+    if (request.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) {
+      const readable = await auth.authorize('threads', 'read', { thread_id: id });
+      if (matchesFilter(existing.metadata, readable)) return existing;
+    }
     throw conflict(`Thread ${id} already exists`);
   }
   const now = new Date().toISOString();

@@ -61,16 +61,18 @@ export class RunExecution {
       thread_id: spec.threadless ? undefined : threadId,
       graph_id: spec.graphId,
     });
-    await recorded;
-    // A queued run waits for the runs ahead of it, unless it is cancelled first.
-    await Promise.race([before, whenAborted(signal)]);
-    if (!signal.aborted) events.begin();
     let status: RunStatus = 'success';
     let error: RunOutcome['error'] = null;
     let state: StateSnapshotLike | null = null;
     const mapper = new FrameMapper(new Set(spec.modes));
+    // Every failure from here on (recording, the graph, serialising its output) ends the run as `error`: none may
+    // escape, since nothing awaits a background run and an unhandled rejection must not take the process down.
     try {
+      await recorded;
+      // A queued run waits for the runs ahead of it, unless it is cancelled first.
+      await Promise.race([before, whenAborted(signal)]);
       if (signal.aborted) throw signal.reason;
+      events.begin();
       await this.setRun(run, 'running');
       if (!spec.threadless) {
         await this.setThread(threadId, (t) => ({
@@ -116,24 +118,28 @@ export class RunExecution {
         runLog.info({ reason }, 'run cancelled');
       } else {
         status = 'error';
-        error = { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
+        error = failure(err);
         events.push(frame('error', error));
         runLog.warn({ err: error }, 'run failed');
       }
       const graph = await graphs.get(spec.graphId, spec.config).catch(() => null);
       state = graph ? await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null) : null;
     }
-    const values = state
-      ? toPlain(state.values)
-      : mapper.lastValues === undefined
-        ? undefined
-        : toPlain(mapper.lastValues);
+    let values: unknown;
     try {
+      values = state ? toPlain(state.values) : mapper.lastValues === undefined ? undefined : toPlain(mapper.lastValues);
       await this.setRun(run, status);
       if (spec.threadless && !spec.keepThread) await checkpointer.deleteThread(threadId);
       else await this.finishThread(spec, status, values, state);
     } catch (err) {
-      runLog.error({ err: (err as Error).message }, 'could not record the run outcome');
+      runLog.error({ err: (err as Error)?.message }, 'could not record the run outcome');
+      if (status !== 'error') {
+        // The outcome could not be saved (e.g. values too deep to serialise): the run ends as `error`, said so.
+        status = 'error';
+        error = failure(err);
+        events.push(frame('error', error));
+        await this.setRun(run, status).catch(() => undefined);
+      }
     } finally {
       events.close(status);
     }
@@ -183,6 +189,11 @@ export class RunExecution {
   private busyAfter(threadId: string, runId: string): boolean {
     return this.queues.busyAfter(threadId, runId);
   }
+}
+
+/** A failure as a run's `error` (its name and message; never a stack). */
+function failure(err: unknown): NonNullable<RunOutcome['error']> {
+  return { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
 }
 
 /** Resolves when `signal` aborts (and never if it does not). */

@@ -3,7 +3,7 @@ import { conflict } from '../errors.ts';
 import { frame, type Frame } from './frames.ts';
 import { FinishedRuns, RETAINED_MS, runFrameBounds, threadFrameBounds } from './frame-retention.ts';
 import { RunExecution, type RunEvents, type RunnerDeps } from './run-execution.ts';
-import type { CancelReason, RunHandle, RunSpec } from './run-handle.ts';
+import type { CancelReason, RunHandle, RunOutcome, RunSpec } from './run-handle.ts';
 import { LeaseRenewals } from './run-leases.ts';
 import { ThreadStreams } from './thread-broadcasts.ts';
 import { ThreadQueues } from './thread-queues.ts';
@@ -42,7 +42,7 @@ export class Runner {
   private readonly leases: LeaseRenewals;
   private readonly execution: RunExecution;
 
-  constructor(deps: RunnerDeps) {
+  constructor(private readonly deps: RunnerDeps) {
     this.leases = new LeaseRenewals(deps.store, deps.log, () => this.all.values());
     this.execution = new RunExecution(deps, this.queues);
   }
@@ -107,7 +107,11 @@ export class Runner {
     let cancelReason: CancelReason | null = null;
     numbered.push(metadata);
     const recorded = this.execution.record(spec.run);
-    const done = this.execution.execute(spec, numbered, controller.signal, () => cancelReason, before, recorded);
+    // `done` never rejects: execute ends every failure as an `error` outcome, and this catch is the last guard (a
+    // rejected background promise nobody awaits would be an unhandledRejection).
+    const done = this.execution
+      .execute(spec, numbered, controller.signal, () => cancelReason, before, recorded)
+      .catch((err: unknown) => this.lost(spec, numbered, err));
     const handle: RunHandle = {
       runId: spec.run.run_id,
       frames: first,
@@ -128,12 +132,25 @@ export class Runner {
     };
     this.all.set(handle.runId, handle);
     if (!spec.threadless) this.queues.add(threadId, handle);
-    void done.finally(() => {
+    void done.then(() => {
       this.all.delete(handle.runId);
       this.finished.retain(handle, events);
       this.queues.remove(threadId, handle);
     });
     return handle;
+  }
+
+  /** A run whose execution itself failed (a bug): logged with its stack, ended as `error`. */
+  private lost(spec: RunSpec, events: RunEvents, err: unknown): RunOutcome {
+    const error = { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
+    this.deps.log.error({ run_id: spec.run.run_id, err: { ...error, stack: (err as Error)?.stack } }, 'run lost');
+    try {
+      events.push(frame('error', error));
+      events.close('error');
+    } catch {
+      // the run's readers are gone already
+    }
+    return { status: 'error', values: undefined, error };
   }
 
   /** Cancels every run and waits for them to wind down. */
