@@ -18,12 +18,13 @@
  * This file runs the benchmark; bench/peers/ holds its settings and scenarios (edge-settings.ts), the processes
  * (edge-targets.ts, processes.ts), the checks, the measurement and the report (edge-results.ts, report.ts).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { checkTargets } from './peers/checks.ts';
 import {
+  ALT_ROOT,
   CONNECTIONS,
   FIRST_WARMUP_SECONDS,
   LABELS,
@@ -58,6 +59,12 @@ if (loadCpu !== null) pinSelf(loadCpu);
 
 const tmp = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 writeFileSync(join(tmp, 'us.yaml'), benchRules(readFileSync(join(ROOT, 'rules', 'us.yaml'), 'utf8')));
+// The other checkout is measured with its own rule file (in the form its loader reads).
+const altRulesDir = ALT_ROOT ? join(tmp, 'alt') : tmp;
+if (ALT_ROOT) {
+  mkdirSync(altRulesDir);
+  writeFileSync(join(altRulesDir, 'us.yaml'), benchRules(readFileSync(join(ALT_ROOT, 'rules', 'us.yaml'), 'utf8')));
+}
 const profileDir = PROFILE.length > 0 ? mkdtempSync(join(tmpdir(), 'gateway-bench-profile-')) : null;
 /** `node --cpu-prof` flags for a target that is profiled, each into its own folder. */
 const profileFlags = (target: TargetName) =>
@@ -111,7 +118,7 @@ if (needsRedis) {
 let upstream: Service | undefined;
 let services = new Map<TargetName, Service>();
 try {
-  ({ upstream, services } = await startTargets({ rulesDir: tmp, profileFlags, proxyCpu, loadCpu }));
+  ({ upstream, services } = await startTargets({ rulesDir: tmp, altRulesDir, profileFlags, proxyCpu, loadCpu }));
 } catch (err) {
   await abort(`FAIL could not start the processes: ${(err as Error).message}`);
 }

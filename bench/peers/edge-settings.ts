@@ -65,8 +65,12 @@ export function benchRules(text: string): string {
     match: { prefix: '/bench' },
     limits: [{ by: 'api-key', count: ONE_KEY.count, per: `${ONE_KEY.perSeconds}s`, category: 'Benchmark' }],
   };
-  const guards = (file.guards ?? []).map((g) => ({ ...g, count: ONE_KEY.count }));
-  return `# Written by bench/edge.ts from rules/us.yaml (see benchRules).\n${stringify({ guards, rules: [oneKey, ...file.rules] })}`;
+  const rules = [oneKey, ...file.rules];
+  const header = '# Written by bench/edge.ts from rules/us.yaml (see benchRules).\n';
+  // A file without guards stays a bare list: the form every version of the loader reads.
+  if (file.guards === undefined) return header + stringify(rules);
+  const guards = file.guards.map((g) => ({ ...g, count: ONE_KEY.count }));
+  return header + stringify({ guards, rules });
 }
 
 export type TargetName =

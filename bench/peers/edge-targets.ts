@@ -25,6 +25,8 @@ import { freePort, startService, type Service } from './processes.ts';
 export interface TargetOptions {
   /** The RULES_DIR the edges use: a copy of rules/us.yaml with the one-key rule first. */
   readonly rulesDir: string;
+  /** The same for the other checkout (edge-redis-alt), from its own rules/us.yaml. */
+  readonly altRulesDir: string;
   /** `node --cpu-prof` flags for a target that is profiled. */
   readonly profileFlags: (target: TargetName) => string[];
   readonly proxyCpu: number | null;
@@ -41,7 +43,7 @@ async function startEdge(target: EdgeTarget, upstreamUrl: string, o: TargetOptio
     PORT: String(port ?? 0),
     ADMIN_PORT: '0',
     REGION: 'us',
-    RULES_DIR: o.rulesDir,
+    RULES_DIR: target === 'edge-redis-alt' ? o.altRulesDir : o.rulesDir,
     LOG_LEVEL: target === 'edge-redis-warn' ? 'warn' : 'info',
     AGENT_SERVER_URL: upstreamUrl,
     CONTROL_PLANE_URL: upstreamUrl,

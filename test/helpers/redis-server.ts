@@ -65,6 +65,14 @@ class PortTakenError extends Error {}
 const live = new Set<ChildProcess>();
 process.once('exit', () => live.forEach((c) => c.kill('SIGKILL')));
 
+/**
+ * A private `redis-server` on a port the caller names: the "restart on the same port" half of a restart test
+ * (`startRedis()` always picks a fresh port).
+ */
+export function startRedisOnPort(port: number, readyTimeoutMs = 5000): Promise<RedisProcess> {
+  return startOnce(port, { readyTimeoutMs });
+}
+
 async function startOnce(port: number, opts: StartRedisOptions): Promise<RedisProcess> {
   const ownDir = opts.dir === undefined;
   const dir = opts.dir ?? mkdtempSync(join(tmpdir(), 'redis-test-'));
