@@ -1,5 +1,5 @@
-# The gateway image. No build step: tsx runs the TypeScript sources.
-FROM node:20-bookworm-slim
+# The gateway image, on Node 24 (the LTS line). No build step: tsx runs the TypeScript sources.
+FROM node:24-bookworm-slim
 ENV NODE_ENV=production
 # The admin listener (/healthz, /readyz, /metrics) binds 127.0.0.1 by default; in a container the orchestrator's
 # probes and `-p 9090:9090` arrive on the container's own interface, so the image listens on all of them.
