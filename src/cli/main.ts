@@ -9,7 +9,6 @@ import { check } from './check.ts';
 import { explain } from './explain.ts';
 import { consoleOutput, type Output } from '../output.ts';
 import { keysCommand } from './keys.ts';
-import { start } from './start.ts';
 
 const USAGE = `usage: gateway <command>
 
@@ -31,7 +30,9 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
   try {
     switch (command) {
       case 'start':
-        return await start(out);
+        // Loaded only here: the gateway's whole graph (edge, services, LangGraph) would make every other command
+        // start about four times slower.
+        return await (await import('./start.ts')).start(out);
       case 'check':
         return check(rest, out);
       case 'explain':
