@@ -1,6 +1,7 @@
 /**
  * The edge under load, against its baselines, in one run: a minimal upstream
- * alone (direct), the edge with the memory store, the edge with Redis, and
+ * alone (direct), a bare Node proxy to it (node:http + an undici Pool, no
+ * features: the floor), the edge with the memory store, the edge with Redis, and
  * the fastify peer (fastify + @fastify/rate-limit on Redis + @fastify/http-proxy)
  * with the same limits; one key and 1,000 rotating keys each; then the edge
  * on Redis again with LOG_LEVEL=warn to show what per-request logging costs.
@@ -40,6 +41,7 @@ import {
   SECONDS,
   WARMUP_SECONDS,
   benchRules,
+  usesRedis,
   type TargetName,
 } from './peers/edge-settings.ts';
 import { printProfiles, printVerdicts, writeResult } from './peers/edge-results.ts';
@@ -71,7 +73,7 @@ const profileFlags = (target: TargetName) =>
   profileDir && PROFILE.includes(target) ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, target)}`] : [];
 
 const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
-const needsRedis = SCENARIOS.some((s) => s.target !== 'direct' && s.target !== 'edge-memory');
+const needsRedis = SCENARIOS.some((s) => usesRedis(s.target));
 let redisPid: number | null = null;
 let cleaned = false;
 
@@ -98,7 +100,7 @@ async function abort(message: string, code = 1): Promise<never> {
 
 process.once('SIGINT', () => void abort('interrupted: children stopped, Redis keys deleted', 130));
 const budgetMs =
-  ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 6000 + 120_000;
+  ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 7000 + 120_000;
 setTimeout(
   () => void abort(`FAIL the run took longer than ${Math.round(budgetMs / 1000)} s: stopped`),
   budgetMs,
@@ -136,7 +138,7 @@ const { problems, upstreamBody } = await checkTargets(
 );
 if (problems.length > 0) await abort(`FAIL correctness, nothing timed:\n${problems.join('\n')}`);
 console.log(
-  `correctness: ${[...services.keys()].join(', ')} answer 200 with the upstream's body and their rate-limit headers`,
+  `correctness: ${[...services.keys()].join(', ')} answer 200 with the upstream's body (and the limiters their rate-limit headers)`,
 );
 
 // ---- timing ------------------------------------------------------------------

@@ -1,11 +1,12 @@
 /**
  * Correctness before speed: each target must answer 200 with the upstream's
- * exact body and the rate-limit headers of the rule meant for the path, and
- * the Redis targets must really count in Redis. The edge benchmark times
- * nothing unless every check passes.
+ * exact body; each limiter (not the bare proxy) with the rate-limit headers of
+ * the rule meant for the path; and the Redis targets must really count in
+ * Redis. The edge benchmark times nothing unless every check passes.
  */
 import { request } from 'node:http';
 import type { Redis } from 'ioredis';
+import { usesRedis, type TargetName } from './edge-settings.ts';
 import { scriptCalls } from './redis-keys.ts';
 
 export interface Reply {
@@ -37,7 +38,8 @@ export interface LimitedPath {
   readonly perSeconds: number;
 }
 
-export type Flavour = 'edge' | 'fastify';
+/** Which rate-limit headers a target answers with; `bare`: none (a proxy without limits). */
+export type Flavour = 'edge' | 'fastify' | 'bare';
 
 /** Problems with one target on one path; empty when it answers as it must. */
 export async function checkPath(
@@ -64,7 +66,7 @@ export async function checkPath(
       return fault(`RateLimit-Policy lacks ${policy}`);
     if (!String(reply.headers.ratelimit ?? '').startsWith(`"${limited.rule}.api-key";r=`))
       return fault('no RateLimit item for the rule');
-  } else if (reply.headers['x-ratelimit-limit'] !== String(limited.count)) {
+  } else if (flavour === 'fastify' && reply.headers['x-ratelimit-limit'] !== String(limited.count)) {
     return fault(`x-ratelimit-limit is ${reply.headers['x-ratelimit-limit']}, want ${limited.count}`);
   }
   return [];
@@ -97,7 +99,7 @@ export async function countsInRedis(
  */
 export async function checkTargets(
   upstreamUrl: string,
-  services: ReadonlyMap<string, { readonly url: string }>,
+  services: ReadonlyMap<TargetName, { readonly url: string }>,
   paths: readonly LimitedPath[],
   rotating: LimitedPath,
   redis: Redis,
@@ -115,13 +117,13 @@ export async function checkTargets(
   }
   for (const [target, service] of services) {
     if (target === 'direct') continue;
-    const flavour: Flavour = target === 'fastify-redis' ? 'fastify' : 'edge';
+    const flavour: Flavour = target === 'fastify-redis' ? 'fastify' : target === 'bare-proxy' ? 'bare' : 'edge';
     for (const mode of paths) {
       problems.push(
         ...(await checkPath(service.url, flavour, mode, checkKey, upstreamBody)).map((p) => `${target} ${p}`),
       );
     }
-    if (target !== 'edge-memory')
+    if (usesRedis(target))
       problems.push(...(await countsInRedis(redis, service.url, rotating, checkKey)).map((p) => `${target}: ${p}`));
   }
   return { problems, upstreamBody };

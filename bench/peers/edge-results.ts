@@ -22,6 +22,7 @@ import {
   SCENARIOS,
   SECONDS,
   STORE_TIMEOUT_MS,
+  TARGET_BARE_RATIO,
   TARGET_P99_MS,
   TARGET_RATIO,
   WARMUP_SECONDS,
@@ -35,6 +36,8 @@ type Row = ReturnType<typeof scenarioRow<TargetName>>;
 const PAIRS = {
   edge_memory_over_direct_1000_keys: ['edge-memory', ROTATING_KEYS, 'direct', ROTATING_KEYS],
   edge_memory_over_direct_one_key: ['edge-memory', 1, 'direct', ROTATING_KEYS],
+  edge_redis_over_bare_proxy_1000_keys: ['edge-redis', ROTATING_KEYS, 'bare-proxy', ROTATING_KEYS],
+  edge_redis_over_bare_proxy_one_key: ['edge-redis', 1, 'bare-proxy', ROTATING_KEYS],
   edge_redis_over_fastify_redis_1000_keys: ['edge-redis', ROTATING_KEYS, 'fastify-redis', ROTATING_KEYS],
   edge_redis_over_fastify_redis_one_key: ['edge-redis', 1, 'fastify-redis', 1],
   edge_redis_warn_over_info_1000_keys: ['edge-redis-warn', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
@@ -52,6 +55,8 @@ export function printVerdicts(results: readonly Row[]) {
     );
   line('edge-memory / direct, 1,000 keys:', 'edge_memory_over_direct_1000_keys');
   line('edge-memory / direct, one key:', 'edge_memory_over_direct_one_key');
+  line('edge-redis / bare-proxy, 1,000 keys:', 'edge_redis_over_bare_proxy_1000_keys');
+  line('edge-redis / bare-proxy, one key:', 'edge_redis_over_bare_proxy_one_key');
   line('edge-redis / fastify-redis, 1,000 keys:', 'edge_redis_over_fastify_redis_1000_keys');
   line('edge-redis / fastify-redis, one key:', 'edge_redis_over_fastify_redis_one_key');
   line('edge-redis LOG_LEVEL warn / info, 1,000 keys:', 'edge_redis_warn_over_info_1000_keys');
@@ -59,12 +64,18 @@ export function printVerdicts(results: readonly Row[]) {
 
   const headline = results.find((r) => r.scenario === 'edge-redis' && r.keys === ROTATING_KEYS);
   const headRatio = ratios.edge_redis_over_fastify_redis_1000_keys;
+  const bareRatio = ratios.edge_redis_over_bare_proxy_1000_keys;
   const pass = {
+    bare_ratio: bareRatio === null ? null : bareRatio >= TARGET_BARE_RATIO,
     ratio: headRatio === null ? null : headRatio >= TARGET_RATIO,
     p99: headline ? headline.p99_ms <= TARGET_P99_MS : null,
     errors: headline ? headline.errors === 0 && headline.non2xx === 0 : null,
   };
   const verdict = (ok: boolean | null) => (ok === null ? 'SKIP' : ok ? 'PASS' : 'FAIL');
+  console.log(
+    `${verdict(pass.bare_ratio)} edge with Redis buckets and its request log on at >= ${TARGET_BARE_RATIO}x the bare proxy, ` +
+      `2xx/s, 1,000 keys (${showRatio(bareRatio)}; ${showRatio(perCpuRatios.edge_redis_over_bare_proxy_1000_keys)} per CPU-second)`,
+  );
   console.log(
     `${verdict(pass.ratio)} edge-redis >= ${TARGET_RATIO}x fastify-redis 2xx/s, 1,000 keys (${showRatio(headRatio)})`,
   );
@@ -172,7 +183,12 @@ export function writeResult(run: EdgeRun): void {
     ratios: verdicts.ratios,
     ratios_per_cpu_second: verdicts.perCpuRatios,
     ratio_rounds: verdicts.ratioRounds,
-    targets: { edge_redis_over_fastify_redis_1000_keys: TARGET_RATIO, p99_ms: TARGET_P99_MS, errors: 0 },
+    targets: {
+      edge_redis_over_bare_proxy_1000_keys: TARGET_BARE_RATIO,
+      edge_redis_over_fastify_redis_1000_keys: TARGET_RATIO,
+      p99_ms: TARGET_P99_MS,
+      errors: 0,
+    },
     pass: verdicts.pass,
     profiles: run.profiles,
   };

@@ -30,6 +30,8 @@ const list = (v: string | undefined) =>
 export const PROFILE = process.env.BENCH_PROFILE === '1' ? ['edge-redis'] : (list(process.env.BENCH_PROFILE) ?? []);
 const ONLY = list(process.env.BENCH_ONLY);
 export const TARGET_RATIO = 1.3;
+/** The edge with Redis buckets and its request log on, as a share of the bare proxy's 2xx/s. */
+export const TARGET_BARE_RATIO = 0.9;
 export const TARGET_P99_MS = 10;
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const RESULTS = join(import.meta.dirname, '..', 'results');
@@ -74,11 +76,12 @@ export function benchRules(text: string): string {
 }
 
 export type TargetName =
-  'direct' | 'edge-memory' | 'edge-redis' | 'fastify-redis' | 'edge-redis-warn' | 'edge-redis-alt';
+  'direct' | 'bare-proxy' | 'edge-memory' | 'edge-redis' | 'fastify-redis' | 'edge-redis-warn' | 'edge-redis-alt';
 export type EdgeTarget = Extract<TargetName, `edge-${string}`>;
 
 export const LABELS: Record<TargetName, string> = {
   direct: 'direct (upstream alone)',
+  'bare-proxy': 'bare proxy (http + undici)',
   'edge-memory': 'edge, memory store',
   'edge-redis': 'edge, Redis',
   'fastify-redis': 'fastify peer, Redis',
@@ -89,6 +92,7 @@ export const LABELS: Record<TargetName, string> = {
 export const SCENARIOS: readonly { target: TargetName; keys: number }[] = (
   [
     { target: 'direct', keys: ROTATING_KEYS },
+    { target: 'bare-proxy', keys: ROTATING_KEYS },
     { target: 'edge-memory', keys: 1 },
     { target: 'edge-memory', keys: ROTATING_KEYS },
     { target: 'edge-redis', keys: 1 },
@@ -100,6 +104,9 @@ export const SCENARIOS: readonly { target: TargetName; keys: number }[] = (
   ] as const
 ).filter((s) => !ONLY || ONLY.includes(s.target));
 export const runs = (target: TargetName) => SCENARIOS.some((s) => s.target === target);
+/** Targets that count in Redis (the others never touch it). */
+export const usesRedis = (target: TargetName) =>
+  target !== 'direct' && target !== 'bare-proxy' && target !== 'edge-memory';
 
 export const runId = `${Date.now().toString(36)}-${process.pid.toString(36)}`;
 export const edgePrefix = (t: EdgeTarget) => `bench-${runId}-${t.slice(5)}`;

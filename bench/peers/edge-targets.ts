@@ -1,6 +1,7 @@
 /**
  * Starts the edge benchmark's processes: the upstream the proxies forward to, and each target that a scenario of this
- * run uses (a second upstream for `direct`, the edges, the fastify peer), pinned where the process under test runs.
+ * run uses (a second upstream for `direct`, the bare proxy, the edges, the fastify peer), pinned where the process
+ * under test runs.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -87,6 +88,20 @@ export async function startTargets(
       'direct',
       await startService('direct upstream', [...tsx, 'bench/peers/upstream.ts'], process.env, o.proxyCpu),
     );
+  if (runs('bare-proxy')) {
+    // The edge's node flags (npm start) and its pools' connection count (MAX_CONNECTIONS, inherited as the edges
+    // inherit it): only the features differ.
+    const env = { ...process.env, PORT: '0', UPSTREAM_URL: upstream.url };
+    services.set(
+      'bare-proxy',
+      await startService(
+        'bare proxy',
+        [...startFlags(ROOT), ...o.profileFlags('bare-proxy'), ...tsx, 'bench/peers/bare-proxy.ts'],
+        env,
+        o.proxyCpu,
+      ),
+    );
+  }
   for (const target of EDGE_TARGETS) if (runs(target)) services.set(target, await startEdge(target, upstream.url, o));
   if (runs('fastify-redis')) {
     const routes = [
