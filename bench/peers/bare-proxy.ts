@@ -16,30 +16,19 @@
 import { createServer, type IncomingHttpHeaders, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool, type Dispatcher } from 'undici';
+import { HOP_BY_HOP } from '../../src/proxy/headers.ts';
 
 const upstream = process.env.UPSTREAM_URL;
 if (!upstream) throw new Error('UPSTREAM_URL is required');
 const connections = Number(process.env.MAX_CONNECTIONS ?? 10_000);
 const pool = new Pool(new URL(upstream).origin, { connections, keepAliveTimeout: 30_000 });
 
-/** RFC 9110 §7.6.1, plus `host` (undici sets the upstream's) and `expect` (undici refuses it). */
-const HOP_BY_HOP = new Set([
-  'connection',
-  'keep-alive',
-  'proxy-connection',
-  'proxy-authenticate',
-  'proxy-authorization',
-  'te',
-  'trailer',
-  'transfer-encoding',
-  'upgrade',
-  'host',
-  'expect',
-]);
+/** The edge's hop-by-hop set (src/proxy/headers.ts), plus `host`: undici sets the upstream's. */
+const DROPPED = new Set([...HOP_BY_HOP, 'host']);
 
 function endToEnd(headers: IncomingHttpHeaders | Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
-  for (const name in headers) if (!HOP_BY_HOP.has(name)) out[name] = headers[name];
+  for (const name in headers) if (!DROPPED.has(name)) out[name] = headers[name];
   return out;
 }
 

@@ -6,7 +6,7 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
  * connection and never cross the proxy. `host` is the upstream's (undici sets
  * it); the client's arrives as `x-forwarded-host`.
  */
-const HOP_BY_HOP = new Set([
+export const HOP_BY_HOP: ReadonlySet<string> = new Set([
   'connection',
   'expect', // the edge answers a 100-continue expectation itself (forward.ts); undici refuses the header
   'keep-alive',
