@@ -130,6 +130,7 @@ export async function startGateway(
   const edge = await listen(edgeApp(handle), settings.port, settings.host, {
     maxConnections: settings.maxConnections,
     deferContinue: true,
+    streamBodies: true,
   });
   const admin = await listen(
     adminApp({
