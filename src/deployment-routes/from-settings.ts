@@ -15,8 +15,11 @@ export interface RouteTableSettings {
 export interface OpenedRouteTable {
   readonly table: RouteTable;
   readonly kind: 'redis' | 'memory';
-  /** Resolves once the table has been read from its store (at once in memory). */
-  readonly ready: Promise<void>;
+  /**
+   * True once the table has been read from its store (at once in memory); false as soon as the first connection
+   * fails (boot does not wait for a Redis that refuses: the table reads itself once Redis answers).
+   */
+  readonly ready: Promise<boolean>;
 }
 
 /**
@@ -24,7 +27,8 @@ export interface OpenedRouteTable {
  * REDIS_URL is set, so every edge and the control plane on that Redis share it; else in memory.
  */
 export function routeTableFromSettings(settings: RouteTableSettings, log: Logger): OpenedRouteTable {
-  if (settings.redisUrl === null) return { table: new MemoryRouteTable(), kind: 'memory', ready: Promise.resolve() };
+  if (settings.redisUrl === null)
+    return { table: new MemoryRouteTable(), kind: 'memory', ready: Promise.resolve(true) };
   let lastError = '';
   const onError = (err: Error) => {
     if (err.message === lastError) return; // a Redis that stays away fails every reconnect the same way
@@ -38,5 +42,9 @@ export function routeTableFromSettings(settings: RouteTableSettings, log: Logger
     ownsClient: true,
     onError,
   });
-  return { table, kind: 'redis', ready: table.ready };
+  const ready = new Promise<boolean>((resolve) => {
+    void table.ready.then(() => resolve(true));
+    client.once('error', () => resolve(false));
+  });
+  return { table, kind: 'redis', ready };
 }
