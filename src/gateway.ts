@@ -117,6 +117,7 @@ export async function startGateway(
     agentServer: await upstreamAt('agent-server', settings.agentServerUrl, () => bundled.agentServer()),
   };
 
+  metrics.countRoutes(() => routeTable.table.all().length);
   const deployments = new DeploymentUpstreams(routeTable.table, { connections: settings.maxConnections });
   const limit = limitStep({
     matcher: () => rules.current(),

@@ -75,6 +75,12 @@ describe('deployment routes through Redis', () => {
     await here.gateway.routes.set(route(later, one.url));
     await eventually(async () => expect(await answer(other!.url, later)).toBe('one'));
 
+    // Each edge's copy of the table, on its /metrics: both agree.
+    const routesOn = async (adminUrl: string) =>
+      /^gateway_deployment_routes (\d+)$/m.exec(await (await request(`${adminUrl}/metrics`)).body.text())?.[1];
+    await eventually(async () => expect(await routesOn(other!.adminUrl)).toBe('2'));
+    expect(await routesOn(`http://127.0.0.1:${here.gateway.admin.port}`)).toBe('2');
+
     await here.gateway.routes.delete(id);
     await eventually(async () => expect(await answer(other!.url, id)).toBe(`404 Deployment ${id} not found`));
     expect(await answer(other.url, later)).toBe('one');
