@@ -102,8 +102,8 @@ export function edgeHandler(options: EdgeOptions) {
       }
       if (overlong !== null) throw identityHeaderTooLong(overlong, maxIdentityLength);
       // An unknown deployment is counted like any request (probing deployment ids spends tokens), then refused.
-      if (destination.upstream === null) throw deploymentNotFound(deployment ?? null);
-      upstream = destination.upstream;
+      upstream = destination.upstream();
+      if (upstream === null) throw deploymentNotFound(deployment ?? null);
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
       const forwarded = upstreamRequestHeaders(req.headers, {

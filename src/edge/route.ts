@@ -9,13 +9,17 @@ import type { Upstream } from '../proxy/forward.ts';
  * `path` is the path as its upstream sees it: the rules match it and it is forwarded.
  */
 export type Destination =
-  | { readonly kind: 'service'; readonly upstream: Upstream; readonly path: string }
+  | { readonly kind: 'service'; readonly upstream: () => Upstream; readonly path: string }
   | {
       readonly kind: 'deployment';
-      /** The deployment named by the request (its id, or what stood in its place: see `known`). */
+      /** The deployment named by the request (its id, or what stood in its place: see DEPLOYMENT_ID). */
       readonly deploymentId: string;
-      /** Null when the deployment has no route (unknown, not deployed yet, deleted) or the name is no id at all. */
-      readonly upstream: Upstream | null;
+      /**
+       * The upstream of its route at the moment of asking, or null when it has none (unknown, not deployed yet,
+       * deleted) or the name is no id at all. Asked right before forwarding, not before the limit step: a rollover
+       * during that step (a store round trip) must not send the request to a pool already retired.
+       */
+      readonly upstream: () => Upstream | null;
       readonly path: string;
       /** The path prefix stripped (`/deployments/{id}`), '' in the host form. */
       readonly prefix: string;
@@ -40,7 +44,7 @@ export function router(options: RouterOptions) {
   const toDeployment = (deploymentId: string, path: string, prefix: string): Destination => ({
     kind: 'deployment',
     deploymentId,
-    upstream: DEPLOYMENT_ID.test(deploymentId) ? deployment(deploymentId) : null,
+    upstream: () => (DEPLOYMENT_ID.test(deploymentId) ? deployment(deploymentId) : null),
     path,
     prefix,
   });
@@ -57,7 +61,8 @@ export function router(options: RouterOptions) {
       const prefix = `${DEPLOYMENTS_PATH}/${id}`;
       return toDeployment(id, slash === -1 ? '/' : rest.slice(slash), prefix);
     }
-    return { kind: 'service', upstream: isControlPlane(path) ? controlPlane : agentServer, path };
+    const upstream = isControlPlane(path) ? controlPlane : agentServer;
+    return { kind: 'service', upstream: () => upstream, path };
   };
 }
 

@@ -85,4 +85,33 @@ describe('deployment routes through Redis', () => {
     await eventually(async () => expect(await answer(other!.url, id)).toBe(`404 Deployment ${id} not found`));
     expect(await answer(other.url, later)).toBe('one');
   });
+
+  it('rollovers under a loop of requests on both edges, with the limits counted in Redis: zero failed requests', async () => {
+    const id = randomUUID();
+    await here.gateway.routes.set(route(id, one.url, 'rev-1'));
+    await eventually(async () => expect(await answer(other!.url, id)).toBe('one'));
+    const failed: string[] = [];
+    const served = { one: 0, two: 0 };
+    let stop = false;
+    const client = async (edge: string) => {
+      while (!stop) {
+        const got = await answer(edge, id).catch((err: Error) => `error ${err.message}`);
+        if (got === 'one' || got === 'two') served[got]++;
+        else failed.push(got ?? 'no body');
+      }
+    };
+    const loop = Promise.all([here.url, here.url, other!.url, other!.url].map(client));
+    // Back and forth: each edge retires the pool of the old target while requests are between their limit step (a
+    // Redis round trip) and their forwarding.
+    for (let i = 0; i < 10; i++) {
+      const before = served.one + served.two;
+      await here.gateway.routes.set(route(id, i % 2 === 0 ? two.url : one.url, `rev-${i + 2}`));
+      await eventually(async () => expect(served.one + served.two).toBeGreaterThan(before + 20));
+    }
+    stop = true;
+    await loop;
+    expect(failed).toEqual([]);
+    expect(served.one).toBeGreaterThan(0);
+    expect(served.two).toBeGreaterThan(0);
+  });
 });
