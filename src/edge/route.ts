@@ -54,16 +54,23 @@ export function router(options: RouterOptions) {
       const id = deploymentOfHost(host, hostSuffix);
       if (id !== null) return toDeployment(id, path, '');
     }
-    if (underPrefix(path, DEPLOYMENTS_PATH)) {
-      const rest = path.slice(DEPLOYMENTS_PATH.length + 1); // after "/deployments/"
-      const slash = rest.indexOf('/');
-      const id = slash === -1 ? rest : rest.slice(0, slash);
-      const prefix = `${DEPLOYMENTS_PATH}/${id}`;
-      return toDeployment(id, slash === -1 ? '/' : rest.slice(slash), prefix);
-    }
+    const named = deploymentPath(path);
+    if (named !== null) return toDeployment(named.deploymentId, named.path, named.prefix);
     const upstream = isControlPlane(path) ? controlPlane : agentServer;
     return { kind: 'service', upstream: () => upstream, path };
   };
+}
+
+/**
+ * A path of the path form, `/deployments/{id}/rest`, split into the deployment named (possibly '' or no id at all),
+ * the path as the deployment sees it (`/rest`, `/` for none) and the prefix stripped; null for any other path.
+ */
+export function deploymentPath(path: string): { deploymentId: string; path: string; prefix: string } | null {
+  if (!underPrefix(path, DEPLOYMENTS_PATH)) return null;
+  const rest = path.slice(DEPLOYMENTS_PATH.length + 1); // after "/deployments/"
+  const slash = rest.indexOf('/');
+  const deploymentId = slash === -1 ? rest : rest.slice(0, slash);
+  return { deploymentId, path: slash === -1 ? '/' : rest.slice(slash), prefix: `${DEPLOYMENTS_PATH}/${deploymentId}` };
 }
 
 /** The deployment id of a Host `{id}.{domain}[:port]` (one label before the domain), or null for any other host. */
