@@ -1,3 +1,5 @@
+import type { DeploymentAddressing } from '../../deployment-routes/deployment-url.ts';
+import type { RouteTable } from '../../deployment-routes/route-table.ts';
 import type { Redis } from 'ioredis';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -47,6 +49,10 @@ export interface ControlPlaneOptions {
   readonly redis?: Redis;
   readonly builder?: Builder;
   readonly now?: () => Date;
+  /** The deployment route table the edge reads (accepted here; written by the deployment runner). */
+  readonly routes?: RouteTable;
+  /** The base of a deployment's `url` (the edge's PUBLIC_URL and DEPLOYMENTS_DOMAIN). */
+  readonly addressing?: () => DeploymentAddressing;
 }
 
 export async function createControlPlane(
