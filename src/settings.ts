@@ -1,4 +1,5 @@
 import { isIP } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { REGIONS, type Region } from './region.ts';
 import { ESCAPED_SLASHES, type EscapedSlashes } from './rules/normalize-path.ts';
 import {
@@ -69,6 +70,8 @@ export interface Settings {
   readonly maxIdentityLength: number;
   /** What the edge does with `%2F` / `%5C` in a path: reject (400), unescape (decode, match and forward), keep. */
   readonly escapedSlashes: EscapedSlashes;
+  /** WORKERS: edge processes sharing the public port (`auto`: one per CPU the process may use). */
+  readonly workers: number;
 }
 
 /**
@@ -118,7 +121,17 @@ export function loadSettings(env: Env = process.env): Settings {
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
     escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
+    workers: workerCount(env),
   });
+}
+
+/** WORKERS: a whole number 1-1024, or `auto` (os.availableParallelism(): the CPUs this process may run on). */
+function workerCount(env: Env): number {
+  const v = text(env, 'WORKERS', '1').toLowerCase();
+  if (v === 'auto') return availableParallelism();
+  const n = /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 1 && n <= 1024)) throw new SettingsError('WORKERS', `must be a whole number 1-1024 or auto, got "${v}"`);
+  return n;
 }
 
 function hostPort(name: string, entry: string): { host: string; port: number } {
