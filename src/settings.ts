@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
-import { availableParallelism } from 'node:os';
 import { REGIONS, type Region } from './region.ts';
+import { usableCpus } from './workers/cpu-count.ts';
 import { ESCAPED_SLASHES, type EscapedSlashes } from './rules/normalize-path.ts';
 import {
   bytes,
@@ -70,8 +70,13 @@ export interface Settings {
   readonly maxIdentityLength: number;
   /** What the edge does with `%2F` / `%5C` in a path: reject (400), unescape (decode, match and forward), keep. */
   readonly escapedSlashes: EscapedSlashes;
-  /** WORKERS: edge processes sharing the public port (`auto`: one per CPU the process may use). */
+  /**
+   * WORKERS: edge processes sharing the public port (`auto`: one per CPU the process may use, within a container's
+   * CPU quota).
+   */
   readonly workers: number;
+  /** WORKERS is `auto`: without REDIS_URL the gateway then runs one edge process instead of refusing to start. */
+  readonly workersAuto: boolean;
 }
 
 /**
@@ -122,13 +127,14 @@ export function loadSettings(env: Env = process.env): Settings {
     maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
     escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
     workers: workerCount(env),
+    workersAuto: text(env, 'WORKERS', '').toLowerCase() === 'auto',
   });
 }
 
-/** WORKERS: a whole number 1-1024, or `auto` (os.availableParallelism(): the CPUs this process may run on). */
+/** WORKERS: a whole number 1-1024, or `auto` (the CPUs this process may use, see usableCpus). */
 function workerCount(env: Env): number {
   const v = text(env, 'WORKERS', '1').toLowerCase();
-  if (v === 'auto') return availableParallelism();
+  if (v === 'auto') return usableCpus();
   const n = /^\d+$/.test(v) ? Number(v) : NaN;
   if (!(n >= 1 && n <= 1024)) throw new SettingsError('WORKERS', `must be a whole number 1-1024 or auto, got "${v}"`);
   return n;

@@ -21,7 +21,13 @@ export async function start(_out: Output): Promise<number> {
   installProcessGuards(log);
   const slot = process.env[WORKER_SLOT_VARIABLE];
   if (cluster.isWorker && slot !== undefined) return runEdgeWorker(settings, log, Number(slot));
-  if (settings.workers > 1) return runPrimary(settings, log);
+  if (settings.workers > 1) {
+    if (settings.redisUrl !== null || !settings.workersAuto) return runPrimary(settings, log);
+    log.warn(
+      { cpus: settings.workers },
+      'WORKERS=auto without REDIS_URL: one edge process (in-memory buckets are per process; set REDIS_URL to use every CPU)',
+    );
+  }
   const gateway = await startGateway(settings, log);
   process.on('SIGHUP', () => gateway.reload());
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
