@@ -9,7 +9,8 @@ import type { PrimaryMessage, WorkerMessage } from './messages.ts';
  * edge alone, on the public port the cluster shares, without an admin listener. It answers the primary's metrics
  * requests, reloads its rules on SIGHUP and drains on SIGTERM, then exits 0. SIGINT is left to the primary, which
  * passes it on as SIGTERM (a Ctrl-C reaches the whole process group). A worker whose primary is gone exits at once
- * (node:cluster's own rule when the IPC channel closes).
+ * (node:cluster's own rule when the IPC channel closes). When the store fails open, its per-process fallback buckets
+ * get 1 / (EXPECTED_INSTANCES × WORKERS) of each limit: the workers of all the gateways together admit the limit.
  */
 export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: number): Promise<number> {
   const log = rootLog.child({ worker: slot });
@@ -17,7 +18,9 @@ export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: n
     if (process.connected) process.send!(m);
   };
   let edge: Edge | undefined;
-  edge = await startEdge(settings, log, process.env, {
+  // EXPECTED_INSTANCES counts gateways; each of their workers has its own fallback buckets (FAIL_MODE=open).
+  const perWorker = { ...settings, expectedInstances: settings.expectedInstances * settings.workers };
+  edge = await startEdge(perWorker, log, process.env, {
     workerSlot: slot,
     onReadinessChange: () => edge && send({ gateway: 'readiness', readiness: edge.readiness() }),
   });

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { get } from 'node:http';
+import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -255,6 +256,31 @@ describe('WORKERS=2 (gateway process, shared Redis)', () => {
     expect(lines.filter((l) => l.msg === 'default deployment serving')).toHaveLength(1);
     // The development key is printed once, by the primary.
     expect(gw.output().match(/Development API key/g)).toHaveLength(1);
+  });
+});
+
+describe('WORKERS=2, Redis unreachable, FAIL_MODE=open', () => {
+  it('the fallback buckets of the two workers together admit the limit, not twice it', async () => {
+    const closedPort = await new Promise<number>((resolve) => {
+      const s = createNetServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+    const gw = await startWorkers({
+      REDIS_URL: `redis://127.0.0.1:${closedPort}`,
+      FAIL_MODE: 'open',
+      STORE_TIMEOUT_MS: '200',
+    });
+    const statuses: number[] = [];
+    const served = async (w: number) =>
+      metricValue(await scrapeMetrics(gw.adminPort), 'gateway_worker_requests_total', { worker: String(w) });
+    // One at a time, each on its own connection, until each worker has answered more than its half of the limit.
+    while (statuses.length < 100 && ((await served(1)) <= LIMIT / 2 || (await served(2)) <= LIMIT / 2))
+      statuses.push((await getOnce(`${gw.url}/limited/x`, { 'x-api-key': 'one-shared-key' })).status);
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(statuses.filter((s) => s === 200)).toHaveLength(LIMIT);
+    expect(metricValue(await scrapeMetrics(gw.adminPort), 'gateway_store_fallback_total')).toBe(statuses.length);
   });
 });
 
