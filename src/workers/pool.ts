@@ -70,7 +70,7 @@ export class WorkerPool {
       labelNames: ['state'] as const,
       registers: [this.registry],
       collect() {
-        const serving = slots.filter((s) => s.readiness !== null).length;
+        const serving = slots.filter((s) => s.readiness !== null && !s.readiness.draining).length;
         this.set({ state: 'serving' }, serving);
         this.set({ state: 'not-serving' }, slots.length - serving);
       },
@@ -91,7 +91,8 @@ export class WorkerPool {
 
   /** Readiness over the workers: the worst store state and every rule version among those serving. */
   readiness(draining: boolean): Readiness {
-    const serving = this.slots.flatMap((s) => (s.readiness ? [s.readiness] : []));
+    // A worker drained on its own (someone sent it SIGTERM) serves no more: it is replaced, the gateway stays ready.
+    const serving = this.slots.flatMap((s) => (s.readiness && !s.readiness.draining ? [s.readiness] : []));
     const order = ['ok', 'failing-open', 'down'] as const;
     const store = serving.reduce<Readiness['store']>(
       (worst, r) => (order.indexOf(r.store) > order.indexOf(worst) ? r.store : worst),
@@ -100,7 +101,7 @@ export class WorkerPool {
     return {
       rules: [...new Set(serving.map((r) => r.rules))].join(' '),
       store,
-      draining: draining || serving.some((r) => r.draining),
+      draining,
       workers: { expected: this.slots.length, ready: serving.length },
     };
   }
@@ -161,7 +162,8 @@ export class WorkerPool {
       const gone = () => finish(null);
       w.once('exit', gone);
       this.pending.set(id, finish);
-      w.send({ gateway: 'metrics', id } satisfies PrimaryMessage);
+      // A channel that closed meanwhile: this scrape goes without the worker.
+      w.send({ gateway: 'metrics', id } satisfies PrimaryMessage, (err) => err && finish(null));
     });
   }
 
@@ -170,6 +172,8 @@ export class WorkerPool {
     s.worker = worker;
     s.readiness = null;
     s.startedAt = Date.now();
+    // An IPC error (a send to a worker that just died) is the exit's business, never the primary's end.
+    worker.on('error', (err) => this.log.warn({ worker: s.slot, err: err.message }, 'edge worker IPC error'));
     worker.on('message', (m: unknown) => {
       if (!isWorkerMessage(m)) return;
       this.onMessage(s, m);

@@ -15,7 +15,8 @@ import type { PrimaryMessage, WorkerMessage } from './messages.ts';
 export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: number): Promise<number> {
   const log = rootLog.child({ worker: slot });
   const send = (m: WorkerMessage) => {
-    if (process.connected) process.send!(m);
+    // The primary may be gone meanwhile: the channel's closing ends this process (node:cluster), not a send error.
+    if (process.connected) process.send!(m, undefined, undefined, () => {});
   };
   let edge: Edge | undefined;
   // EXPECTED_INSTANCES counts gateways; each of their workers has its own fallback buckets (FAIL_MODE=open).
