@@ -106,9 +106,12 @@ export class WorkerPool {
     };
   }
 
-  /** Sends `signal` to every worker (SIGHUP: reload the rules). */
-  signal(signal: NodeJS.Signals): void {
-    for (const s of this.slots) s.worker?.process.kill(signal);
+  /**
+   * SIGHUP to every serving worker: each reloads the rule file. A worker still starting reads the file as it starts,
+   * and SIGHUP's default action would end it before its handler is installed.
+   */
+  reload(): void {
+    for (const s of this.slots) if (s.readiness !== null) s.worker?.process.kill('SIGHUP');
   }
 
   /**

@@ -21,6 +21,9 @@ const DRAIN_KILL_GRACE_MS = 5000;
  */
 export async function runPrimary(settings: Settings, log: Logger, env: NodeJS.ProcessEnv = process.env) {
   const count = settings.workers;
+  // Installed first: SIGHUP's default action ends a process; while the workers start, each reads the file anyway.
+  let pool: WorkerPool | undefined;
+  process.on('SIGHUP', () => pool?.reload());
   if (settings.redisUrl === null)
     throw new SettingsError(
       'WORKERS',
@@ -50,7 +53,7 @@ export async function runPrimary(settings: Settings, log: Logger, env: NodeJS.Pr
     KEY_CHECK: keyCheck ? 'on' : 'off',
   };
 
-  const pool = new WorkerPool(count, workerEnv, log);
+  pool = new WorkerPool(count, workerEnv, log);
   try {
     await pool.start();
   } catch (err) {
@@ -84,7 +87,6 @@ export async function runPrimary(settings: Settings, log: Logger, env: NodeJS.Pr
     'gateway listening',
   );
 
-  process.on('SIGHUP', () => pool.signal('SIGHUP'));
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
     process.once('SIGINT', () => resolve('SIGINT'));

@@ -18,6 +18,11 @@ export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: n
     // The primary may be gone meanwhile: the channel's closing ends this process (node:cluster), not a send error.
     if (process.connected) process.send!(m, undefined, undefined, () => {});
   };
+  // Installed first: SIGHUP's default action ends a process, and one sent while this worker boots must not (the rule
+  // file is read at boot anyway).
+  let reload = () => {};
+  process.on('SIGHUP', () => reload());
+  process.on('SIGINT', () => {});
   let edge: Edge | undefined;
   // EXPECTED_INSTANCES counts gateways; each of their workers has its own fallback buckets (FAIL_MODE=open).
   const perWorker = { ...settings, expectedInstances: settings.expectedInstances * settings.workers };
@@ -30,8 +35,7 @@ export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: n
     if (m?.gateway !== 'metrics') return;
     void serving.metrics.registry.getMetricsAsJSON().then((metrics) => send({ gateway: 'metrics', id: m.id, metrics }));
   });
-  process.on('SIGHUP', () => serving.reload());
-  process.on('SIGINT', () => {});
+  reload = () => serving.reload();
   const host = (serving.edge.server.address() as AddressInfo).address;
   send({ gateway: 'ready', host, port: serving.edge.port, readiness: serving.readiness() });
   log.info({ pid: process.pid, port: serving.edge.port }, 'edge worker serving');

@@ -191,7 +191,11 @@ describe('WORKERS=2 (gateway process, shared Redis)', () => {
     );
     expect(reloaded[0]!.version).toBe(reloaded[1]!.version);
     expect(reloaded[0]!.version).not.toBe(before.rules);
-    const after = (await (await request(`${gw.adminUrl}/readyz`)).body.json()) as { rules: string };
+    // Each worker tells the primary over IPC, not in step with its log lines: wait for the primary to know.
+    const deadline = Date.now() + 5000;
+    let after: { rules: string };
+    do after = (await (await request(`${gw.adminUrl}/readyz`)).body.json()) as { rules: string };
+    while (after.rules !== reloaded[0]!.version && Date.now() < deadline);
     expect(after.rules).toBe(reloaded[0]!.version);
     expect(metricValue(await scrapeMetrics(gw.adminPort), 'gateway_rules_reloads_total', { result: 'ok' })).toBe(2);
   });
