@@ -235,6 +235,14 @@ describe('WORKERS=2 (gateway process, shared Redis)', () => {
       'the slow request reaching the upstream',
     );
     gw.signal('SIGTERM');
+    // While the slow request finishes, the one admin listener says the gateway is draining.
+    let readyz: { statusCode: number; body: Record<string, unknown> };
+    const deadline = Date.now() + 5000;
+    do {
+      const res = await request(`${gw.adminUrl}/readyz`);
+      readyz = { statusCode: res.statusCode, body: (await res.body.json()) as Record<string, unknown> };
+    } while (readyz.statusCode !== 503 && Date.now() < deadline);
+    expect(readyz).toMatchObject({ statusCode: 503, body: { status: 'not ready', draining: true } });
     expect(await within(slow, 10_000, 'the slow request')).toEqual({ status: 200, body: 'slow done' });
     expect(await within(gw.exited, 15_000, 'the primary exiting')).toEqual({ code: 0, signal: null });
     for (const w of [1, 2])
