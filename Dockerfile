@@ -5,6 +5,9 @@ ENV NODE_ENV=production
 # probes and `-p 9090:9090` arrive on the container's own interface, so the image listens on all of them.
 # The container network is the boundary: publish or expose port 9090 only where probes and Prometheus run.
 ENV ADMIN_HOST=0.0.0.0
+# One edge worker per CPU of the container's quota once REDIS_URL gives them shared buckets; without REDIS_URL, `auto`
+# runs one edge process (a number above 1 would refuse to start). See README "Workers".
+ENV WORKERS=auto
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

@@ -1,6 +1,6 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { adminApp } from './admin/app.ts';
+import { adminApp, type Readiness } from './admin/app.ts';
 import type { DeploymentAddressing } from './deployment-routes/deployment-url.ts';
 import { routeTableFromSettings } from './deployment-routes/from-settings.ts';
 import type { RouteTable } from './deployment-routes/route-table.ts';
@@ -23,9 +23,9 @@ import { BundledServices, type BundledService } from './services/bundled.ts';
 import type { Settings } from './settings.ts';
 import { SettingsError } from './settings/env.ts';
 
-export interface Gateway {
+/** The edge without an admin listener: what `gateway start` runs in one process, and in each edge worker. */
+export interface Edge {
   readonly edge: Listening;
-  readonly admin: Listening;
   readonly upstreams: { readonly controlPlane: Upstream; readonly agentServer: Upstream };
   readonly metrics: Metrics;
   /**
@@ -35,13 +35,29 @@ export interface Gateway {
   readonly routes: RouteTable;
   /** The base of a deployment's `url`: PUBLIC_URL (else the edge's own address) and DEPLOYMENTS_DOMAIN. */
   addressing(): DeploymentAddressing;
+  /** The rule file in force, and the store. */
+  readonly rules: { readonly file: string; version(): string };
+  readonly storeKind: 'memory' | 'redis' | 'redis-cluster';
+  /** What /readyz reports for this edge. */
+  readiness(): Readiness;
   /** Re-reads the rule file; invalid files are logged and the old rules keep serving. */
   reload(): void;
   /**
-   * Graceful stop: refuse new connections, answer /readyz 503, let requests and streams finish within DRAIN_SECONDS,
+   * Graceful stop: refuse new connections, report draining, let requests and streams finish within DRAIN_SECONDS,
    * then close everything.
    */
   close(): Promise<void>;
+}
+
+export interface EdgeOptions {
+  /** An edge worker's slot (1..WORKERS): counts its requests under `gateway_worker_requests_total{worker}`. */
+  readonly workerSlot?: number;
+  /** Called whenever readiness() may have changed (rules reloaded, store breaker moved, draining). */
+  readonly onReadinessChange?: () => void;
+}
+
+export interface Gateway extends Edge {
+  readonly admin: Listening;
 }
 
 /** How long boot waits for a Redis store's first connection before serving anyway (FAIL_MODE then applies). */
@@ -52,7 +68,7 @@ const STORE_BOOT_WAIT_MS = 3000;
  * registry is this process's own). Asked for with an external control plane,
  * the registry must be the platform's, in Redis.
  */
-function keyCheckOn(settings: Settings): boolean {
+export function keyCheckOn(settings: Settings): boolean {
   const bundled = settings.controlPlaneUrl === null && settings.agentServerUrl === null;
   const on = settings.keyCheck === 'on' || (settings.keyCheck === null && bundled);
   if (on && settings.controlPlaneUrl !== null && settings.redisUrl === null) {
@@ -70,8 +86,47 @@ export async function startGateway(
   log: Logger,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Gateway> {
+  const edge = await startEdge(settings, log, env);
+  const admin = await listen(
+    adminApp({ metrics: edge.metrics.registry, ready: () => edge.readiness() }),
+    settings.adminPort,
+    settings.adminHost,
+  );
+  log.info(
+    {
+      host: (edge.edge.server.address() as AddressInfo).address,
+      port: edge.edge.port,
+      adminHost: settings.adminHost,
+      adminPort: admin.port,
+      region: settings.region,
+      rules: edge.rules.file,
+      version: edge.rules.version(),
+      store: edge.storeKind,
+      publicUrl: edge.addressing().publicUrl,
+      ...(settings.deploymentsDomain !== null && { deploymentsDomain: settings.deploymentsDomain }),
+    },
+    'gateway listening',
+  );
+  return {
+    ...edge,
+    admin,
+    async close() {
+      await edge.close();
+      await admin.close(0);
+    },
+  };
+}
+
+/** Boot of the edge alone: settings → rules → store → upstreams → edge listener. */
+export async function startEdge(
+  settings: Settings,
+  log: Logger,
+  env: NodeJS.ProcessEnv = process.env,
+  options: EdgeOptions = {},
+): Promise<Edge> {
   const checkKeys = keyCheckOn(settings);
-  const metrics = createMetrics();
+  const changed = options.onReadinessChange ?? (() => {});
+  const metrics = createMetrics(options.workerSlot);
   let storeFailing = false;
   let draining = false;
   const rules = new RuleSource(regionRuleFile(settings.rulesDir, settings.region));
@@ -81,6 +136,7 @@ export async function startGateway(
     onStateChange: (state) => {
       metrics.setBreaker(state);
       if (state === 'closed') storeFailing = false;
+      changed();
       (state === 'closed' ? log.info.bind(log) : log.warn.bind(log))(
         { store: store.kind, breaker: state },
         `rate limit store circuit ${state}`,
@@ -166,18 +222,11 @@ export async function startGateway(
     deferContinue: true,
     streamBodies: true,
   });
-  const admin = await listen(
-    adminApp({
-      metrics,
-      ready: () => ({
-        rules: rules.version,
-        store: limiter.state === 'closed' ? 'ok' : settings.failMode === 'open' ? 'failing-open' : 'down',
-        draining,
-      }),
-    }),
-    settings.adminPort,
-    settings.adminHost,
-  );
+  const readiness = (): Readiness => ({
+    rules: rules.version,
+    store: limiter.state === 'closed' ? 'ok' : settings.failMode === 'open' ? 'failing-open' : 'down',
+    draining,
+  });
   edgeAddress =
     settings.host === null || settings.host === '0.0.0.0' || settings.host === '::'
       ? `http://localhost:${edge.port}`
@@ -193,41 +242,27 @@ export async function startGateway(
     else if (r.result === 'ok') {
       metrics.setRules(settings.region, r.version);
       log.info({ file: rules.file, version: r.version }, 'rules reloaded');
+      changed();
     }
   };
   const reload = () => report(rules.reload());
   // The watcher has already reloaded: report its result (reloading again would only ever say "unchanged").
   rules.watch(report);
-  log.info(
-    {
-      host: (edge.server.address() as AddressInfo).address,
-      port: edge.port,
-      adminHost: settings.adminHost,
-      adminPort: admin.port,
-      region: settings.region,
-      rules: rules.file,
-      version: rules.version,
-      store: store.kind,
-      routes: routeTable.kind,
-      publicUrl: addressing().publicUrl,
-      ...(settings.deploymentsDomain !== null && { deploymentsDomain: settings.deploymentsDomain }),
-    },
-    'gateway listening',
-  );
-
   return {
     edge,
-    admin,
     upstreams,
     metrics,
     routes: routeTable.table,
     addressing,
+    rules: { file: rules.file, version: () => rules.version },
+    storeKind: store.kind,
+    readiness,
     reload,
     async close() {
       draining = true;
+      changed();
       rules.close();
       await edge.close(settings.drainMs);
-      await admin.close(0);
       await Promise.all([
         limiter.close(),
         upstreams.controlPlane.pool.close(),

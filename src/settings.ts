@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { REGIONS, type Region } from './region.ts';
+import { usableCpus } from './workers/cpu-count.ts';
 import { ESCAPED_SLASHES, type EscapedSlashes } from './rules/normalize-path.ts';
 import {
   bytes,
@@ -79,6 +80,13 @@ export interface Settings {
   readonly deploymentsDomain: string | null;
   /** ROUTES_PREFIX: prefix of the deployment route table's Redis keys (`<prefix>:<region>:{routes}:...`). */
   readonly routesPrefix: string;
+  /**
+   * WORKERS: edge processes sharing the public port (`auto`: one per CPU the process may use, within a container's
+   * CPU quota).
+   */
+  readonly workers: number;
+  /** WORKERS is `auto`: without REDIS_URL the gateway then runs one edge process instead of refusing to start. */
+  readonly workersAuto: boolean;
 }
 
 /**
@@ -131,6 +139,8 @@ export function loadSettings(env: Env = process.env): Settings {
     publicUrl: publicUrl(env),
     deploymentsDomain: deploymentsDomain(env),
     routesPrefix: routesPrefixSetting(env),
+    workers: workerCount(env),
+    workersAuto: text(env, 'WORKERS', '').toLowerCase() === 'auto',
   });
 }
 
@@ -152,6 +162,15 @@ function deploymentsDomain(env: Env): string | null {
   if (v.length > 253 || !new RegExp(`^${label}(?:\\.${label})*$`).test(v))
     throw new SettingsError('DEPLOYMENTS_DOMAIN', `must be a domain name such as deploy.example.com, got "${v}"`);
   return v;
+}
+
+/** WORKERS: a whole number 1-1024, or `auto` (the CPUs this process may use, see usableCpus). */
+function workerCount(env: Env): number {
+  const v = text(env, 'WORKERS', '1').toLowerCase();
+  if (v === 'auto') return usableCpus();
+  const n = /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 1 && n <= 1024)) throw new SettingsError('WORKERS', `must be a whole number 1-1024 or auto, got "${v}"`);
+  return n;
 }
 
 function hostPort(name: string, entry: string): { host: string; port: number } {
