@@ -77,7 +77,9 @@ export const runCancel = z.object({
   action: z
     .enum(['interrupt', 'rollback'])
     .default('interrupt')
-    .describe('Both stop the run and keep the state it reached (no rollback of checkpoints here).'),
+    .describe(
+      'interrupt: the run stops and its thread keeps the state it reached. rollback: the run is deleted and its thread goes back to its state before the run.',
+    ),
 });
 
 export const runJoinStream = z.object({

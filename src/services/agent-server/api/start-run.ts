@@ -5,7 +5,7 @@ import type { ServerContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { newId } from './ids.ts';
 import type { RunHandle, RunSpec } from '../runs/run-handle.ts';
-import { STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
+import { BACKGROUND_STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
 import type { Json, Run } from '../store/records.ts';
 import { findAssistant } from './assistant-lookup.ts';
 import type { RunCreate } from './run-schemas.ts';
@@ -53,7 +53,7 @@ export async function startRun(
 
   const modes = [
     ...new Set<StreamMode>(
-      body.stream_mode == null ? (background ? STREAM_MODES : ['values']) : [body.stream_mode].flat(),
+      body.stream_mode == null ? (background ? BACKGROUND_STREAM_MODES : ['values']) : [body.stream_mode].flat(),
     ),
   ];
   const runThreadId = threadId ?? newId();
