@@ -181,7 +181,7 @@ export class RunExecution {
         const graph = await this.deps.graphs.get(spec.graphId, spec.config);
         const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
         values = state.createdAt === undefined ? undefined : toPlain(state.values);
-        await this.finishThread(spec, 'interrupted', values, state);
+        await this.finishThread(spec, 'success', values, state); // the state of before: a breakpoint there is one again
       }
       await this.deps.store.deleteRun(run.run_id);
       runLog.info('run rolled back');
@@ -214,9 +214,11 @@ export class RunExecution {
     state: StateSnapshotLike | null,
   ): Promise<void> {
     const interrupts = interruptsOf(state);
-    // As the official server: a thread whose state has a next step (a breakpoint, `interrupt_before` /
-    // `interrupt_after`, or an `interrupt()`) waits for a human: `interrupted`.
-    const waiting = Object.keys(interrupts).length > 0 || (state?.next.length ?? 0) > 0;
+    // As the official server: a run that ended with a next step still to run (a breakpoint, `interrupt_before` /
+    // `interrupt_after`) or on an `interrupt()` leaves its thread waiting for a human: `interrupted`.
+    // A cancelled run stops between steps too, with a next step, but nobody is asked anything: idle.
+    const atBreakpoint = status === 'success' && (state?.next.length ?? 0) > 0;
+    const waiting = Object.keys(interrupts).length > 0 || atBreakpoint;
     const threadStatus: ThreadStatus = status === 'error' ? 'error' : waiting ? 'interrupted' : 'idle';
     const patch = { status: threadStatus, values: (values ?? null) as Json | null, interrupts };
     if (spec.threadless) {
