@@ -28,11 +28,15 @@ export function withRunMetadata(saver: BaseCheckpointSaver): BaseCheckpointSaver
     const merged = { ...Object.fromEntries(configurable), ...plainOnly(config.metadata), ...metadata };
     return saver.put(config, checkpoint, merged as typeof metadata, versions);
   };
+  const bound = new Map<PropertyKey, unknown>(); // each method bound once, not at every call
   return new Proxy(saver, {
     get(target, prop) {
       if (prop === 'put') return put;
       const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      if (typeof value !== 'function') return value;
+      let fn = bound.get(prop);
+      if (fn === undefined) bound.set(prop, (fn = (value as (...a: unknown[]) => unknown).bind(target)));
+      return fn;
     },
   });
 }
