@@ -50,6 +50,8 @@ export function fidelityCases(name: string, make: () => Promise<FidelityBackend>
       for (const mode of ALL_MODES) {
         const chunks = await stream(c, null, 'tools', { input: userInput('time?'), streamMode: mode });
         expect(chunks[0]!.event).toBe('metadata');
+        // No mode shows the authenticated user (it is in the run's configurable) or LangGraph's internal keys.
+        expect(JSON.stringify(chunks)).not.toMatch(/"(langgraph_auth_user|service_auth_user|__pregel_[a-z_]+)":/);
         seen[mode] = [...new Set(chunks.slice(1).map((ch) => ch.event))];
         if (mode === 'debug') {
           expect(new Set(chunks.slice(1).map((ch) => ch.data.type))).toEqual(
@@ -114,6 +116,22 @@ export function fidelityCases(name: string, make: () => Promise<FidelityBackend>
       // Without stream_subgraphs, no namespaced event.
       const flat = await stream(c, null, 'nested', { input: userInput('go'), streamMode: ['updates'] });
       expect(flat.some((ch) => ch.event.includes('|'))).toBe(false);
+    });
+
+    it('a run streaming events (LangChain callbacks) stops when cancelled, like any other', async () => {
+      const c = client();
+      const thread = await c.threads.create();
+      const run = await c.runs.create(thread.thread_id, 'slow', { input: userInput('x'), streamMode: ['events'] });
+      await eventually(async () => {
+        const state = await c.threads.getState(thread.thread_id);
+        return contents((state.values as any).messages ?? []).includes('started') ? true : undefined;
+      });
+      await c.runs.cancel(thread.thread_id, run.run_id, true);
+      expect((await c.runs.get(thread.thread_id, run.run_id)).status).toBe('interrupted');
+      const events = (await collect(c.runs.joinStream(thread.thread_id, run.run_id, { lastEventId: '-1' }))) as Chunk[];
+      expect(events.filter((ch) => ch.event === 'events').length).toBeGreaterThan(2);
+      expect(events.at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
+      expect((await c.threads.get(thread.thread_id)).status).toBe('idle');
     });
 
     it('messages: partial tokens, then each state before its messages/complete (input and tool messages too)', async () => {
