@@ -46,6 +46,14 @@ export function graphStreamModes(modes: readonly StreamMode[]): string[] {
   return [...out];
 }
 
+/**
+ * Whether the graph must stream its subgraphs' chunks: when the run asks for them, and for `messages`, whose tokens
+ * come from every chat model of the run, in subgraphs too, as with the official server.
+ */
+export function graphSubgraphs(modes: readonly StreamMode[], subgraphs: boolean): boolean {
+  return subgraphs || modes.includes('messages');
+}
+
 /** The stream mode an event belongs to; null for `metadata` and `error`, which every reader gets. */
 export function modeOfEvent(event: string): StreamMode | null {
   const base = event.split('|')[0]!;
@@ -101,13 +109,25 @@ export class FrameMapper {
   /** The last `values` chunk of the root graph. */
   lastValues: unknown = undefined;
 
-  constructor(private readonly modes: ReadonlySet<StreamMode>) {}
+  /**
+   * `subgraphs`: the run asked for subgraph events (`stream_subgraphs`). Without, the graph may still stream its
+   * subgraphs' chunks (see graphSubgraphs): only their chat models' tokens are kept, for `messages`.
+   */
+  constructor(
+    private readonly modes: ReadonlySet<StreamMode>,
+    private readonly subgraphs = false,
+  ) {}
 
   /** The events of one chunk of `graph.stream(..., {streamMode: [...]})`. */
   map(chunk: unknown): Frame[] {
     const parts = chunkParts(chunk);
     if (parts === null) return [];
     const [ns, mode, payload] = parts;
+    if (ns.length > 0 && !this.subgraphs) {
+      if (mode !== 'messages' || !this.modes.has('messages')) return [];
+      const [message, metadata] = payload as [MessageLike, Record<string, unknown>];
+      return this.partial(message, metadata);
+    }
     const name = (event: string) => (ns.length === 0 ? event : `${event}|${ns.join('|')}`);
     const out: Frame[] = [];
     switch (mode) {

@@ -4,7 +4,7 @@ import { interruptsOf, type GraphRegistry, type StateSnapshotLike } from '../gra
 import { toPlain } from '../serialize.ts';
 import type { AgentStore } from '../store/agent-store.ts';
 import type { Json, Run, RunStatus, Thread, ThreadStatus } from '../store/records.ts';
-import { FrameMapper, eventFrame, frame, graphStreamModes, rootValues, type Frame } from './frames.ts';
+import { FrameMapper, eventFrame, frame, graphStreamModes, graphSubgraphs, rootValues, type Frame } from './frames.ts';
 import type { CancelReason, RunOutcome, RunSpec } from './run-handle.ts';
 import { LEASE_MS } from './run-leases.ts';
 import { rollBack } from './rollback.ts';
@@ -65,7 +65,7 @@ export class RunExecution {
     let status: RunStatus = 'success';
     let error: RunOutcome['error'] = null;
     let state: StateSnapshotLike | null = null;
-    const mapper = new FrameMapper(new Set(spec.modes));
+    const mapper = new FrameMapper(new Set(spec.modes), spec.subgraphs);
     // Every failure from here on (recording, the graph, serialising its output) ends the run as `error`: none may
     // escape, since nothing awaits a background run and an unhandled rejection must not take the process down.
     try {
@@ -86,7 +86,7 @@ export class RunExecution {
       const options = {
         ...spec.config,
         streamMode: graphStreamModes(spec.modes),
-        subgraphs: spec.subgraphs,
+        subgraphs: graphSubgraphs(spec.modes, spec.subgraphs),
         signal,
       };
       const streamsValues = spec.modes.includes('values');

@@ -167,6 +167,25 @@ export function fidelityCases(name: string, make: () => Promise<FidelityBackend>
       expect(chunks.at(-1)!.data[0]).toMatchObject({ id, type: 'ai', content: 'Hello there' });
     });
 
+    it('messages: the tokens of a chat model inside a subgraph stream too, without stream_subgraphs', async () => {
+      const chunks = await stream(client(), null, 'deep', {
+        input: userInput('hi'),
+        streamMode: ['messages', 'updates'],
+      });
+      const partials = chunks.filter((ch) => ch.event === 'messages/partial').map((ch) => ch.data[0].content);
+      expect(partials.length).toBeGreaterThan(3);
+      expect(partials.at(-1)).toBe('Hello there');
+      const metadata = Object.values(chunks.find((ch) => ch.event === 'messages/metadata')!.data)[0] as any;
+      expect(metadata.metadata.langgraph_checkpoint_ns).toMatch(/^inner:.*\|model:/);
+      // Nothing else of the subgraph: no namespaced event, and updates of the root graph only.
+      expect(chunks.some((ch) => ch.event.includes('|'))).toBe(false);
+      expect(chunks.filter((ch) => ch.event === 'updates').map((ch) => Object.keys(ch.data))).toEqual([['inner']]);
+      expect(chunks.filter((ch) => ch.event === 'messages/complete').map((ch) => ch.data[0].content)).toEqual([
+        'hi',
+        'Hello there',
+      ]);
+    });
+
     it('numbers events from 0 and resumes after an id; Last-Event-ID -1 replays from the first', async () => {
       const c = client();
       const thread = await c.threads.create();

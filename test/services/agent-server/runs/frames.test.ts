@@ -32,8 +32,18 @@ describe('frame mapper', () => {
     expect(m.lastValues).toEqual({ n: 1 });
   });
 
+  it('without stream_subgraphs, keeps of the subgraphs only their chat models’ tokens, for messages', () => {
+    const m = new FrameMapper(new Set(['updates', 'messages', 'messages-tuple']));
+    expect(m.map([['child:abc'], 'updates', { x: {} }])).toEqual([]);
+    const token = new AIMessageChunk({ id: 't', content: 'a' });
+    expect(m.map([['child:abc'], 'messages', [token, meta('model')]]).map((f) => f.event)).toEqual([
+      'messages/metadata',
+      'messages/partial',
+    ]);
+  });
+
   it('names subgraph events with their namespace', () => {
-    const m = new FrameMapper(new Set(['updates']));
+    const m = new FrameMapper(new Set(['updates']), true);
     expect(m.map([['child:abc'], 'updates', { x: {} }])[0]?.event).toBe('updates|child:abc');
     expect(m.map([['child:abc', 'grand:def'], 'updates', { x: {} }])[0]?.event).toBe('updates|child:abc|grand:def');
   });
