@@ -25,7 +25,11 @@ export const threadHistory = z.object({
     .describe('`checkpoint_ns`: the states of a subgraph.'),
 });
 
-const checkpointNamed = z.object({ checkpoint_id: z.string().min(1), checkpoint_ns: z.string().nullish() }).loose();
+/** A checkpoint by its id, or a subgraph's latest by its namespace alone (a task's `checkpoint`). */
+const checkpointNamed = z
+  .object({ checkpoint_id: z.string().min(1).nullish(), checkpoint_ns: z.string().nullish() })
+  .loose()
+  .refine((c) => !!c.checkpoint_id || !!c.checkpoint_ns, 'name a checkpoint_id, or the checkpoint_ns of a subgraph');
 
 const subgraphs = z
   .union([z.boolean(), z.enum(['true', 'false'])])

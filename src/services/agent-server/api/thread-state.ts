@@ -72,7 +72,7 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
   /** The state at a checkpoint of the thread of the path; 404 if the thread or the checkpoint is unknown. */
   const stateAt = async (
     c: Context<AgentEnv>,
-    checkpoint: { checkpoint_id: string; checkpoint_ns?: string | null | undefined },
+    checkpoint: { checkpoint_id?: string | null | undefined; checkpoint_ns?: string | null | undefined },
     subgraphs: boolean,
   ) => {
     const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
@@ -81,10 +81,11 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
       ...checkpoint,
       thread_id: thread.thread_id,
       checkpoint_ns: checkpoint.checkpoint_ns ?? '',
-      checkpoint_id: checkpoint.checkpoint_id,
+      ...(checkpoint.checkpoint_id ? { checkpoint_id: checkpoint.checkpoint_id } : {}),
     };
     const state = graph === null ? null : await graph.getState({ configurable }, { subgraphs });
-    if (state === null || state.createdAt === undefined) throw notFound('Checkpoint', checkpoint.checkpoint_id);
+    if (state === null || state.createdAt === undefined)
+      throw notFound('Checkpoint', checkpoint.checkpoint_id ?? checkpoint.checkpoint_ns ?? '');
     return c.json(stateJson(state));
   };
   const history = async (c: Context<AgentEnv>, options: HistoryOptions) => {

@@ -235,6 +235,11 @@ export function fidelityCases(name: string, make: () => Promise<FidelityBackend>
         result: null,
         error: null,
       });
+      // The task's checkpoint reads the subgraph's own state...
+      const own = await c.threads.getState(thread.thread_id, task.checkpoint);
+      expect(own.next).toEqual(['review']);
+      expect(own.checkpoint).toMatchObject({ checkpoint_ns: `child:${task.id}` });
+      // ...and so does the whole state read with subgraphs, nested in the task.
       const deep = await c.threads.getState(thread.thread_id, undefined, { subgraphs: true });
       const inner = (deep.tasks[0] as any).state;
       expect(inner.next).toEqual(['review']);
@@ -247,7 +252,7 @@ export function fidelityCases(name: string, make: () => Promise<FidelityBackend>
       // Human in the loop inside the subgraph: edit its state through its checkpoint, then resume.
       await c.threads.updateState(thread.thread_id, {
         values: { messages: [{ type: 'ai', content: 'draft edited' }] },
-        checkpoint: inner.checkpoint,
+        checkpoint: task.checkpoint,
         asNode: 'draft',
       });
       const edited = (await c.threads.getState(thread.thread_id, undefined, { subgraphs: true })).tasks[0] as any;
