@@ -153,7 +153,8 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
         const handle = runner.find(run.run_id);
         handle?.cancel(query.action === 'rollback' ? 'cancel-rollback' : 'cancel');
         // A run on another server: its server sees the request when it next renews the run's lease.
-        if (elsewhere(ctx, run)) await store.lease(`cancel:${run.run_id}`, LEASE_MS);
+        const asked = query.action === 'rollback' ? 'rollback' : 'cancel';
+        if (elsewhere(ctx, run)) await store.lease(`${asked}:${run.run_id}`, LEASE_MS);
         if (!query.wait) return c.body(null, 202);
         if (handle !== undefined) await handle.done.catch(() => undefined);
         else if (elsewhere(ctx, run)) await untilFinished(ctx, run, c.req.raw.signal);
