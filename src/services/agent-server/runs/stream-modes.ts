@@ -12,9 +12,9 @@ export const STREAM_MODES = [
 ] as const;
 export type StreamMode = (typeof STREAM_MODES)[number];
 /**
- * What a background run (`runs.create`, no `stream_mode`) streams for whoever joins it: every mode but the heavy ones
- * (`events` puts a callback on every runnable; `debug` repeats `tasks` and `checkpoints`), which a run streams only when
- * asked.
+ * What a background run (`runs.create`, no `stream_mode`) streams for whoever joins it: the modes clients follow, not
+ * the heavy ones (`events` puts a callback on every runnable; `checkpoints` and `debug` write the whole state again at
+ * every step; `tasks` every node's input and output), which a run streams only when asked.
  */
 export const BACKGROUND_STREAM_MODES: readonly StreamMode[] = [
   'values',
@@ -22,8 +22,6 @@ export const BACKGROUND_STREAM_MODES: readonly StreamMode[] = [
   'messages',
   'messages-tuple',
   'custom',
-  'tasks',
-  'checkpoints',
 ];
 /** What a thread's stream carries (thread-broadcasts.ts). */
 export const THREAD_STREAM_MODES = ['run_modes', 'lifecycle', 'state_update'] as const;

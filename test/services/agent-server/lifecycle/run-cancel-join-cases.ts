@@ -83,8 +83,6 @@ export function runCancelJoinCases(shared: LifecycleContext): void {
           'messages/metadata',
           'messages/partial',
           'messages/complete',
-          'tasks',
-          'checkpoints',
         ]),
       );
       const updates = (await collect(c.runs.joinStream(threadId, run.run_id, { streamMode: 'updates' }))) as Chunk[];
