@@ -54,6 +54,13 @@ export const runCreate = z.object({
   interrupt_before: interruptAt,
   interrupt_after: interruptAt,
   checkpoint_id: z.string().nullish(),
+  checkpoint: z
+    .object({ checkpoint_id: z.string().nullish(), checkpoint_ns: z.string().nullish() })
+    .loose()
+    .nullish()
+    .describe(
+      'Run from this checkpoint of the thread (a fork: what React useStream sends to edit or regenerate a message), as a state names it.',
+    ),
   after_seconds: z
     .number()
     .nullish()

@@ -70,7 +70,7 @@ export async function startRun(
     configurable: {
       ...assistantConfig.configurable,
       ...body.config?.configurable,
-      ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+      ...checkpointOf(body),
       thread_id: runThreadId,
       run_id: runId,
       assistant_id: assistant.assistant_id,
@@ -124,5 +124,16 @@ export async function startRun(
     handle,
     location: threadId === null ? `/runs/${runId}` : `/threads/${threadId}/runs/${runId}`,
     onDisconnect: body.on_disconnect ?? (body.stream_resumable ? 'continue' : 'cancel'),
+  };
+}
+
+/** The checkpoint a run starts from (`checkpoint`, or `checkpoint_id`), as configurable keys; none: the latest. */
+function checkpointOf(body: RunCreate): Record<string, unknown> {
+  const { checkpoint_id, checkpoint_ns, checkpoint_map } = (body.checkpoint ?? {}) as Record<string, unknown>;
+  const id = body.checkpoint_id ?? checkpoint_id;
+  return {
+    ...(typeof id === 'string' && id !== '' ? { checkpoint_id: id } : {}),
+    ...(typeof checkpoint_ns === 'string' && checkpoint_ns !== '' ? { checkpoint_ns } : {}),
+    ...(typeof checkpoint_map === 'object' && checkpoint_map !== null ? { checkpoint_map } : {}),
   };
 }

@@ -262,6 +262,25 @@ export function fidelityCases(name: string, make: () => Promise<FidelityBackend>
       expect((await c.threads.get(thread.thread_id)).status).toBe('idle');
     });
 
+    it('a run from an earlier checkpoint (useStream editing a message) forks the thread there', async () => {
+      const c = client();
+      const thread = await c.threads.create();
+      await c.runs.wait(thread.thread_id, 'chat', { input: userInput('first') });
+      await c.runs.wait(thread.thread_id, 'chat', { input: userInput('second') });
+      const history = await c.threads.getHistory(thread.thread_id, { limit: 100 });
+      // The state before the second input: two messages, nothing left to run.
+      const fork = history.find((s) => (s.values as any).messages?.length === 2 && s.next.length === 0)!;
+      const { thread_id: _, ...checkpoint } = fork.checkpoint;
+      const edited = (await c.runs.wait(thread.thread_id, 'chat', {
+        input: userInput('second, edited'),
+        checkpoint,
+      })) as any;
+      expect(contents(edited.messages)).toEqual(['first', 'Hello there', 'second, edited', 'Hello there']);
+      const state = await c.threads.getState(thread.thread_id);
+      expect(state.parent_checkpoint).not.toBeNull();
+      expect(contents((state.values as any).messages)).toEqual(contents(edited.messages));
+    });
+
     it("writes a run's metadata into its checkpoints: the history finds them by it", async () => {
       const c = client();
       const thread = await c.threads.create();
