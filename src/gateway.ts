@@ -38,6 +38,8 @@ export interface Edge {
   /** The rule file in force, and the store. */
   readonly rules: { readonly file: string; version(): string };
   readonly storeKind: 'memory' | 'redis' | 'redis-cluster';
+  /** Where the deployment route table lives. */
+  readonly routesKind: 'memory' | 'redis';
   /** What /readyz reports for this edge. */
   readiness(): Readiness;
   /** Re-reads the rule file; invalid files are logged and the old rules keep serving. */
@@ -102,6 +104,7 @@ export async function startGateway(
       rules: edge.rules.file,
       version: edge.rules.version(),
       store: edge.storeKind,
+      routes: edge.routesKind,
       publicUrl: edge.addressing().publicUrl,
       ...(settings.deploymentsDomain !== null && { deploymentsDomain: settings.deploymentsDomain }),
     },
@@ -256,6 +259,7 @@ export async function startEdge(
     addressing,
     rules: { file: rules.file, version: () => rules.version },
     storeKind: store.kind,
+    routesKind: routeTable.kind,
     readiness,
     reload,
     async close() {
