@@ -1,0 +1,80 @@
+import { Client } from '@langchain/langgraph-sdk';
+import { expect } from 'vitest';
+import type { TestControlPlane, Tenant, Client as ApiClient } from '../control-plane/helpers.ts';
+import { eventually, waitForRevision } from '../control-plane/helpers.ts';
+
+/**
+ * Apps for the deployment tests: one graph `echo` answering
+ * `<version> <GREETING> <TOKEN>: <text>`, GREETING from the langgraph.json
+ * `env`, TOKEN a secret; `configurable.delay_ms` slows the node down (an
+ * open stream during a rollover).
+ */
+export function graphSource(version: string, extraImport = ''): string {
+  return `${extraImport}import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
+const State = Annotation.Root({ text: Annotation<string>(), answer: Annotation<string>() });
+export const graph = new StateGraph(State)
+  .addNode('respond', async (s: { text: string }, config: { configurable?: Record<string, unknown> }) => {
+    const delay = Number(config?.configurable?.delay_ms ?? 0);
+    if (delay > 0) await new Promise((r) => setTimeout(r, delay));
+    return { answer: \`${version} \${process.env.GREETING ?? '-'} \${process.env.TOKEN ?? 'no-token'}: \${s.text}\` };
+  })
+  .addEdge(START, 'respond')
+  .addEdge('respond', END)
+  .compile();
+`;
+}
+
+export const CONFIG = JSON.stringify({ graphs: { echo: './graph.ts:graph' }, env: { GREETING: 'hello' } });
+
+/** An app without a package.json: it runs on the gateway's @langchain packages (CommonJS, through NODE_PATH). */
+export const BARE_APP = { 'langgraph.json': CONFIG, 'graph.ts': graphSource('v1') };
+
+/** An app with its own package.json (ESM, no dependencies: `npm install` runs offline; @langchain/* through the hook). */
+export const PACKAGED_APP = {
+  ...BARE_APP,
+  'package.json': JSON.stringify({ name: 'packaged-app', private: true, type: 'module' }),
+};
+
+/** The revision's status once final, failing the test with its message when it is not DEPLOYED. */
+export async function deployed(api: ApiClient, deploymentId: string, revisionId: string) {
+  const rev = await waitForRevision(api, deploymentId, revisionId, undefined, 60_000);
+  expect(rev.status, rev.status_message ?? '').toBe('DEPLOYED');
+  return rev;
+}
+
+/** The route's target now (throws when the deployment has none). */
+export function target(t: TestControlPlane, deploymentId: string): string {
+  const route = t.cp.routes.get(deploymentId);
+  if (!route) throw new Error(`no route for ${deploymentId}`);
+  return route.target;
+}
+
+/** One run of `echo` at `url` with the unmodified SDK: the answer. */
+export async function ask(url: string, tenant: Tenant, text = 'hi'): Promise<string> {
+  const sdk = new Client({ apiUrl: url, apiKey: tenant.key });
+  const values = (await sdk.runs.wait(null, 'echo', { input: { text } })) as { answer?: string };
+  return values.answer ?? '';
+}
+
+export function alive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export async function untilServing(t: TestControlPlane, deploymentId: string, tenant: Tenant, starts: string) {
+  return eventually(
+    async () => {
+      const route = t.cp.routes.get(deploymentId);
+      if (!route) return null;
+      const answer = await ask(route.target, tenant).catch(() => '');
+      return answer.startsWith(starts) ? answer : null;
+    },
+    30_000,
+    `deployment ${deploymentId} answering ${starts}`,
+  );
+}
