@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { RouteTable } from '../../../src/deployment-routes/route-table.ts';
 import { Client } from '@langchain/langgraph-sdk';
 import { expect } from 'vitest';
 import type { TestControlPlane, Tenant, Client as ApiClient } from '../control-plane/helpers.ts';
@@ -77,4 +80,38 @@ export async function untilServing(t: TestControlPlane, deploymentId: string, te
     30_000,
     `deployment ${deploymentId} answering ${starts}`,
   );
+}
+
+/**
+ * A stand-in for the edge's deployment routing (the edge half is tested with the edge): `/deployments/{id}/...` is
+ * forwarded, prefix stripped, to the route's target; an unknown deployment answers 404.
+ */
+export async function pathForwarder(routes: RouteTable): Promise<{ url: string; close(): Promise<void> }> {
+  const server = createServer(async (req, res) => {
+    const m = /^\/deployments\/([^/?]+)(.*)$/.exec(req.url ?? '');
+    const route = m ? routes.get(m[1]!) : undefined;
+    if (!m || !route) {
+      res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ detail: 'no such deployment' }));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    for await (const c of req) chunks.push(c as Buffer);
+    const headers = Object.fromEntries(
+      Object.entries(req.headers).filter(([k, v]) => typeof v === 'string' && !['host', 'connection'].includes(k)),
+    ) as Record<string, string>;
+    const upstream = await fetch(route.target + (m[2] || '/'), {
+      method: req.method,
+      headers,
+      body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,
+    });
+    res.writeHead(upstream.status, Object.fromEntries(upstream.headers));
+    if (upstream.body) for await (const chunk of upstream.body) res.write(chunk);
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((resolve) => (server.closeAllConnections(), server.close(() => resolve()))),
+  };
 }

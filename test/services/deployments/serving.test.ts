@@ -12,7 +12,18 @@ import {
   type TestRepo,
   type Tenant,
 } from '../control-plane/helpers.ts';
-import { alive, ask, BARE_APP, deployed, graphSource, PACKAGED_APP, target, untilServing } from './helpers.ts';
+import { deployClient } from '../../../examples/deploy-client.ts';
+import {
+  alive,
+  ask,
+  BARE_APP,
+  deployed,
+  graphSource,
+  PACKAGED_APP,
+  pathForwarder,
+  target,
+  untilServing,
+} from './helpers.ts';
 
 /**
  * Every DEPLOYED revision serves its own Agent Server process: built from a
@@ -26,6 +37,8 @@ let t: TestControlPlane;
 let tenant: Tenant;
 let bare: TestRepo;
 let packaged: TestRepo;
+/** Read at every `url` shown: the addressing option is a getter (PUBLIC_URL may be known only once the edge listens). */
+let publicUrl = 'http://edge.test:8080';
 
 beforeAll(async () => {
   bare = makeRepo(BARE_APP);
@@ -35,8 +48,8 @@ beforeAll(async () => {
   });
   packaged = makeRepo(PACKAGED_APP);
   t = await startControlPlane(
-    { DRAIN_SECONDS: '2', BUILD_ON_PUSH_INTERVAL_SECONDS: '1', PUBLIC_URL: 'http://edge.test:8080' },
-    { host: undefined },
+    { DRAIN_SECONDS: '2', BUILD_ON_PUSH_INTERVAL_SECONDS: '1' },
+    { host: undefined, addressing: () => ({ publicUrl, domain: null }) },
   );
   tenant = await t.tenant();
 });
@@ -249,5 +262,41 @@ describe('a deployment serves its app', () => {
     } finally {
       repo.remove();
     }
+  });
+
+  it('examples/deploy-client.ts creates, polls, calls the url with the SDK, patches and deletes', async () => {
+    const edge = await pathForwarder(t.cp.routes);
+    publicUrl = edge.url;
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const code = await deployClient(
+      [
+        '--url',
+        t.url,
+        '--api-key',
+        tenant.key,
+        '--tenant-id',
+        tenant.workspace,
+        '--repo-url',
+        bare.url,
+        '--next-ref',
+        'v2',
+        '--poll-interval',
+        '0.2',
+        '--input',
+        '{"text":"from the client"}',
+      ],
+      {},
+      { log: (l) => lines.push(l), err: (l) => errors.push(l) },
+    );
+    expect(errors).toEqual([]);
+    expect(code).toBe(0);
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^url ${edge.url}/deployments/[0-9a-f-]{36} docs=`)));
+    expect(lines).toContain(
+      'called graph=echo answer={"text":"from the client","answer":"v1 hello no-token: from the client"}',
+    );
+    expect(lines.at(-1)).toBe('result ok exit=0');
+    publicUrl = 'http://edge.test:8080';
+    await edge.close();
   });
 });
