@@ -274,7 +274,7 @@ export class Builds {
         return done;
       };
       let ok: boolean;
-      if (this.o.serving) {
+      if (this.o.serving && this.o.serving.current(rev.deployment_id)?.revisionId !== rev.id) {
         const d = await this.o.store.getDeployment(rev.tenant_id, rev.deployment_id);
         if (d === null) return;
         let proc: RunningRevision;

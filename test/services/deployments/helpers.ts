@@ -10,13 +10,14 @@ import { eventually, waitForRevision } from '../control-plane/helpers.ts';
  * Apps for the deployment tests: one graph `echo` answering
  * `<version> <GREETING> <TOKEN>: <text>`, GREETING from the langgraph.json
  * `env`, TOKEN a secret; `configurable.delay_ms` slows the node down (an
- * open stream during a rollover).
+ * open stream during a rollover); the text `exit` ends the process (code 7).
  */
 export function graphSource(version: string, extraImport = ''): string {
   return `${extraImport}import { Annotation, END, START, StateGraph } from '@langchain/langgraph';
 const State = Annotation.Root({ text: Annotation<string>(), answer: Annotation<string>() });
 export const graph = new StateGraph(State)
   .addNode('respond', async (s: { text: string }, config: { configurable?: Record<string, unknown> }) => {
+    if (s.text === 'exit') process.exit(7);
     const delay = Number(config?.configurable?.delay_ms ?? 0);
     if (delay > 0) await new Promise((r) => setTimeout(r, delay));
     return { answer: \`${version} \${process.env.GREETING ?? '-'} \${process.env.TOKEN ?? 'no-token'}: \${s.text}\` };

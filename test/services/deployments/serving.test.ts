@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -60,7 +60,7 @@ afterAll(async () => {
   packaged?.remove();
 });
 
-describe('a deployment serves its app', () => {
+describe('a deployment serves its app', { timeout: 120_000 }, () => {
   it('without and with a package.json: DEPLOYED, url, a streamed run of that graph, /docs, logs with deployment and revision', async () => {
     const api = client(t.url, tenant);
     const a = (
@@ -197,12 +197,20 @@ describe('a deployment serves its app', () => {
 
   it('kill -9 of a deployment process: restarted and serving again within seconds; another deployment unaffected', async () => {
     const api = client(t.url, tenant);
-    const d = (await api.post('/deployments', deploymentBody(bare.url))).json;
+    const body = deploymentBody(bare.url);
+    const d = (
+      await api.post('/deployments', {
+        ...body,
+        source_config: { ...body.source_config, resource_spec: { memory_mb: 96 } },
+      })
+    ).json;
     const other = (await api.post('/deployments', deploymentBody(bare.url))).json;
     await deployed(api, d.id, d.latest_revision_id);
     await deployed(api, other.id, other.latest_revision_id);
     const otherTarget = target(t, other.id);
     const pid = t.cp.serving!.current(d.id)!.proc!.pid!;
+    // Its memory bound is the deployment's resource_spec.memory_mb.
+    expect(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')).toContain('--max-old-space-size=96');
     process.kill(pid, 'SIGKILL');
     await t.logs.waitFor(
       (l) => l.msg === 'revision process stopped unexpectedly; restarting' && l.deploymentId === d.id,
@@ -218,6 +226,36 @@ describe('a deployment serves its app', () => {
       20_000,
       'restart',
     );
+    expect(await untilServing(t, d.id, tenant, 'v1')).toMatch(/^v1 /);
+  });
+
+  it('a process that keeps dying is restarted with backoff and shows it on the deployment, with the reason', async () => {
+    const api = client(t.url, tenant);
+    const d = (await api.post('/deployments', deploymentBody(bare.url))).json;
+    await deployed(api, d.id, d.latest_revision_id);
+    for (let crash = 1; crash <= 3; crash++) {
+      const proc = await eventually(() => t.cp.serving!.current(d.id)?.proc, 30_000, `process before crash ${crash}`);
+      await ask(proc.target, tenant, 'exit').catch(() => '');
+      await proc.exited;
+    }
+    const shown = await eventually(
+      async () => (await api.get(`/deployments/${d.id}`)).json.serving_error as string | undefined,
+      10_000,
+      'serving_error',
+    );
+    expect(shown).toMatch(
+      new RegExp(
+        `^the process of revision ${d.latest_revision_id} keeps stopping \\(3 times in a row, last: exit code 7`,
+      ),
+    );
+    const logged = t.logs
+      .lines()
+      .filter((l) => l.msg === 'revision process stopped unexpectedly; restarting' && l.deploymentId === d.id);
+    expect(logged.map((l) => [l.crashes, l.delay])).toEqual([
+      [1, 500],
+      [2, 1000],
+      [3, 2000],
+    ]);
     expect(await untilServing(t, d.id, tenant, 'v1')).toMatch(/^v1 /);
   });
 
