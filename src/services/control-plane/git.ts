@@ -61,7 +61,9 @@ export async function git(
     'git',
     [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`, ...args],
     { cwd, env: ENV, timeoutMs, signal },
-  );
+  ).catch((err: Error) => {
+    throw new GitError('failed', `git could not run: ${err.message}`);
+  });
   if (result.outcome === 'aborted') throw new GitError('aborted', 'git stopped: build cancelled');
   if (result.outcome === 'timeout') throw new GitError('timeout', `no answer within ${timeoutMs / 1000} s`);
   if (result.code !== 0)

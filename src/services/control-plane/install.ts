@@ -54,7 +54,12 @@ export async function installDependencies(
   if (result.outcome === 'timeout')
     throw new InstallFailure(`npm ${args[0]}: no result within ${Math.round(timeoutMs / 1000)} s`, log);
   if (result.code !== 0) {
-    const why = lastErrorLine(result.stderr) ?? `exit code ${result.code}`;
+    // Paths inside the build folder as the app knows them (the folder's place on this host is not the user's concern).
+    // npm itself masks UUIDs (they may be tokens), so the folder's ids may show as `***`.
+    const masked = appDir.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '***');
+    const why = (lastErrorLine(result.stderr) ?? `exit code ${result.code}`)
+      .replaceAll(appDir, '.')
+      .replaceAll(masked, '.');
     throw new InstallFailure(`npm ${args[0]} failed: ${why}`, log);
   }
   return { log };
@@ -72,10 +77,12 @@ export class InstallFailure extends BuildFailure {
 
 export class InstallCancelled extends Error {}
 
+/** npm's own reason: its first `npm error` line that is not bookkeeping (code, syscall, path, errno, log file). */
 function lastErrorLine(stderr: string): string | null {
   const lines = stderr
     .split('\n')
+    .filter((l) => /^npm (error|ERR!)/.test(l))
     .map((l) => l.replace(/^npm (error|ERR!)\s*/, '').trim())
-    .filter((l) => l !== '' && !/^A complete log of this run|^code [A-Z]/.test(l));
+    .filter((l) => l !== '' && !/^(code|syscall|path|errno|signal|command|cwd) |^A complete log of this run/.test(l));
   return lines[0]?.slice(0, 300) ?? null;
 }

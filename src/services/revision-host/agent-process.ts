@@ -1,4 +1,5 @@
 import { register } from 'node:module';
+import { dirname } from 'node:path';
 import pino from 'pino';
 import type { Redis } from 'ioredis';
 import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
@@ -30,7 +31,11 @@ const send = (m: FromChild) => process.send?.(m);
 function oneLine(err: unknown, configPath: string): string {
   const message = err instanceof Error ? err.message : String(err);
   const line = message.split('\n').find((l) => l.trim() !== '') ?? 'the app failed to load';
-  return line.replace(`${configPath}: `, '').slice(0, 1000);
+  // Paths of the app as the user knows them: relative to its folder (where it sits on this host is not theirs to know).
+  return line
+    .replace(`${configPath}: `, '')
+    .replaceAll(`${dirname(configPath)}/`, './')
+    .slice(0, 1000);
 }
 
 async function main(control: ProcessControl): Promise<void> {

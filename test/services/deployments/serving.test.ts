@@ -113,6 +113,46 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
     expect(logB.build_log).toMatch(/^\$ npm install/);
   });
 
+  it("npm ci with a lockfile; an install that fails fails the revision with npm's reason and keeps its log", async () => {
+    const api = client(t.url, tenant);
+    const lock = JSON.stringify({
+      name: 'packaged-app',
+      lockfileVersion: 3,
+      requires: true,
+      packages: { '': { name: 'packaged-app' } },
+    });
+    packaged.branches({
+      locked: { 'package-lock.json': lock },
+      unmet: {
+        'package.json': JSON.stringify({
+          name: 'packaged-app',
+          private: true,
+          type: 'module',
+          dependencies: { missing: 'file:./no-such-package.tgz' },
+        }),
+      },
+    });
+    const locked = (
+      await api.post('/deployments', deploymentBody(packaged.url, { source_revision_config: { repo_ref: 'locked' } }))
+    ).json;
+    await deployed(api, locked.id, locked.latest_revision_id);
+    const log = (await api.get(`/deployments/${locked.id}/revisions/${locked.latest_revision_id}/build_log`)).json;
+    expect(log.build_log).toMatch(/^\$ npm ci /);
+
+    const unmet = (
+      await api.post('/deployments', deploymentBody(packaged.url, { source_revision_config: { repo_ref: 'unmet' } }))
+    ).json;
+    const rev = await waitForRevision(api, unmet.id, unmet.latest_revision_id, undefined, 60_000);
+    expect(rev.status).toBe('BUILD_FAILED');
+    expect(rev.status_message).toMatch(
+      /^BUILD_FAILED: npm install failed: .*no such file or directory, open '\.\/no-such-package\.tgz'$/,
+    );
+    const failedLog = (await api.get(`/deployments/${unmet.id}/revisions/${unmet.latest_revision_id}/build_log`)).json;
+    expect(failedLog.build_log).toMatch(/^\$ npm install /);
+    expect(t.cp.routes.get(unmet.id)).toBeUndefined();
+    expect((await api.get(`/deployments/${unmet.id}`)).json.url).toBeNull();
+  });
+
   it('a rollover moves traffic with no failed request, the open stream ends cleanly, the old process drains and stops', async () => {
     const api = client(t.url, tenant);
     const d = (await api.post('/deployments', deploymentBody(bare.url))).json;
