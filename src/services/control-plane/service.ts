@@ -242,7 +242,9 @@ export class DeploymentService {
   private view(d: StoredDeployment): DeploymentView {
     let url: string | null = null;
     if (this.o.deploymentUrl !== null) url = this.o.deploymentUrl.replaceAll('{id}', d.id);
-    else if (this.o.addressing && d.active_revision_id !== null) url = deploymentUrl(d.id, this.o.addressing());
+    // Only a git source is run here (an image source stays a record): its url once a revision of it was DEPLOYED.
+    else if (this.o.addressing && d.active_revision_id !== null && isGitSource(d.source))
+      url = deploymentUrl(d.id, this.o.addressing());
     return deploymentView(d, url);
   }
 }
