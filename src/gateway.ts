@@ -1,6 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { adminApp } from './admin/app.ts';
+import type { DeploymentAddressing } from './deployment-routes/deployment-url.ts';
+import { routeTableFromSettings } from './deployment-routes/from-settings.ts';
+import type { RouteTable } from './deployment-routes/route-table.ts';
+import { DeploymentUpstreams } from './edge/deployment-upstreams.ts';
 import { edgeApp } from './edge/app.ts';
 import { clientIpSettings } from './edge/client-ip-settings.ts';
 import { edgeHandler } from './edge/handler.ts';
@@ -24,6 +28,13 @@ export interface Gateway {
   readonly admin: Listening;
   readonly upstreams: { readonly controlPlane: Upstream; readonly agentServer: Upstream };
   readonly metrics: Metrics;
+  /**
+   * Where each deployment is served: read by the edge on every request under `/deployments/{id}` (or the host form),
+   * written by the control plane. In Redis with REDIS_URL (shared by every edge on it), else this process's own.
+   */
+  readonly routes: RouteTable;
+  /** The base of a deployment's `url`: PUBLIC_URL (else the edge's own address) and DEPLOYMENTS_DOMAIN. */
+  addressing(): DeploymentAddressing;
   /** Re-reads the rule file; invalid files are logged and the old rules keep serving. */
   reload(): void;
   /**
@@ -76,6 +87,14 @@ export async function startGateway(
       );
     },
   });
+  // The deployment route table, before the control plane that writes it; PUBLIC_URL defaults to the edge's own
+  // address, known once it listens (the control plane asks when it makes a `url`).
+  const routeTable = routeTableFromSettings(settings, log.child({ component: 'deployment-routes' }));
+  let edgeAddress: string | null = null;
+  const addressing = (): DeploymentAddressing => ({
+    publicUrl: settings.publicUrl ?? edgeAddress ?? `http://localhost:${settings.port}`,
+    domain: settings.deploymentsDomain,
+  });
   // Upstreams: the configured URLs, else the bundled services in this process.
   const bundled = new BundledServices(env, log);
   const owned: BundledService[] = [];
@@ -92,10 +111,14 @@ export async function startGateway(
     return createUpstream(name, service.url, settings.maxConnections);
   };
   const upstreams = {
-    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () => bundled.controlPlane()),
+    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () =>
+      bundled.controlPlane({ routes: routeTable.table, addressing }),
+    ),
     agentServer: await upstreamAt('agent-server', settings.agentServerUrl, () => bundled.agentServer()),
   };
 
+  metrics.countRoutes(() => routeTable.table.all().length);
+  const deployments = new DeploymentUpstreams(routeTable.table, { connections: settings.maxConnections });
   const limit = limitStep({
     matcher: () => rules.current(),
     limiter,
@@ -114,7 +137,11 @@ export async function startGateway(
   const handle = edgeHandler({
     limit,
     ...(checkKeys && { keyCheck: keyCheck(bundled.keys()) }),
-    route: router(upstreams),
+    route: router({
+      ...upstreams,
+      deployment: (id) => deployments.get(id),
+      domain: settings.deploymentsDomain,
+    }),
     ...clientIpSettings(settings),
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },
     log,
@@ -124,12 +151,20 @@ export async function startGateway(
     escapedSlashes: settings.escapedSlashes,
   });
   // Not listening before the store answers: the first requests would otherwise all be store errors.
-  if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {
-    log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
-  }
+  const [storeUp, routesRead] = await Promise.all([
+    withinMs(store.connected(), STORE_BOOT_WAIT_MS),
+    withinMs(
+      routeTable.ready.then(() => true),
+      STORE_BOOT_WAIT_MS,
+    ),
+  ]);
+  if (!storeUp) log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
+  // Deployments answer 404 until the table is read (it keeps trying); everything else is served.
+  if (!routesRead) log.warn('deployment route table not read at boot: deployments answer 404 until it is');
   const edge = await listen(edgeApp(handle), settings.port, settings.host, {
     maxConnections: settings.maxConnections,
     deferContinue: true,
+    streamBodies: true,
   });
   const admin = await listen(
     adminApp({
@@ -143,6 +178,10 @@ export async function startGateway(
     settings.adminPort,
     settings.adminHost,
   );
+  edgeAddress =
+    settings.host === null || settings.host === '0.0.0.0' || settings.host === '::'
+      ? `http://localhost:${edge.port}`
+      : edge.url;
   if (settings.identitySecretIsDefault && store.kind !== 'memory') {
     log.warn('IDENTITY_SECRET is unset: bucket keys use the public development secret; set it in production');
   }
@@ -169,6 +208,9 @@ export async function startGateway(
       rules: rules.file,
       version: rules.version,
       store: store.kind,
+      routes: routeTable.kind,
+      publicUrl: addressing().publicUrl,
+      ...(settings.deploymentsDomain !== null && { deploymentsDomain: settings.deploymentsDomain }),
     },
     'gateway listening',
   );
@@ -178,6 +220,8 @@ export async function startGateway(
     admin,
     upstreams,
     metrics,
+    routes: routeTable.table,
+    addressing,
     reload,
     async close() {
       draining = true;
@@ -188,9 +232,10 @@ export async function startGateway(
         limiter.close(),
         upstreams.controlPlane.pool.close(),
         upstreams.agentServer.pool.close(),
+        deployments.close(),
         ...owned.map((o) => o.close()),
       ]);
-      await bundled.close();
+      await Promise.all([bundled.close(), routeTable.table.close()]);
     },
   };
 }

@@ -13,6 +13,8 @@ const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1,
 
 export function createMetrics() {
   const registry = new Registry();
+  /** The edge's count of deployment routes, read when scraped (set by the gateway once its route table exists). */
+  let routeCount = () => 0;
   collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const metrics = {
     registry,
@@ -76,6 +78,17 @@ export function createMetrics() {
       help: 'Server-sent event streams open through the edge',
       registers: [registry],
     }),
+    deploymentRoutes: new Gauge({
+      name: 'gateway_deployment_routes',
+      help: 'Deployments this edge routes now (its copy of the route table): every edge on one table should agree',
+      registers: [registry],
+      collect() {
+        this.set(routeCount());
+      },
+    }),
+    countRoutes(count: () => number) {
+      routeCount = count;
+    },
     setBreaker(state: BreakerState) {
       metrics.breakerState.set(BREAKER_VALUE[state]);
     },

@@ -15,6 +15,7 @@ import {
   text,
   type Env,
 } from './settings/env.ts';
+import { routesPrefixSetting } from './settings/deployment-routes.ts';
 
 /**
  * Environment → one frozen, typed Settings. An invalid value fails at boot
@@ -69,6 +70,15 @@ export interface Settings {
   readonly maxIdentityLength: number;
   /** What the edge does with `%2F` / `%5C` in a path: reject (400), unescape (decode, match and forward), keep. */
   readonly escapedSlashes: EscapedSlashes;
+  /**
+   * PUBLIC_URL: the edge's public address, the base of a deployment's path-form `url`
+   * (`{PUBLIC_URL}/deployments/{id}`); null = the edge's own address once listening (`http://localhost:<port>`).
+   */
+  readonly publicUrl: string | null;
+  /** DEPLOYMENTS_DOMAIN: deployments are also served at `{id}.{domain}` (Host header), and their `url` is that. */
+  readonly deploymentsDomain: string | null;
+  /** ROUTES_PREFIX: prefix of the deployment route table's Redis keys (`<prefix>:<region>:{routes}:...`). */
+  readonly routesPrefix: string;
 }
 
 /**
@@ -118,7 +128,30 @@ export function loadSettings(env: Env = process.env): Settings {
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
     escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
+    publicUrl: publicUrl(env),
+    deploymentsDomain: deploymentsDomain(env),
+    routesPrefix: routesPrefixSetting(env),
   });
+}
+
+/** PUBLIC_URL without its trailing slash; no query or fragment (a deployment's path is appended to it). */
+export function publicUrl(env: Env): string | null {
+  const v = optionalUrl(env, 'PUBLIC_URL', ['http:', 'https:']);
+  if (v === null) return null;
+  const url = new URL(v);
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '')
+    throw new SettingsError('PUBLIC_URL', `must be a plain http(s) address without credentials, query or fragment`);
+  return v.replace(/\/+$/, '');
+}
+
+/** A DNS name (`deploy.example.com`, `localhost`), lowercased, without a leading dot or a port. */
+export function deploymentsDomain(env: Env): string | null {
+  const v = text(env, 'DEPLOYMENTS_DOMAIN', '').toLowerCase().replace(/^\./, '');
+  if (v === '') return null;
+  const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+  if (v.length > 253 || !new RegExp(`^${label}(?:\\.${label})*$`).test(v))
+    throw new SettingsError('DEPLOYMENTS_DOMAIN', `must be a domain name such as deploy.example.com, got "${v}"`);
+  return v;
 }
 
 function hostPort(name: string, entry: string): { host: string; port: number } {

@@ -9,7 +9,9 @@ export class MemoryRouteTable implements RouteTable {
   }
 
   async set(route: DeploymentRoute): Promise<void> {
-    this.routes.set(route.deploymentId, route);
+    // A copy of the route's own fields: what the caller does with its object afterwards changes nothing here.
+    const { deploymentId, revisionId, tenantId, target } = route;
+    this.routes.set(deploymentId, { deploymentId, revisionId, tenantId, target });
   }
 
   async delete(deploymentId: string): Promise<void> {

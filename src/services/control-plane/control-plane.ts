@@ -20,6 +20,7 @@ import type { ControlPlaneSettings } from './settings.ts';
 import type { ControlPlaneStore } from './store.ts';
 import { join } from 'node:path';
 import type { DeploymentAddressing } from '../../deployment-routes/deployment-url.ts';
+import { routeTableFromSettings } from '../../deployment-routes/from-settings.ts';
 import { MemoryRouteTable } from '../../deployment-routes/memory-route-table.ts';
 import type { RouteTable } from '../../deployment-routes/route-table.ts';
 import { LocalProcessHost } from '../revision-host/local-process-host.ts';
@@ -61,7 +62,7 @@ export interface ControlPlaneOptions {
   readonly redis?: Redis;
   readonly builder?: Builder;
   readonly now?: () => Date;
-  /** The routing table the edge reads; default one in memory (only this process sees it). */
+  /** The routing table the edge reads; default from the settings (in Redis with REDIS_URL, else in this process). */
   readonly routes?: RouteTable;
   /**
    * Where the edge serves deployments (read when a `url` is shown: PUBLIC_URL may be known only once the edge
@@ -115,7 +116,16 @@ export async function createControlPlane(
   const queue = new BuildQueue(settings.buildConcurrency, (err, id) =>
     cpLog.error({ err, revisionId: id }, 'build job failed'),
   );
-  const routes = options.routes ?? new MemoryRouteTable();
+  // Alone with REDIS_URL, the control plane writes the table the edges read; else one of this process.
+  const ownRoutes = options.routes
+    ? null
+    : options.host === null
+      ? new MemoryRouteTable()
+      : routeTableFromSettings(
+          { redisUrl: settings.redisUrl, routesPrefix: settings.routesPrefix, region: settings.region },
+          cpLog.child({ component: 'deployment-routes' }),
+        ).table;
+  const routes = options.routes ?? ownRoutes!;
   const builder =
     options.builder ??
     new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos, repoHosts });
@@ -216,7 +226,7 @@ export async function createControlPlane(
       await queue.close();
       await resumed;
       await serving?.close();
-      if (!options.routes) await routes.close();
+      await ownRoutes?.close();
       await store.close();
       if (!options.keys) await keys.close();
       if (ownRedis) await closeRedis(ownRedis);

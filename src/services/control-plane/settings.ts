@@ -17,6 +17,9 @@ import {
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkRepoHostsAllowed } from './repo-hosts.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
+import { routesPrefixSetting } from '../../settings/deployment-routes.ts';
+// The edge's reading of PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both services.
+import { deploymentsDomain, publicUrl } from '../../settings.ts';
 
 /**
  * Environment → the control plane's frozen settings, read with the settings
@@ -74,6 +77,8 @@ export interface ControlPlaneSettings {
   readonly publicUrl: string | null;
   /** DEPLOYMENTS_DOMAIN: deployment urls are `https://<id>.<domain>`; null = the path form. */
   readonly deploymentsDomain: string | null;
+  /** ROUTES_PREFIX: the deployment route table in Redis, shared with the edges (with REDIS_URL). */
+  readonly routesPrefix: string;
   /** The edge's PORT (default 8080), for the default PUBLIC_URL. */
   readonly edgePort: number;
 }
@@ -115,8 +120,9 @@ export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSe
       'deployment',
       '1-64 letters, digits, "_", "." or "-"',
     ),
-    publicUrl: optionalUrl(env, 'PUBLIC_URL', ['http:', 'https:']),
-    deploymentsDomain: domain(env),
+    publicUrl: publicUrl(env),
+    deploymentsDomain: deploymentsDomain(env),
+    routesPrefix: routesPrefixSetting(env),
     edgePort: integer(env, 'PORT', 8080, 0, 65535),
   });
 }
@@ -129,14 +135,6 @@ function repoHostsAllowed(env: Env): string[] {
     throw new SettingsError('REPO_HOSTS_ALLOWED', (err as Error).message);
   }
   return entries;
-}
-
-function domain(env: Env): string | null {
-  const v = text(env, 'DEPLOYMENTS_DOMAIN', '').replace(/^\.+/, '').toLowerCase();
-  if (v === '') return null;
-  if (!/^(?=.{1,200}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/.test(v))
-    throw new SettingsError('DEPLOYMENTS_DOMAIN', `must be a DNS name such as deployments.example.com, got "${v}"`);
-  return v;
 }
 
 function secretsKey(env: Env): Buffer | null {

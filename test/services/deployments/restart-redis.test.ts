@@ -4,9 +4,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { Redis } from 'ioredis';
+import pino from 'pino';
+import { routeTableFromSettings } from '../../../src/deployment-routes/from-settings.ts';
+import type { RouteTable } from '../../../src/deployment-routes/route-table.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
-import { client, deploymentBody, makeRepo, startControlPlane, type TestRepo } from '../control-plane/helpers.ts';
+import {
+  client,
+  deploymentBody,
+  eventually,
+  makeRepo,
+  startControlPlane,
+  type TestRepo,
+} from '../control-plane/helpers.ts';
 import { alive, ask, BARE_APP, deployed, target } from './helpers.ts';
 
 /**
@@ -42,6 +52,7 @@ const env = () => ({
   CONTROL_PLANE_PREFIX: `${RUN}:cp`,
   API_KEYS_PREFIX: `${RUN}:keys`,
   DEPLOYMENT_DATA_PREFIX: DATA,
+  ROUTES_PREFIX: `${RUN}:routes`,
   BUILD_WORK_DIR: workDir,
 });
 
@@ -49,6 +60,7 @@ describe('deployments on Redis', () => {
   it('a restarted control plane serves them again without a rebuild, with their data; delete removes only their data', async () => {
     const first = await startControlPlane(env(), { host: undefined });
     let second: Awaited<ReturnType<typeof startControlPlane>> | undefined;
+    const edges: RouteTable[] = [];
     try {
       const tenant = await first.tenant();
       const api = client(first.url, tenant);
@@ -67,6 +79,13 @@ describe('deployments on Redis', () => {
       second = await startControlPlane(env(), { host: undefined });
       await second.cp.resumed;
       const again = target(second, d.id);
+      // The table in Redis is the edges': one opened as an edge does follows the control plane's writes.
+      const edgeTable = routeTableFromSettings(
+        { redisUrl: 'redis://127.0.0.1:6379', routesPrefix: `${RUN}:routes`, region: 'us' },
+        pino({ level: 'silent' }),
+      );
+      edges.push(edgeTable.table);
+      await eventually(() => edgeTable.table.get(d.id)?.target === again, 10_000, 'the edge table follows');
       expect(await ask(again, tenant)).toBe('v1 hello kept: hi');
       const sdk2 = new Client({ apiUrl: again, apiKey: tenant.key });
       const state = await sdk2.threads.getState(thread.thread_id);
@@ -86,9 +105,11 @@ describe('deployments on Redis', () => {
       expect(await keysByPrefix(redis, `${DATA}:${d.id}:`)).toEqual([]);
       expect(await redis.get(sentinel)).toBe('another deployment');
       expect(second.cp.routes.get(d.id)).toBeUndefined();
+      await eventually(() => edgeTable.table.get(d.id) === undefined, 10_000, 'the edge table forgets');
       expect(alive(pid)).toBe(false);
       expect(existsSync(second.cp.builds.folderOf(d.id))).toBe(false);
     } finally {
+      for (const table of edges) await table.close();
       await second?.close();
       await first.close().catch(() => {});
     }
