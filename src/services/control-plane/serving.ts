@@ -143,7 +143,9 @@ export class Serving {
       throw err;
     }
     if (this.closed) return void (await proc.stop(0));
-    await this.promote(d, rev.id, proc, async () => true);
+    // Still the deployment's active revision (not deleted or redeployed meanwhile).
+    const current = async () => (await this.o.store.getDeployment(d.tenant_id, d.id))?.active_revision_id === rev.id;
+    await this.promote(d, rev.id, proc, current);
   }
 
   /** A deleted deployment: no route, its process stopped at once, its Agent Server data removed. */
