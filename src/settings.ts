@@ -145,7 +145,7 @@ export function loadSettings(env: Env = process.env): Settings {
 }
 
 /** PUBLIC_URL without its trailing slash; no query or fragment (a deployment's path is appended to it). */
-function publicUrl(env: Env): string | null {
+export function publicUrl(env: Env): string | null {
   const v = optionalUrl(env, 'PUBLIC_URL', ['http:', 'https:']);
   if (v === null) return null;
   const url = new URL(v);
@@ -155,7 +155,7 @@ function publicUrl(env: Env): string | null {
 }
 
 /** A DNS name (`deploy.example.com`, `localhost`), lowercased, without a leading dot or a port. */
-function deploymentsDomain(env: Env): string | null {
+export function deploymentsDomain(env: Env): string | null {
   const v = text(env, 'DEPLOYMENTS_DOMAIN', '').toLowerCase().replace(/^\./, '');
   if (v === '') return null;
   const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
