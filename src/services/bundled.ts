@@ -1,6 +1,7 @@
+import { relative } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { DEFAULT_ORG, describeDevelopmentKey } from '../keys/bootstrap.ts';
+import { DEFAULT_ORG, DEFAULT_WORKSPACE, describeDevelopmentKey } from '../keys/bootstrap.ts';
 import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import type { KeyRegistry } from '../keys/types.ts';
@@ -13,7 +14,8 @@ import { RedisCheckpointer } from './agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from './agent-server/store/redis-item-store.ts';
 import { RedisAgentStore } from './agent-server/store/redis-agent-store.ts';
 import { loadAgentServerSettings } from './agent-server/settings.ts';
-import { createControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
+import { registerDefaultDeployment } from './control-plane/default-deployment.ts';
+import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
 import { loadControlPlaneSettings } from './control-plane/settings.ts';
 
 export interface BundledService {
@@ -30,6 +32,7 @@ export interface BundledService {
  */
 export class BundledServices {
   private registry: KeyRegistry | null = null;
+  private cp: ControlPlane | null = null;
   private redis: Redis | null = null;
   private reachable: Promise<void> | undefined;
   private lastRedisError: string | undefined;
@@ -46,6 +49,7 @@ export class BundledServices {
       keys: this.keys(),
       ...deployments,
     });
+    this.cp = cp;
     const server = await listen(cp.app, 0, '127.0.0.1');
     if (cp.devKey) process.stdout.write(describeDevelopmentKey(cp.devKey) + '\n');
     return { url: server.url, close: async () => (await server.close(), await cp.close()) };
@@ -73,7 +77,22 @@ export class BundledServices {
       log: this.log.child({ component: 'agent-server' }),
     });
     const listening = await listen(server.app, 0, '127.0.0.1');
-    this.log.info({ app: settings.appConfig, graphs: server.graphs, url: listening.url }, 'default deployment serving');
+    // Listed by the bundled control plane, with a `url` and a route to this server (default-deployment.ts).
+    const listed =
+      this.cp &&
+      (await registerDefaultDeployment(
+        { store: this.cp.store, routes: this.cp.routes, now: () => new Date(), log: this.log },
+        {
+          tenantId: DEFAULT_WORKSPACE,
+          target: listening.url,
+          configPath: relative(process.cwd(), settings.appConfig) || settings.appConfig,
+          graphs: server.graphs,
+        },
+      ));
+    this.log.info(
+      { app: settings.appConfig, graphs: server.graphs, url: listening.url, deploymentId: listed?.id },
+      'default deployment serving',
+    );
     return { url: listening.url, close: async () => (await server.close(), await listening.close()) };
   }
 

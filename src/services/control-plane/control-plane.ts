@@ -247,7 +247,7 @@ async function resumeServing(store: ControlPlaneStore, serving: Serving, log: Lo
     return;
   }
   for (const d of all) {
-    if (d.active_revision_id === null) continue;
+    if (d.active_revision_id === null || d.bundled) continue;
     try {
       const rev = await store.getRevision(d.id, d.active_revision_id);
       if (rev?.status !== 'DEPLOYED') continue;

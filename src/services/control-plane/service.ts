@@ -113,6 +113,7 @@ export class DeploymentService {
     await this.checkRepoHost(body.source_config?.repo_url);
     const now = this.o.now().toISOString();
     const changed = await this.o.store.updateDeployment(tenantId, id, (d) => {
+      if (d.bundled) throw bundledConflict(d.id, 'patched');
       if (body.name !== undefined && body.name !== d.name)
         throw badRequest(`Field "name" cannot be changed (deployment ${d.id} is named "${d.name}").`);
       if (body.source !== undefined && body.source !== d.source)
@@ -148,6 +149,7 @@ export class DeploymentService {
   }
 
   async remove(tenantId: string, id: string): Promise<void> {
+    if ((await this.require(tenantId, id)).bundled) throw bundledConflict(id, 'deleted');
     const removed = await this.o.store.deleteDeployment(tenantId, id);
     if (removed === null) throw deploymentNotFound(id);
     await this.o.builds.forget(id);
@@ -207,6 +209,7 @@ export class DeploymentService {
    */
   async redeploy(tenantId: string, id: string, revisionId: string): Promise<DeploymentView> {
     const d = await this.require(tenantId, id);
+    if (d.bundled) throw bundledConflict(id, 'redeployed');
     const r = await this.o.store.getRevision(id, revisionId);
     if (r === null) throw revisionNotFound(revisionId);
     if (r.status !== 'DEPLOYED')
@@ -284,4 +287,11 @@ function given<T extends object>(o: T): { [K in keyof T]?: NonNullable<T[K]> } {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as {
     [K in keyof T]?: NonNullable<T[K]>;
   };
+}
+
+/** The default deployment is the gateway's own app (default-deployment.ts): it changes with the gateway's settings. */
+function bundledConflict(id: string, what: string) {
+  return conflict(
+    `Deployment ${id} is the default deployment, served by the gateway itself: it cannot be ${what}. Its app is the gateway's APP_CONFIG; create a deployment of your own from a repository instead.`,
+  );
 }

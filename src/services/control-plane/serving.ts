@@ -33,6 +33,8 @@ export interface ServingOptions {
   readonly dataPrefix: string;
   /** Redis holding that data, to remove it on delete; null = in memory (it goes with the process). */
   readonly redis: Redis | null;
+  /** How long a replaced revision keeps accepting after its route moved (default 2 s). */
+  readonly routeSettleMs?: number;
   /** First restart delay after a crash; doubles up to 30 s. */
   readonly restartDelayMs?: number;
 }
@@ -52,9 +54,13 @@ const SHOWN_AFTER_CRASHES = 3;
 /** A process that lived this long was healthy: its crash count starts again. */
 const HEALTHY_AFTER_MS = 30_000;
 const MAX_RESTART_DELAY_MS = 30_000;
+/** How long a replaced revision keeps accepting new connections after its route moved. */
+const ROUTE_SETTLE_MS = 2000;
 
 export class Serving {
   private readonly served = new Map<string, Served>();
+  /** Replaced revisions still accepting while their route settles (retireLater). */
+  private readonly settling = new Set<Served>();
   private closed = false;
 
   constructor(private readonly o: ServingOptions) {}
@@ -120,7 +126,7 @@ export class Serving {
     const next: Served = { deploymentId: d.id, tenantId: d.tenant_id, revisionId, proc, crashes: 0, retired: false };
     this.served.set(d.id, next);
     this.supervise(next, proc);
-    if (previous) this.retire(previous, this.o.drainMs);
+    if (previous) this.retireLater(previous);
     await this.clearError(d);
     this.o.log.info({ deploymentId: d.id, revisionId, target: proc.target }, 'revision serving');
     return true;
@@ -153,17 +159,34 @@ export class Serving {
     await this.o.routes.delete(deploymentId);
     const s = this.served.get(deploymentId);
     this.served.delete(deploymentId);
-    if (s) await this.retire(s, 0);
+    const replaced = [...this.settling].filter((x) => x.deploymentId === deploymentId);
+    for (const x of replaced) this.settling.delete(x);
+    await Promise.all([s, ...replaced].map((x) => x && this.retire(x, 0)));
     await this.removeData(deploymentId);
   }
 
   /** Stops every process (no drain: the gateway is stopping). Routes stay (a restart with Redis serves them again). */
   async close(): Promise<void> {
     this.closed = true;
-    const all = [...this.served.values()];
+    const all = [...this.served.values(), ...this.settling];
     this.served.clear();
+    this.settling.clear();
     await Promise.all(all.map((s) => this.retire(s, 0)));
     await this.o.host.close();
+  }
+
+  /**
+   * A replaced revision keeps accepting for ROUTE_SETTLE_MS after its route moved, then drains: an edge that learns
+   * the move a moment late (the route table reaches every edge sharing it within a second) still finds it listening.
+   */
+  private retireLater(s: Served): void {
+    s.retired = true;
+    this.settling.add(s);
+    s.timer = setTimeout(() => {
+      this.settling.delete(s);
+      void this.retire(s, this.o.drainMs);
+    }, this.o.routeSettleMs ?? ROUTE_SETTLE_MS);
+    s.timer.unref();
   }
 
   private async retire(s: Served, drainMs: number): Promise<void> {

@@ -73,6 +73,8 @@ export interface StoredDeployment {
   readonly serving_error?: string;
   /** Revisions ever created; the next one's `seq` (orders the revision list). */
   readonly revision_count: number;
+  /** The default deployment, served by the gateway's own Agent Server (default-deployment.ts): never built or launched. */
+  readonly bundled?: boolean;
 }
 
 export interface StatusChange {
