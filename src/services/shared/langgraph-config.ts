@@ -3,7 +3,9 @@ import { jsonErrorPosition } from './json-error-position.ts';
 /**
  * The app config format (`langgraph.json` in the public platform), parsed once for the control plane's build and the
  * Agent Server: JSON, `graphs` mapping each graph name to `<file>:<export>` (or to `{"path": "<file>:<export>"}`), and
- * an optional `auth.path` as `<file>:<export>` or `<file>` (its default export).
+ * an optional `auth.path` as `<file>:<export>` or `<file>` (its default export), an optional `env` (a map of variable
+ * to string value, or the path of a `.env` file), an optional `http` (`app`: `<file>:<export>` of a Hono app;
+ * `configurable_headers`: `include` / `exclude` lists of header patterns) and a graph's optional `description`.
  *
  * Only the format lives here. Where files resolve and what counts as a file (inside the checkout for a build, anywhere
  * on the host for the Agent Server) is each caller's, and so are its error type and messages: every problem reaches
@@ -19,7 +21,15 @@ export type ConfigProblem =
   | { readonly kind: 'graph-name'; readonly name: string }
   | { readonly kind: 'graph-not-spec'; readonly name: string }
   | { readonly kind: 'auth-not-object' }
-  | { readonly kind: 'auth-path-not-string' };
+  | { readonly kind: 'auth-path-not-string' }
+  | { readonly kind: 'env-invalid' }
+  | { readonly kind: 'http-invalid'; readonly key: string };
+
+/** The `http` block, as written (only the keys the servers use are checked). */
+export interface HttpConfig {
+  readonly app: string | null;
+  readonly configurableHeaders: { readonly include?: readonly string[]; readonly exclude?: readonly string[] } | null;
+}
 
 export interface ConfigVisitor<G, A> {
   /** The caller's error for a problem of the document; it is thrown. */
@@ -37,7 +47,15 @@ export const EXPORT_NAME = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
 export async function parseLanggraphConfig<G, A>(
   text: string,
   visit: ConfigVisitor<G, A>,
-): Promise<{ graphs: [name: string, graph: G][]; auth: A | null }> {
+): Promise<{
+  graphs: [name: string, graph: G][];
+  auth: A | null;
+  /** A map of variable to value, a path of a `.env` file (relative to the config file), or null. */
+  env: Readonly<Record<string, string>> | string | null;
+  http: HttpConfig;
+  /** Each graph's `description`, when given. */
+  descriptions: ReadonlyMap<string, string>;
+}> {
   let config: unknown;
   try {
     config = JSON.parse(text);
@@ -52,11 +70,13 @@ export async function parseLanggraphConfig<G, A>(
   if (Object.keys(graphsIn).length === 0) throw visit.problem({ kind: 'graphs-empty' });
 
   const graphs: [string, G][] = [];
+  const descriptions = new Map<string, string>();
   for (const [name, value] of Object.entries(graphsIn)) {
     if (!GRAPH_NAME.test(name)) throw visit.problem({ kind: 'graph-name', name });
     const spec =
       typeof value === 'string' ? value : isObject(value) && typeof value.path === 'string' ? value.path : null;
     if (spec === null) throw visit.problem({ kind: 'graph-not-spec', name });
+    if (isObject(value) && typeof value.description === 'string') descriptions.set(name, value.description);
     graphs.push([name, await visit.graph(name, spec)]);
   }
 
@@ -68,7 +88,44 @@ export async function parseLanggraphConfig<G, A>(
       auth = await visit.auth(config.auth.path);
     }
   }
-  return { graphs, auth };
+  return { graphs, auth, env: envOf(config.env, visit), http: httpOf(config.http, visit), descriptions };
+}
+
+function envOf(env: unknown, visit: ConfigVisitor<unknown, unknown>): Readonly<Record<string, string>> | string | null {
+  if (env === undefined || env === null) return null;
+  if (typeof env === 'string' && env.trim() !== '') return env;
+  if (!isObject(env)) throw visit.problem({ kind: 'env-invalid' });
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(env)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) throw visit.problem({ kind: 'env-invalid' });
+    if (typeof v === 'string') out[k] = v;
+    else if (typeof v === 'number' || typeof v === 'boolean') out[k] = String(v);
+    else throw visit.problem({ kind: 'env-invalid' });
+  }
+  return out;
+}
+
+function httpOf(http: unknown, visit: ConfigVisitor<unknown, unknown>): HttpConfig {
+  if (http === undefined || http === null) return { app: null, configurableHeaders: null };
+  if (!isObject(http)) throw visit.problem({ kind: 'http-invalid', key: 'http' });
+  if (http.app !== undefined && http.app !== null && (typeof http.app !== 'string' || http.app.trim() === ''))
+    throw visit.problem({ kind: 'http-invalid', key: 'http.app' });
+  let configurableHeaders: HttpConfig['configurableHeaders'] = null;
+  const headers = http.configurable_headers;
+  if (headers !== undefined && headers !== null) {
+    if (!isObject(headers)) throw visit.problem({ kind: 'http-invalid', key: 'http.configurable_headers' });
+    const list = (key: 'include' | 'exclude'): string[] | undefined => {
+      const v = headers[key];
+      if (v === undefined || v === null) return undefined;
+      if (!Array.isArray(v) || !v.every((p) => typeof p === 'string'))
+        throw visit.problem({ kind: 'http-invalid', key: `http.configurable_headers.${key}` });
+      return v.map((p) => p.toLowerCase());
+    };
+    const include = list('include');
+    const exclude = list('exclude');
+    configurableHeaders = { ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) };
+  }
+  return { app: typeof http.app === 'string' ? http.app : null, configurableHeaders };
 }
 
 /**
@@ -112,5 +169,13 @@ export function describeConfigProblem(configFile: string, p: ConfigProblem): str
     case 'auth-not-object':
     case 'auth-path-not-string':
       return `${configFile}: auth.path: must be "<file>:<export>" or "<file>", e.g. "./src/auth.ts:auth"`;
+    case 'env-invalid':
+      return `${configFile}: env: must be a map of variable names to string values, or the path of a .env file`;
+    case 'http-invalid':
+      return p.key === 'http.app'
+        ? `${configFile}: http.app: must be "<file>:<export>" of a Hono app, e.g. "./src/app.ts:app"`
+        : p.key === 'http'
+          ? `${configFile}: http: must be an object`
+          : `${configFile}: ${p.key}: must be a list of header names (a "*" matches any characters)`;
   }
 }

@@ -41,7 +41,7 @@ export interface AuthOptions {
 
 export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions): MiddlewareHandler<AgentEnv> {
   const authorizeFor = (user: AuthUser): Authorize =>
-    handlers && Object.keys(handlers.callbacks).length > 0 ? authorizer(handlers.callbacks, user) : allowAll;
+    handlers && Object.keys(handlers.callbacks).length > 0 ? authorizer(handlers.callbacks, user, log) : allowAll;
 
   const keyOwner = async (key: string | undefined): Promise<KeyOwner> => {
     if (key === undefined || key === '') throw unauthorized('Missing X-Api-Key header: send a valid API key.');
@@ -73,6 +73,8 @@ export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions):
   };
 
   return async function authenticate(c, next) {
+    // Once per request: the custom routes' middleware (custom-routes.ts) may have authenticated it already.
+    if (c.get('auth') !== undefined) return next();
     const key = c.req.header('x-api-key')?.trim();
     let user: AuthUser;
     if (handlers?.authenticate && c.req.header('x-auth-scheme')?.toLowerCase() !== 'langsmith') {

@@ -78,6 +78,7 @@ export class RunExecution {
         await this.setThread(threadId, (t) => ({
           status: 'busy',
           metadata: { ...t.metadata, graph_id: spec.graphId, assistant_id: run.assistant_id },
+          config: threadConfig(spec.config),
         }));
       }
       runLog.debug('run started');
@@ -189,6 +190,23 @@ export class RunExecution {
   private busyAfter(threadId: string, runId: string): boolean {
     return this.queues.busyAfter(threadId, runId);
   }
+}
+
+/**
+ * The config a thread keeps from its last run: its `configurable` without the user object (which may hold
+ * credentials) and without the run's own ids. A graph factory is called with it to read or update the thread's state,
+ * so it builds the graph the runs had.
+ */
+function threadConfig(config: Record<string, unknown>): Json {
+  const {
+    service_auth_user: _s,
+    langgraph_auth_user: _u,
+    langgraph_auth_permissions: _p,
+    run_id: _r,
+    checkpoint_id: _c,
+    ...configurable
+  } = (config.configurable ?? {}) as Record<string, unknown>;
+  return toPlain({ configurable }) as Json;
 }
 
 /** A failure as a run's `error` (its name and message; never a stack). */
