@@ -51,7 +51,7 @@ export function authorizer(
         {
           handler: key,
           event: `${resource}:${action}`,
-          err: { type: (err as Error)?.name, message: (err as Error)?.message },
+          error: { type: (err as Error)?.name ?? typeof err, message: (err as Error)?.message },
         },
         'authorization handler failed',
       );
