@@ -37,6 +37,10 @@ export interface AppConfig {
   readonly httpApp: ModuleRef | null;
   /** `http.configurable_headers`: which request headers reach `config.configurable` (default: `x-*`, `user-agent`). */
   readonly configurableHeaders: HttpConfig['configurableHeaders'];
+  /** `http.cors` (null: any origin). */
+  readonly cors: HttpConfig['cors'];
+  /** `http.disable_<group>`: API route groups not served. */
+  readonly disabled: HttpConfig['disabled'];
   /** The `env` block (read from its file when it names one); applied by applyAppEnv. */
   readonly env: Readonly<Record<string, string>>;
   /** `graphs.<name>.description`: the description of the graph's default assistant. */
@@ -101,6 +105,8 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
     auth: config.auth,
     httpApp,
     configurableHeaders: config.http.configurableHeaders,
+    cors: config.http.cors,
+    disabled: config.http.disabled,
     env: typeof config.env === 'string' ? await readEnvFile(base, config.env, configFile) : (config.env ?? {}),
     descriptions: config.descriptions,
   };

@@ -1,7 +1,8 @@
 import { getConfig, InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from '@langchain/langgraph';
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
-import { applyAppEnv, importExport, readAppConfig } from './app-config.ts';
+import { applyAppEnv, importExport, readAppConfig, type AppConfig } from './app-config.ts';
+import { corsMiddleware } from './api/cors.ts';
 import { configurableHeaderFilter } from './api/configurable-headers.ts';
 import { loadHttpApp, mountHttpApp, PUBLIC_PATHS } from './api/custom-routes.ts';
 import { registerSdkLogger } from './sdk-logger.ts';
@@ -19,7 +20,7 @@ import { loadGraphs } from './graphs.ts';
 import { MemoryAgentStore } from './store/memory-agent-store.ts';
 import { openApiDocument } from './api/openapi.ts';
 import { settleOrphans } from './runs/orphans.ts';
-import { mount } from './api/operations.ts';
+import { mount, type Operation } from './api/operations.ts';
 import { Runner } from './runs/runner.ts';
 import { runControlOperations } from './api/run-control-routes.ts';
 import { runOperations } from './api/run-create-routes.ts';
@@ -81,6 +82,25 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
+/**
+ * The operations left once the groups `http.disable_<group>` turns off are taken out: assistants, threads (with their
+ * state and stream), runs (with crons), store, meta (/ok, /info).
+ */
+function served(ops: Operation[], disabled: AppConfig['disabled']): Operation[] {
+  const group: Readonly<Record<string, 'assistants' | 'threads' | 'runs' | 'store' | 'meta'>> = {
+    Assistants: 'assistants',
+    Threads: 'threads',
+    Runs: 'runs',
+    Crons: 'runs',
+    Store: 'store',
+    System: 'meta',
+  };
+  return ops.filter((op) => {
+    const g = group[op.tag];
+    return g === undefined || !disabled.has(g);
+  });
+}
+
 /** The node that is running the caller (LangGraph's run config, when inside a run), for the app's log lines. */
 function currentNode(): string | undefined {
   try {
@@ -124,19 +144,23 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   if (orphaned > 0)
     log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
-  const ops = [
-    ...systemOperations(),
-    ...assistantOperations(ctx),
-    ...threadOperations(ctx),
-    ...threadStateOperations(ctx),
-    threadStreamOperation(ctx),
-    ...runOperations(ctx),
-    ...runControlOperations(ctx),
-    ...cronOperations(ctx),
-    ...storeOperations(ctx),
-  ];
+  const ops = served(
+    [
+      ...systemOperations(),
+      ...assistantOperations(ctx),
+      ...threadOperations(ctx),
+      ...threadStateOperations(ctx),
+      threadStreamOperation(ctx),
+      ...runOperations(ctx),
+      ...runControlOperations(ctx),
+      ...cronOperations(ctx),
+      ...storeOperations(ctx),
+    ],
+    config.disabled,
+  );
 
   const app = new Hono<AgentEnv>();
+  app.use('*', corsMiddleware(config.cors));
   app.use('*', jsonBodyLimit(maxBodyBytes));
   mountDocs(app, {
     title: 'Agent Server API',

@@ -5,7 +5,8 @@ import { jsonErrorPosition } from './json-error-position.ts';
  * Agent Server: JSON, `graphs` mapping each graph name to `<file>:<export>` (or to `{"path": "<file>:<export>"}`), and
  * an optional `auth.path` as `<file>:<export>` or `<file>` (its default export), an optional `env` (a map of variable
  * to string value, or the path of a `.env` file), an optional `http` (`app`: `<file>:<export>` of a Hono app;
- * `configurable_headers`: `include` / `exclude` lists of header patterns) and a graph's optional `description`.
+ * `configurable_headers`: `include` / `exclude` lists of header patterns; `cors`; `disable_assistants`, `disable_threads`,
+ * `disable_runs`, `disable_store`, `disable_meta`) and a graph's optional `description`.
  *
  * Only the format lives here. Where files resolve and what counts as a file (inside the checkout for a build, anywhere
  * on the host for the Agent Server) is each caller's, and so are its error type and messages: every problem reaches
@@ -29,7 +30,23 @@ export type ConfigProblem =
 export interface HttpConfig {
   readonly app: string | null;
   readonly configurableHeaders: { readonly include?: readonly string[]; readonly exclude?: readonly string[] } | null;
+  /** `http.cors`, as written (null: the default, any origin). */
+  readonly cors: CorsConfig | null;
+  /** The API route groups turned off (`disable_<group>: true`). */
+  readonly disabled: ReadonlySet<'assistants' | 'threads' | 'runs' | 'store' | 'meta'>;
 }
+
+export interface CorsConfig {
+  readonly allow_origins?: readonly string[];
+  readonly allow_origin_regex?: string;
+  readonly allow_methods?: readonly string[];
+  readonly allow_headers?: readonly string[];
+  readonly allow_credentials?: boolean;
+  readonly expose_headers?: readonly string[];
+  readonly max_age?: number;
+}
+
+const DISABLE_KEYS = ['assistants', 'threads', 'runs', 'store', 'meta'] as const;
 
 export interface ConfigVisitor<G, A> {
   /** The caller's error for a problem of the document; it is thrown. */
@@ -106,7 +123,8 @@ function envOf(env: unknown, visit: ConfigVisitor<unknown, unknown>): Readonly<R
 }
 
 function httpOf(http: unknown, visit: ConfigVisitor<unknown, unknown>): HttpConfig {
-  if (http === undefined || http === null) return { app: null, configurableHeaders: null };
+  if (http === undefined || http === null)
+    return { app: null, configurableHeaders: null, cors: null, disabled: new Set() };
   if (!isObject(http)) throw visit.problem({ kind: 'http-invalid', key: 'http' });
   if (http.app !== undefined && http.app !== null && (typeof http.app !== 'string' || http.app.trim() === ''))
     throw visit.problem({ kind: 'http-invalid', key: 'http.app' });
@@ -125,7 +143,55 @@ function httpOf(http: unknown, visit: ConfigVisitor<unknown, unknown>): HttpConf
     const exclude = list('exclude');
     configurableHeaders = { ...(include ? { include } : {}), ...(exclude ? { exclude } : {}) };
   }
-  return { app: typeof http.app === 'string' ? http.app : null, configurableHeaders };
+  const disabled = new Set<(typeof DISABLE_KEYS)[number]>();
+  for (const group of DISABLE_KEYS) {
+    const v = http[`disable_${group}`];
+    if (v === undefined || v === null || v === false) continue;
+    if (v !== true) throw visit.problem({ kind: 'http-invalid', key: `http.disable_${group}` });
+    disabled.add(group);
+  }
+  return {
+    app: typeof http.app === 'string' ? http.app : null,
+    configurableHeaders,
+    cors: corsOf(http.cors, visit),
+    disabled,
+  };
+}
+
+function corsOf(cors: unknown, visit: ConfigVisitor<unknown, unknown>): CorsConfig | null {
+  if (cors === undefined || cors === null) return null;
+  const bad = (key: string) => visit.problem({ kind: 'http-invalid', key: `http.cors${key ? `.${key}` : ''}` });
+  if (!isObject(cors)) throw bad('');
+  const strings = (key: string) => {
+    const v = cors[key];
+    if (v === undefined || v === null) return undefined;
+    if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw bad(key);
+    return v as string[];
+  };
+  const out: Record<string, unknown> = {
+    allow_origins: strings('allow_origins'),
+    allow_methods: strings('allow_methods'),
+    allow_headers: strings('allow_headers'),
+    expose_headers: strings('expose_headers'),
+  };
+  if (cors.allow_origin_regex !== undefined && cors.allow_origin_regex !== null) {
+    if (typeof cors.allow_origin_regex !== 'string') throw bad('allow_origin_regex');
+    try {
+      new RegExp(cors.allow_origin_regex);
+    } catch {
+      throw bad('allow_origin_regex');
+    }
+    out.allow_origin_regex = cors.allow_origin_regex;
+  }
+  if (cors.allow_credentials !== undefined && cors.allow_credentials !== null) {
+    if (typeof cors.allow_credentials !== 'boolean') throw bad('allow_credentials');
+    out.allow_credentials = cors.allow_credentials;
+  }
+  if (cors.max_age !== undefined && cors.max_age !== null) {
+    if (typeof cors.max_age !== 'number' || !Number.isInteger(cors.max_age) || cors.max_age < 0) throw bad('max_age');
+    out.max_age = cors.max_age;
+  }
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined)) as CorsConfig;
 }
 
 /**
@@ -172,10 +238,19 @@ export function describeConfigProblem(configFile: string, p: ConfigProblem): str
     case 'env-invalid':
       return `${configFile}: env: must be a map of variable names to string values, or the path of a .env file`;
     case 'http-invalid':
-      return p.key === 'http.app'
-        ? `${configFile}: http.app: must be "<file>:<export>" of a Hono app, e.g. "./src/app.ts:app"`
-        : p.key === 'http'
-          ? `${configFile}: http: must be an object`
-          : `${configFile}: ${p.key}: must be a list of header names (a "*" matches any characters)`;
+      return `${configFile}: ${p.key}: ${httpRule(p.key)}`;
   }
+}
+
+/** What a key of the `http` block must be. */
+function httpRule(key: string): string {
+  if (key === 'http') return 'must be an object';
+  if (key === 'http.app') return 'must be "<file>:<export>" of a Hono app, e.g. "./src/app.ts:app"';
+  if (key.startsWith('http.disable_') || key === 'http.cors.allow_credentials') return 'must be true or false';
+  if (key === 'http.cors')
+    return 'must be an object (allow_origins, allow_origin_regex, allow_methods, allow_headers, allow_credentials, expose_headers, max_age)';
+  if (key === 'http.cors.allow_origin_regex') return 'must be a valid regular expression';
+  if (key === 'http.cors.max_age') return 'must be a whole number of seconds';
+  if (key.startsWith('http.cors.')) return 'must be a list of strings';
+  return 'must be a list of header names (a "*" matches any characters)';
 }
