@@ -194,7 +194,7 @@ export class RunExecution {
 
 /**
  * The config a thread keeps from its last run: its `configurable` without the user object (which may hold
- * credentials) and without the run's own ids. A graph factory is called with it to read or update the thread's state,
+ * credentials), the request headers and the run's own ids. A graph factory is called with it to read or update the thread's state,
  * so it builds the graph the runs had.
  */
 function threadConfig(config: Record<string, unknown>): Json {
@@ -206,6 +206,9 @@ function threadConfig(config: Record<string, unknown>): Json {
     checkpoint_id: _c,
     ...configurable
   } = (config.configurable ?? {}) as Record<string, unknown>;
+  // Nor the request headers copied into it (configurable-headers.ts): the thread record is read by others.
+  for (const key of Object.keys(configurable))
+    if (key.startsWith('x-') || key === 'user-agent') delete configurable[key];
   return toPlain({ configurable }) as Json;
 }
 

@@ -199,6 +199,12 @@ describe('apps load and run as on the official server', () => {
       input: userInput('go'),
       config: { configurable: { variant: 'b' } },
     });
+    // The thread keeps the run's configurable, without the user object and the request headers.
+    const kept = ((await client.threads.get(thread.thread_id)).config as { configurable: Record<string, unknown> })
+      .configurable;
+    expect(kept).toMatchObject({ variant: 'b', graph_id: 'variants' });
+    for (const key of ['service_auth_user', 'langgraph_auth_user', 'x-user', 'x-api-key', 'user-agent'])
+      expect(kept).not.toHaveProperty([key]);
     const written = await client.threads.updateState(thread.thread_id, {
       values: { messages: [{ role: 'ai', content: 'edited' }] },
       asNode: 'step_b',
