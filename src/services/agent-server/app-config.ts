@@ -43,6 +43,8 @@ export interface AppConfig {
   readonly disabled: HttpConfig['disabled'];
   /** The `env` block (read from its file when it names one); applied by applyAppEnv. */
   readonly env: Readonly<Record<string, string>>;
+  /** `auth.disable_studio_auth`: the design studio's requests are authenticated by the app's handler too. */
+  readonly disableStudioAuth: boolean;
   /** `graphs.<name>.description`: the description of the graph's default assistant. */
   readonly descriptions: ReadonlyMap<string, string>;
 }
@@ -109,6 +111,7 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
     disabled: config.http.disabled,
     env: typeof config.env === 'string' ? await readEnvFile(base, config.env, configFile) : (config.env ?? {}),
     descriptions: config.descriptions,
+    disableStudioAuth: config.disableStudioAuth,
   };
 }
 

@@ -172,7 +172,13 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
         customAuth: handlers?.authenticate != null,
       }),
   });
-  const auth = authenticate({ handlers, verifyApiKey: options.verifyApiKey, org: options.org, log });
+  const auth = authenticate({
+    handlers,
+    verifyApiKey: options.verifyApiKey,
+    org: options.org,
+    log,
+    disableStudioAuth: config.disableStudioAuth,
+  });
   // `http.app`: as the official server mounts it, after authentication and before the API routes (its routes win
   // over the API's, its middleware sees every API request). Only the public paths (/ok, /info, the docs) skip it.
   if (httpApp !== null) mountHttpApp(app, httpApp, auth, PUBLIC_PATHS(ops));

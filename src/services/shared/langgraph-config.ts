@@ -24,6 +24,7 @@ export type ConfigProblem =
   | { readonly kind: 'auth-not-object' }
   | { readonly kind: 'auth-path-not-string' }
   | { readonly kind: 'env-invalid' }
+  /** A key of the `http` block (or `auth.disable_studio_auth`) that is not what it must be. */
   | { readonly kind: 'http-invalid'; readonly key: string };
 
 /** The `http` block, as written (only the keys the servers use are checked). */
@@ -72,6 +73,8 @@ export async function parseLanggraphConfig<G, A>(
   http: HttpConfig;
   /** Each graph's `description`, when given. */
   descriptions: ReadonlyMap<string, string>;
+  /** `auth.disable_studio_auth`: the design studio's requests go through the auth handler like any other. */
+  disableStudioAuth: boolean;
 }> {
   let config: unknown;
   try {
@@ -98,14 +101,26 @@ export async function parseLanggraphConfig<G, A>(
   }
 
   let auth: A | null = null;
+  let disableStudioAuth = false;
   if (config.auth !== undefined && config.auth !== null) {
     if (!isObject(config.auth)) throw visit.problem({ kind: 'auth-not-object' });
+    const studio = config.auth.disable_studio_auth;
+    if (studio !== undefined && studio !== null && typeof studio !== 'boolean')
+      throw visit.problem({ kind: 'http-invalid', key: 'auth.disable_studio_auth' });
+    disableStudioAuth = studio === true;
     if (config.auth.path !== undefined) {
       if (typeof config.auth.path !== 'string') throw visit.problem({ kind: 'auth-path-not-string' });
       auth = await visit.auth(config.auth.path);
     }
   }
-  return { graphs, auth, env: envOf(config.env, visit), http: httpOf(config.http, visit), descriptions };
+  return {
+    graphs,
+    auth,
+    env: envOf(config.env, visit),
+    http: httpOf(config.http, visit),
+    descriptions,
+    disableStudioAuth,
+  };
 }
 
 function envOf(env: unknown, visit: ConfigVisitor<unknown, unknown>): Readonly<Record<string, string>> | string | null {
@@ -246,7 +261,8 @@ export function describeConfigProblem(configFile: string, p: ConfigProblem): str
 function httpRule(key: string): string {
   if (key === 'http') return 'must be an object';
   if (key === 'http.app') return 'must be "<file>:<export>" of a Hono app, e.g. "./src/app.ts:app"';
-  if (key.startsWith('http.disable_') || key === 'http.cors.allow_credentials') return 'must be true or false';
+  if (key.startsWith('http.disable_') || key === 'http.cors.allow_credentials' || key === 'auth.disable_studio_auth')
+    return 'must be true or false';
   if (key === 'http.cors')
     return 'must be an object (allow_origins, allow_origin_regex, allow_methods, allow_headers, allow_credentials, expose_headers, max_age)';
   if (key === 'http.cors.allow_origin_regex') return 'must be a valid regular expression';

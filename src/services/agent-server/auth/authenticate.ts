@@ -37,9 +37,17 @@ export interface AuthOptions {
   /** When set, only keys of this organisation are accepted. */
   readonly org?: string | undefined;
   readonly log: Logger;
+  /** `auth.disable_studio_auth` of langgraph.json: no studio user; every request goes through the handler. */
+  readonly disableStudioAuth?: boolean;
 }
 
-export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions): MiddlewareHandler<AgentEnv> {
+export function authenticate({
+  handlers,
+  verifyApiKey,
+  org,
+  log,
+  disableStudioAuth = false,
+}: AuthOptions): MiddlewareHandler<AgentEnv> {
   const authorizeFor = (user: AuthUser): Authorize =>
     handlers && Object.keys(handlers.callbacks).length > 0 ? authorizer(handlers.callbacks, user, log) : allowAll;
 
@@ -77,7 +85,8 @@ export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions):
     if (c.get('auth') !== undefined) return next();
     const key = c.req.header('x-api-key')?.trim();
     let user: AuthUser;
-    if (handlers?.authenticate && c.req.header('x-auth-scheme')?.toLowerCase() !== 'langsmith') {
+    const studio = !disableStudioAuth && c.req.header('x-auth-scheme')?.toLowerCase() === 'langsmith';
+    if (handlers?.authenticate && !studio) {
       // Headers, method and URL only: the body stays for the route.
       user = await custom(new Request(c.req.url, { method: c.req.method, headers: c.req.raw.headers }));
     } else if (handlers?.authenticate) {

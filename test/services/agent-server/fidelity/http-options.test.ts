@@ -125,4 +125,28 @@ describe('the http block of langgraph.json', () => {
       delete process.env[name];
     }
   });
+
+  it('sends the design studio through the auth handler with auth.disable_studio_auth', async () => {
+    const graph = `${fileURLToPath(new URL('../../../../examples/app/graph.ts', import.meta.url))}:graph`;
+    const handler = fileURLToPath(new URL('../fixtures/auth-app/auth.ts', import.meta.url));
+    const studioSearch = (url: string) =>
+      fetch(`${url}/assistants/search`, {
+        method: 'POST',
+        headers: { 'x-api-key': newKey(), 'x-auth-scheme': 'langsmith', 'content-type': 'application/json' },
+        body: '{}',
+      });
+    for (const [disabled, status] of [
+      [false, 200],
+      [true, 401],
+    ] as const) {
+      const agent = await startAgentServer({
+        configPath: app({ graphs: { g: graph }, auth: { path: handler, disable_studio_auth: disabled } }),
+      });
+      try {
+        expect((await studioSearch(agent.url)).status).toBe(status);
+      } finally {
+        await agent.close();
+      }
+    }
+  });
 });
