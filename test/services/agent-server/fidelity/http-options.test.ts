@@ -149,4 +149,23 @@ describe('the http block of langgraph.json', () => {
       }
     }
   });
+
+  it('refuses a LANGGRAPH_CONFIG that is not a JSON map of graph configs', async () => {
+    const graph = `${fileURLToPath(new URL('../../../../examples/app/graph.ts', import.meta.url))}:graph`;
+    try {
+      await expect(serve(app({ graphs: { g: graph }, env: { LANGGRAPH_CONFIG: '{"g": ' } }))).rejects.toThrow(
+        /^LANGGRAPH_CONFIG: not valid JSON/,
+      );
+    } finally {
+      delete process.env.LANGGRAPH_CONFIG;
+    }
+    try {
+      process.env.LANGGRAPH_CONFIG = '{"g": 3}';
+      await expect(serve(app({ graphs: { g: graph } }))).rejects.toThrow(
+        'LANGGRAPH_CONFIG: must map each graph name to a config object',
+      );
+    } finally {
+      delete process.env.LANGGRAPH_CONFIG;
+    }
+  });
 });
