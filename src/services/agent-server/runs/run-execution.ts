@@ -69,8 +69,9 @@ export class RunExecution {
     // escape, since nothing awaits a background run and an unhandled rejection must not take the process down.
     try {
       await recorded;
-      // A queued run waits for the runs ahead of it, unless it is cancelled first.
-      await Promise.race([before, whenAborted(signal)]);
+      // A queued run waits for the runs ahead of it (and a delayed run, `after_seconds`, for its time too), unless it is
+      // cancelled first.
+      await Promise.race([Promise.all([before, delay(spec.afterMs, signal)]), whenAborted(signal)]);
       if (signal.aborted) throw signal.reason;
       events.begin();
       await this.setRun(run, 'running');
@@ -215,6 +216,15 @@ function threadConfig(config: Record<string, unknown>): Json {
 /** A failure as a run's `error` (its name and message; never a stack). */
 function failure(err: unknown): NonNullable<RunOutcome['error']> {
   return { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
+}
+
+/** Resolves after `ms` (at once without), or when `signal` aborts. */
+function delay(ms: number | undefined, signal: AbortSignal): Promise<void> {
+  if (!ms || ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
 }
 
 /** Resolves when `signal` aborts (and never if it does not). */

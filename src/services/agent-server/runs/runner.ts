@@ -77,11 +77,7 @@ export class Runner {
       );
     }
     if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
-    const controller = new AbortController();
-    const before = Promise.all([
-      ...ahead.map((h) => h.done.catch(() => undefined)),
-      delay(spec.afterMs, controller.signal),
-    ]);
+    const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
 
     const events = new Broadcast<Frame>(this.held);
     const metadata = frame('metadata', { run_id: spec.run.run_id, attempt: 1 });
@@ -107,6 +103,7 @@ export class Runner {
       },
     };
     const first = events.subscribe();
+    const controller = new AbortController();
     let cancelReason: CancelReason | null = null;
     numbered.push(metadata);
     const recorded = this.execution.record(spec.run);
@@ -165,13 +162,4 @@ export class Runner {
     this.finished.clear();
     this.threads.close();
   }
-}
-
-/** Resolves after `ms` (at once without), or when `signal` aborts. */
-function delay(ms: number | undefined, signal: AbortSignal): Promise<void> {
-  if (!ms || ms <= 0) return Promise.resolve();
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
-  });
 }
