@@ -84,8 +84,6 @@ export async function startRun(
       graph_id: assistant.graph_id,
       service_auth_user: user,
       langgraph_auth_user: user,
-      langgraph_auth_user_id: user.identity,
-      langgraph_auth_permissions: user.permissions,
     },
     metadata,
     tags: [...(assistantConfig.tags ?? []), ...(body.config?.tags ?? [])],

@@ -202,7 +202,6 @@ function threadConfig(config: Record<string, unknown>): Json {
   const {
     service_auth_user: _s,
     langgraph_auth_user: _u,
-    langgraph_auth_permissions: _p,
     run_id: _r,
     checkpoint_id: _c,
     ...configurable
