@@ -5,6 +5,14 @@ ENV NODE_ENV=production
 # probes and `-p 9090:9090` arrive on the container's own interface, so the image listens on all of them.
 # The container network is the boundary: publish or expose port 9090 only where probes and Prometheus run.
 ENV ADMIN_HOST=0.0.0.0
+# One edge worker per CPU of the container's quota once REDIS_URL gives them shared buckets; without REDIS_URL, `auto`
+# runs one edge process (a number above 1 would refuse to start). See README "Workers".
+ENV WORKERS=auto
+# git: a deployment's build clones its repository (the slim image has none); ca-certificates for https remotes.
+# npm (in the base image) installs an app's own dependencies at build time.
+RUN apt-get update \
+  && apt-get install -y --no-install-recommends git ca-certificates \
+  && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
@@ -14,6 +22,10 @@ COPY rules ./rules
 COPY examples ./examples
 # Fail the build on invalid rule files rather than at the first start.
 RUN node bin/gateway.js check rules/us.yaml rules/eu.yaml
+# Builds and their kept folders (BUILD_WORK_DIR): mount a volume here so a restarted container serves its
+# deployments again without rebuilding (with REDIS_URL).
+ENV BUILD_WORK_DIR=/var/lib/gateway/builds
+RUN mkdir -p /var/lib/gateway/builds && chown -R node:node /var/lib/gateway
 USER node
 EXPOSE 8080 9090
 HEALTHCHECK --interval=10s --timeout=2s CMD node -e "fetch('http://127.0.0.1:'+(process.env.ADMIN_PORT||9090)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"

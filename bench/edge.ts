@@ -4,7 +4,8 @@
  * features: the floor), the edge with the memory store, the edge with Redis, and
  * the fastify peer (fastify + @fastify/rate-limit on Redis + @fastify/http-proxy)
  * with the same limits; one key and 1,000 rotating keys each; then the edge
- * on Redis again with LOG_LEVEL=warn to show what per-request logging costs.
+ * on Redis again with LOG_LEVEL=warn to show what per-request logging costs; then the edge on Redis with WORKERS=1
+ * and WORKERS=n side by side (bench/README.md says on which CPUs).
  * Correctness first: every target must answer 200 with the upstream's body
  * and its rate-limit headers, or the run exits 1 before anything is timed.
  * See bench/README.md.
@@ -41,6 +42,7 @@ import {
   SECONDS,
   WARMUP_SECONDS,
   benchRules,
+  isWorkersTarget,
   usesRedis,
   type TargetName,
 } from './peers/edge-settings.ts';
@@ -48,7 +50,7 @@ import { printProfiles, printVerdicts, writeResult } from './peers/edge-results.
 import { startTargets } from './peers/edge-targets.ts';
 import { measure, type Measured } from './peers/measure.ts';
 import { printTable, scenarioRow } from './peers/report.ts';
-import { pinningCpus, pinSelf, stopAll, type Service } from './peers/processes.ts';
+import { pinningCpus, pinSelf, stopAll, workersPinning, type Service } from './peers/processes.ts';
 import { countKeys, deleteKeys, redisPid as findRedisPid } from './peers/redis-keys.ts';
 
 // ---- setup -----------------------------------------------------------------
@@ -56,6 +58,7 @@ import { countKeys, deleteKeys, redisPid as findRedisPid } from './peers/redis-k
 process.chdir(ROOT); // the children are started with paths relative to the repository
 const pinning = pinningCpus();
 const [proxyCpu, loadCpu] = pinning ?? [null, null];
+const workersCpus = workersPinning();
 // This runner drains the servers' stdout; it shares the load generator's core, not the proxy's.
 if (loadCpu !== null) pinSelf(loadCpu);
 
@@ -100,7 +103,7 @@ async function abort(message: string, code = 1): Promise<never> {
 
 process.once('SIGINT', () => void abort('interrupted: children stopped, Redis keys deleted', 130));
 const budgetMs =
-  ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 7000 + 120_000;
+  ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 9000 + 120_000;
 setTimeout(
   () => void abort(`FAIL the run took longer than ${Math.round(budgetMs / 1000)} s: stopped`),
   budgetMs,
@@ -120,7 +123,14 @@ if (needsRedis) {
 let upstream: Service | undefined;
 let services = new Map<TargetName, Service>();
 try {
-  ({ upstream, services } = await startTargets({ rulesDir: tmp, altRulesDir, profileFlags, proxyCpu, loadCpu }));
+  ({ upstream, services } = await startTargets({
+    rulesDir: tmp,
+    altRulesDir,
+    profileFlags,
+    proxyCpu,
+    loadCpu,
+    workersCpus: workersCpus.edgeCpus,
+  }));
 } catch (err) {
   await abort(`FAIL could not start the processes: ${(err as Error).message}`);
 }
@@ -148,6 +158,9 @@ console.log(
     (pinning
       ? `pinned with taskset: process under test on CPU ${proxyCpu}, load generator + upstream + this runner on CPU ${loadCpu}`
       : 'NOT pinned (no taskset or fewer than 2 CPUs)') +
+    (SCENARIOS.some((s) => isWorkersTarget(s.target))
+      ? `; the WORKERS targets on CPUs ${workersCpus.edgeCpus ?? 'any'}, the load generator on ${workersCpus.loadCpu ?? 'any'}${workersCpus.edgeCpus === workersCpus.loadCpu ? ' (fewer than 3 CPUs: it competes with the workers)' : ''}, their CPU share summed over the primary and its workers`
+      : '') +
     (PROFILE.length > 0 ? `; under --cpu-prof: ${PROFILE.join(', ')} (their figures are lower than unprofiled)` : ''),
 );
 const warmed = new Set<TargetName>();
@@ -168,8 +181,9 @@ try {
           keyPrefix: `bench-${runId}-${target}-${keys}`,
         },
         pids: { proxy: service.pid, upstream: target === 'direct' ? null : upstream!.pid, redis: redisPid },
-        proxyCpu,
-        loadCpu,
+        ...(isWorkersTarget(target)
+          ? { proxyTree: true, proxyCpu: null, loadCpu: workersCpus.loadCpu }
+          : { proxyCpu, loadCpu }),
       });
       warmed.add(target);
       console.log(
@@ -207,6 +221,7 @@ writeResult({
   pinning,
   proxyCpu,
   loadCpu,
+  workersCpus,
   upstreamBody,
   redis: needsRedis ? { pid: redisPid, keysLeft: redisKeys, keysDeleted: deleted } : null,
   results,

@@ -3,6 +3,8 @@
  *
  *   1. POST /v2/deployments, read `id` and `latest_revision_id`;
  *   2. poll that revision until DEPLOYED or a status containing FAILED;
+ *      then read the deployment's `url` and call it with the LangGraph SDK
+ *      (the first assistant, one run with --input);
  *   3. PATCH the deployment with a new `repo_ref` (a new revision);
  *   4. read the latest revision from the revision list again and poll it;
  *   5. DELETE the deployment.
@@ -20,16 +22,20 @@
  *   --name           deployment name [DEPLOYMENT_NAME] (deploy-client-<time>)
  *   --poll-interval  seconds between polls [POLL_INTERVAL_SECONDS] (60)
  *   --timeout        seconds before giving up on a revision [POLL_TIMEOUT_SECONDS] (1800)
+ *   --input          JSON input of the run at the url [RUN_INPUT] ({"messages":[{"role":"user","content":"hello"}]})
  *   --keep           do not delete the deployment at the end (nor after a failure)
+ *   --help           print this help
  *
  * Output: one line per event on stdout (`created`, `status`, `deployed`,
- * `patched`, `deleted`, then `result ok`); problems on stderr.
+ * `url`, `called`, `patched`, `deleted`, then `result ok`); problems on stderr.
  * Exit status: 0 both revisions DEPLOYED (and the deployment deleted),
  * 1 a revision failed (status containing FAILED, or SKIPPED/INTERRUPTED,
  * which never change again), 2 usage, 3 timed out, 4 an API call failed.
  */
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Client } from '@langchain/langgraph-sdk';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, timeout: 3, api: 4 } as const;
 
@@ -53,6 +59,10 @@ export async function deployClient(
   env: NodeJS.ProcessEnv = process.env,
   out: Out = stdio,
 ): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    out.log(usage());
+    return EXIT.ok;
+  }
   let opts: ReturnType<typeof options>;
   try {
     opts = options(argv, env);
@@ -129,6 +139,11 @@ export async function deployClient(
     let outcome = await poll(deploymentId, created.latest_revision_id);
     if (outcome === 'ok') {
       out.log(`deployed revision=${created.latest_revision_id}`);
+      const { url } = (await call('GET', `/v2/deployments/${deploymentId}`)) as { url: string | null };
+      if (url) {
+        out.log(`url ${url} docs=${url}/docs`);
+        await callDeployment(url, opts.headers['x-api-key'], opts.input, out);
+      }
       await call('PATCH', `/v2/deployments/${deploymentId}`, {
         source_revision_config: { repo_ref: opts.nextRef, langgraph_config_path: opts.configPath },
       });
@@ -158,6 +173,44 @@ export async function deployClient(
   return code;
 }
 
+/** One run of the deployment's first assistant, with the unmodified SDK, at the deployment's url. */
+async function callDeployment(
+  url: string,
+  apiKey: string,
+  input: Record<string, unknown> | null,
+  out: Out,
+): Promise<void> {
+  const sdk = new Client({ apiUrl: url, apiKey });
+  let assistants;
+  try {
+    assistants = await sdk.assistants.search({ limit: 1 });
+  } catch (err) {
+    throw new ApiCallFailed(`calling ${url}: ${(err as Error).message}`);
+  }
+  const assistant = assistants[0];
+  if (!assistant) throw new ApiCallFailed(`${url}: the deployment has no assistant`);
+  let values: unknown;
+  try {
+    values = await sdk.runs.wait(null, assistant.assistant_id, { input });
+  } catch (err) {
+    throw new ApiCallFailed(`run of ${assistant.graph_id} at ${url}: ${(err as Error).message}`);
+  }
+  const messages = (values as { messages?: { content?: unknown }[] } | null)?.messages;
+  const answer = messages?.length ? messages[messages.length - 1]!.content : values;
+  out.log(`called graph=${assistant.graph_id} answer=${JSON.stringify(answer).slice(0, 300)}`);
+}
+
+/** The comment at the top of this file. */
+function usage(): string {
+  const text = readFileSync(fileURLToPath(import.meta.url), 'utf8');
+  const comment = /\/\*\*([\s\S]*?)\*\//.exec(text)?.[1] ?? '';
+  return comment
+    .split('\n')
+    .map((l) => l.replace(/^ \* ?/, ''))
+    .join('\n')
+    .trim();
+}
+
 function options(argv: readonly string[], env: NodeJS.ProcessEnv) {
   const { values } = parseArgs({
     args: [...argv],
@@ -172,7 +225,9 @@ function options(argv: readonly string[], env: NodeJS.ProcessEnv) {
       name: { type: 'string' },
       'poll-interval': { type: 'string' },
       timeout: { type: 'string' },
+      input: { type: 'string' },
       keep: { type: 'boolean', default: false },
+      help: { type: 'boolean', short: 'h', default: false },
     },
   });
   const pick = (flag: string | undefined, variable: string, fallback?: string): string => {
@@ -199,8 +254,17 @@ function options(argv: readonly string[], env: NodeJS.ProcessEnv) {
     name: pick(values.name, 'DEPLOYMENT_NAME', `deploy-client-${new Date().toISOString().replace(/[:.]/g, '-')}`),
     pollMs: seconds(values['poll-interval'], 'POLL_INTERVAL_SECONDS', '60'),
     timeoutMs: seconds(values.timeout, 'POLL_TIMEOUT_SECONDS', '1800'),
+    input: json(pick(values.input, 'RUN_INPUT', '{"messages":[{"role":"user","content":"hello"}]}'), 'RUN_INPUT'),
     keep: values.keep,
   };
+}
+
+function json(text: string, variable: string): Record<string, unknown> | null {
+  try {
+    return JSON.parse(text) as Record<string, unknown> | null;
+  } catch {
+    throw new Error(`${variable} must be JSON, got ${text.slice(0, 100)}`);
+  }
 }
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {

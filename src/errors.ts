@@ -22,6 +22,9 @@ export class GatewayError extends Error {
 
 export const internalError = () => new GatewayError(500, 'internal_error', 'Internal gateway error');
 export const routeNotFound = () => new GatewayError(404, 'not_found', 'Not found');
+/** A deployment with no route here (unknown, not deployed yet, deleted); `id` null when the name was no id at all. */
+export const deploymentNotFound = (id: string | null) =>
+  new GatewayError(404, 'deployment_not_found', id === null ? 'Deployment not found' : `Deployment ${id} not found`);
 export const badRequest = (detail: string, code = 'bad_request') => new GatewayError(400, code, detail);
 export const payloadTooLarge = (limit: number) =>
   new GatewayError(413, 'body_too_large', `Request body larger than ${limit} bytes`);

@@ -1,6 +1,10 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
-import { adminApp } from './admin/app.ts';
+import { adminApp, type Readiness } from './admin/app.ts';
+import type { DeploymentAddressing } from './deployment-routes/deployment-url.ts';
+import { routeTableFromSettings } from './deployment-routes/from-settings.ts';
+import type { RouteTable } from './deployment-routes/route-table.ts';
+import { DeploymentUpstreams } from './edge/deployment-upstreams.ts';
 import { edgeApp } from './edge/app.ts';
 import { clientIpSettings } from './edge/client-ip-settings.ts';
 import { edgeHandler } from './edge/handler.ts';
@@ -19,18 +23,43 @@ import { BundledServices, type BundledService } from './services/bundled.ts';
 import type { Settings } from './settings.ts';
 import { SettingsError } from './settings/env.ts';
 
-export interface Gateway {
+/** The edge without an admin listener: what `gateway start` runs in one process, and in each edge worker. */
+export interface Edge {
   readonly edge: Listening;
-  readonly admin: Listening;
   readonly upstreams: { readonly controlPlane: Upstream; readonly agentServer: Upstream };
   readonly metrics: Metrics;
+  /**
+   * Where each deployment is served: read by the edge on every request under `/deployments/{id}` (or the host form),
+   * written by the control plane. In Redis with REDIS_URL (shared by every edge on it), else this process's own.
+   */
+  readonly routes: RouteTable;
+  /** The base of a deployment's `url`: PUBLIC_URL (else the edge's own address) and DEPLOYMENTS_DOMAIN. */
+  addressing(): DeploymentAddressing;
+  /** The rule file in force, and the store. */
+  readonly rules: { readonly file: string; version(): string };
+  readonly storeKind: 'memory' | 'redis' | 'redis-cluster';
+  /** Where the deployment route table lives. */
+  readonly routesKind: 'memory' | 'redis';
+  /** What /readyz reports for this edge. */
+  readiness(): Readiness;
   /** Re-reads the rule file; invalid files are logged and the old rules keep serving. */
   reload(): void;
   /**
-   * Graceful stop: refuse new connections, answer /readyz 503, let requests and streams finish within DRAIN_SECONDS,
+   * Graceful stop: refuse new connections, report draining, let requests and streams finish within DRAIN_SECONDS,
    * then close everything.
    */
   close(): Promise<void>;
+}
+
+export interface EdgeOptions {
+  /** An edge worker's slot (1..WORKERS): counts its requests under `gateway_worker_requests_total{worker}`. */
+  readonly workerSlot?: number;
+  /** Called whenever readiness() may have changed (rules reloaded, store breaker moved, draining). */
+  readonly onReadinessChange?: () => void;
+}
+
+export interface Gateway extends Edge {
+  readonly admin: Listening;
 }
 
 /** How long boot waits for a Redis store's first connection before serving anyway (FAIL_MODE then applies). */
@@ -41,7 +70,7 @@ const STORE_BOOT_WAIT_MS = 3000;
  * registry is this process's own). Asked for with an external control plane,
  * the registry must be the platform's, in Redis.
  */
-function keyCheckOn(settings: Settings): boolean {
+export function keyCheckOn(settings: Settings): boolean {
   const bundled = settings.controlPlaneUrl === null && settings.agentServerUrl === null;
   const on = settings.keyCheck === 'on' || (settings.keyCheck === null && bundled);
   if (on && settings.controlPlaneUrl !== null && settings.redisUrl === null) {
@@ -59,8 +88,48 @@ export async function startGateway(
   log: Logger,
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<Gateway> {
+  const edge = await startEdge(settings, log, env);
+  const admin = await listen(
+    adminApp({ metrics: edge.metrics.registry, ready: () => edge.readiness() }),
+    settings.adminPort,
+    settings.adminHost,
+  );
+  log.info(
+    {
+      host: (edge.edge.server.address() as AddressInfo).address,
+      port: edge.edge.port,
+      adminHost: settings.adminHost,
+      adminPort: admin.port,
+      region: settings.region,
+      rules: edge.rules.file,
+      version: edge.rules.version(),
+      store: edge.storeKind,
+      routes: edge.routesKind,
+      publicUrl: edge.addressing().publicUrl,
+      ...(settings.deploymentsDomain !== null && { deploymentsDomain: settings.deploymentsDomain }),
+    },
+    'gateway listening',
+  );
+  return {
+    ...edge,
+    admin,
+    async close() {
+      await edge.close();
+      await admin.close(0);
+    },
+  };
+}
+
+/** Boot of the edge alone: settings → rules → store → upstreams → edge listener. */
+export async function startEdge(
+  settings: Settings,
+  log: Logger,
+  env: NodeJS.ProcessEnv = process.env,
+  options: EdgeOptions = {},
+): Promise<Edge> {
   const checkKeys = keyCheckOn(settings);
-  const metrics = createMetrics();
+  const changed = options.onReadinessChange ?? (() => {});
+  const metrics = createMetrics(options.workerSlot);
   let storeFailing = false;
   let draining = false;
   const rules = new RuleSource(regionRuleFile(settings.rulesDir, settings.region));
@@ -70,11 +139,20 @@ export async function startGateway(
     onStateChange: (state) => {
       metrics.setBreaker(state);
       if (state === 'closed') storeFailing = false;
+      changed();
       (state === 'closed' ? log.info.bind(log) : log.warn.bind(log))(
         { store: store.kind, breaker: state },
         `rate limit store circuit ${state}`,
       );
     },
+  });
+  // The deployment route table, before the control plane that writes it; PUBLIC_URL defaults to the edge's own
+  // address, known once it listens (the control plane asks when it makes a `url`).
+  const routeTable = routeTableFromSettings(settings, log.child({ component: 'deployment-routes' }));
+  let edgeAddress: string | null = null;
+  const addressing = (): DeploymentAddressing => ({
+    publicUrl: settings.publicUrl ?? edgeAddress ?? `http://localhost:${settings.port}`,
+    domain: settings.deploymentsDomain,
   });
   // Upstreams: the configured URLs, else the bundled services in this process.
   const bundled = new BundledServices(env, log);
@@ -92,10 +170,14 @@ export async function startGateway(
     return createUpstream(name, service.url, settings.maxConnections);
   };
   const upstreams = {
-    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () => bundled.controlPlane()),
+    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () =>
+      bundled.controlPlane({ routes: routeTable.table, addressing }),
+    ),
     agentServer: await upstreamAt('agent-server', settings.agentServerUrl, () => bundled.agentServer()),
   };
 
+  metrics.countRoutes(() => routeTable.table.all().length);
+  const deployments = new DeploymentUpstreams(routeTable.table, { connections: settings.maxConnections });
   const limit = limitStep({
     matcher: () => rules.current(),
     limiter,
@@ -114,7 +196,11 @@ export async function startGateway(
   const handle = edgeHandler({
     limit,
     ...(checkKeys && { keyCheck: keyCheck(bundled.keys()) }),
-    route: router(upstreams),
+    route: router({
+      ...upstreams,
+      deployment: (id) => deployments.get(id),
+      domain: settings.deploymentsDomain,
+    }),
     ...clientIpSettings(settings),
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },
     log,
@@ -124,25 +210,30 @@ export async function startGateway(
     escapedSlashes: settings.escapedSlashes,
   });
   // Not listening before the store answers: the first requests would otherwise all be store errors.
-  if (!(await withinMs(store.connected(), STORE_BOOT_WAIT_MS))) {
-    log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
-  }
+  const [storeUp, routesRead] = await Promise.all([
+    withinMs(store.connected(), STORE_BOOT_WAIT_MS),
+    withinMs(
+      routeTable.ready.then(() => true),
+      STORE_BOOT_WAIT_MS,
+    ),
+  ]);
+  if (!storeUp) log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
+  // Deployments answer 404 until the table is read (it keeps trying); everything else is served.
+  if (!routesRead) log.warn('deployment route table not read at boot: deployments answer 404 until it is');
   const edge = await listen(edgeApp(handle), settings.port, settings.host, {
     maxConnections: settings.maxConnections,
     deferContinue: true,
+    streamBodies: true,
   });
-  const admin = await listen(
-    adminApp({
-      metrics,
-      ready: () => ({
-        rules: rules.version,
-        store: limiter.state === 'closed' ? 'ok' : settings.failMode === 'open' ? 'failing-open' : 'down',
-        draining,
-      }),
-    }),
-    settings.adminPort,
-    settings.adminHost,
-  );
+  const readiness = (): Readiness => ({
+    rules: rules.version,
+    store: limiter.state === 'closed' ? 'ok' : settings.failMode === 'open' ? 'failing-open' : 'down',
+    draining,
+  });
+  edgeAddress =
+    settings.host === null || settings.host === '0.0.0.0' || settings.host === '::'
+      ? `http://localhost:${edge.port}`
+      : edge.url;
   if (settings.identitySecretIsDefault && store.kind !== 'memory') {
     log.warn('IDENTITY_SECRET is unset: bucket keys use the public development secret; set it in production');
   }
@@ -154,43 +245,36 @@ export async function startGateway(
     else if (r.result === 'ok') {
       metrics.setRules(settings.region, r.version);
       log.info({ file: rules.file, version: r.version }, 'rules reloaded');
+      changed();
     }
   };
   const reload = () => report(rules.reload());
   // The watcher has already reloaded: report its result (reloading again would only ever say "unchanged").
   rules.watch(report);
-  log.info(
-    {
-      host: (edge.server.address() as AddressInfo).address,
-      port: edge.port,
-      adminHost: settings.adminHost,
-      adminPort: admin.port,
-      region: settings.region,
-      rules: rules.file,
-      version: rules.version,
-      store: store.kind,
-    },
-    'gateway listening',
-  );
-
   return {
     edge,
-    admin,
     upstreams,
     metrics,
+    routes: routeTable.table,
+    addressing,
+    rules: { file: rules.file, version: () => rules.version },
+    storeKind: store.kind,
+    routesKind: routeTable.kind,
+    readiness,
     reload,
     async close() {
       draining = true;
+      changed();
       rules.close();
       await edge.close(settings.drainMs);
-      await admin.close(0);
       await Promise.all([
         limiter.close(),
         upstreams.controlPlane.pool.close(),
         upstreams.agentServer.pool.close(),
+        deployments.close(),
         ...owned.map((o) => o.close()),
       ]);
-      await bundled.close();
+      await Promise.all([bundled.close(), routeTable.table.close()]);
     },
   };
 }

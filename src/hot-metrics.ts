@@ -71,6 +71,13 @@ export class HotCounter<L extends string> extends HotMetric<L> {
     this.find(labels).count++;
   }
 
+  /** The sum over every series. */
+  total(): number {
+    let sum = 0;
+    for (const s of this.series.values()) sum += s.count;
+    return sum;
+  }
+
   protected values(): MetricValueWithName<string>[] {
     return [...this.series.values()].map((s) => ({ value: s.count, labels: s.labels }));
   }

@@ -3,6 +3,7 @@ import { createServer, type RequestListener, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Hono } from 'hono';
 import { badRequest, GatewayError, internalError } from './errors.ts';
+import { closeAfterUnreadBody, readBodyFirst } from './unread-body.ts';
 
 export interface Listening {
   readonly server: Server;
@@ -20,7 +21,16 @@ export interface ListenOptions {
    * (the edge: only after the request is allowed). Otherwise Node sends `100 Continue` at once.
    */
   readonly deferContinue?: boolean;
+  /**
+   * Request bodies flow to the app as they arrive (the edge: it streams them upstream), and a response that starts
+   * before its body has arrived closes the connection. Otherwise (the services) every body is read whole, up to
+   * MAX_BUFFERED_BODY_BYTES, before the app runs (unread-body.ts).
+   */
+  readonly streamBodies?: boolean;
 }
+
+/** Largest body a service listener reads before its app runs; above every service's own JSON body limit. */
+const MAX_BUFFERED_BODY_BYTES = 64 * 1024 * 1024;
 
 /** Errors Node's HTTP parser answers before any handler runs, as the gateway's JSON errors. */
 const PARSER_ERRORS: Record<string, [number, string, string]> = {
@@ -73,10 +83,11 @@ export async function listen(
 ): Promise<Listening> {
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
+  const adapter = getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError });
   const server = createServer(
     // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter refuses it as JSON instead.
     { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
-    inOrder(getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError })),
+    inOrder(options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter)),
   );
   // Slow clients: headers must arrive within 10 s and a whole request within 5 min;
   // idle keep-alive sockets close after 65 s (above common load balancer idle timeouts).

@@ -1,4 +1,4 @@
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { HotCounter, HotHistogram } from './hot-metrics.ts';
 import type { BreakerState } from './limiter/breaker.ts';
 
@@ -11,8 +11,15 @@ export type Metrics = ReturnType<typeof createMetrics>;
 
 const BREAKER_VALUE: Record<BreakerState, number> = { closed: 0, 'half-open': 1, open: 2 };
 
-export function createMetrics() {
+/**
+ * `workerSlot`: this process is edge worker n of WORKERS (see src/workers/); the primary aggregates the workers'
+ * metrics by each one's `aggregator` (sum unless said otherwise), and `gateway_worker_requests_total{worker}` keeps
+ * each worker's share of the requests apart.
+ */
+export function createMetrics(workerSlot?: number) {
   const registry = new Registry();
+  /** The edge's count of deployment routes, read when scraped (set by the gateway once its route table exists). */
+  let routeCount = () => 0;
   collectDefaultMetrics({ register: registry, prefix: 'gateway_' });
   const metrics = {
     registry,
@@ -58,12 +65,16 @@ export function createMetrics() {
       name: 'gateway_store_breaker_state',
       help: 'Store circuit breaker: 0 closed, 1 half-open, 2 open',
       registers: [registry],
+      // Over workers: the worst one.
+      aggregator: 'max',
     }),
     rulesInfo: new Gauge({
       name: 'gateway_rules_info',
       help: 'The rule file in force (value 1)',
       labelNames: ['region', 'version'] as const,
       registers: [registry],
+      // Over workers: 1 for each version some worker serves (two while a reload reaches them).
+      aggregator: 'max',
     }),
     reloads: new Counter({
       name: 'gateway_rules_reloads_total',
@@ -76,6 +87,17 @@ export function createMetrics() {
       help: 'Server-sent event streams open through the edge',
       registers: [registry],
     }),
+    deploymentRoutes: new Gauge({
+      name: 'gateway_deployment_routes',
+      help: 'Deployments this edge routes now (its copy of the route table): every edge on one table should agree',
+      registers: [registry],
+      collect() {
+        this.set(routeCount());
+      },
+    }),
+    countRoutes(count: () => number) {
+      routeCount = count;
+    },
     setBreaker(state: BreakerState) {
       metrics.breakerState.set(BREAKER_VALUE[state]);
     },
@@ -84,5 +106,21 @@ export function createMetrics() {
       metrics.rulesInfo.set({ region, version }, 1);
     },
   };
+  if (workerSlot !== undefined) {
+    // Read from the request counter when scraped: nothing more on the request path.
+    registry.registerMetric({
+      name: 'gateway_worker_requests_total',
+      help: 'Requests answered by each edge worker (WORKERS > 1)',
+      type: 'counter',
+      aggregator: 'sum',
+      get: () => ({
+        name: 'gateway_worker_requests_total',
+        help: 'Requests answered by each edge worker (WORKERS > 1)',
+        type: 'counter',
+        aggregator: 'sum',
+        values: [{ value: metrics.requests.total(), labels: { worker: String(workerSlot) } }],
+      }),
+    } as unknown as Metric);
+  }
   return metrics;
 }

@@ -1,5 +1,6 @@
 import { isIP } from 'node:net';
 import { REGIONS, type Region } from './region.ts';
+import { usableCpus } from './workers/cpu-count.ts';
 import { ESCAPED_SLASHES, type EscapedSlashes } from './rules/normalize-path.ts';
 import {
   bytes,
@@ -15,6 +16,7 @@ import {
   text,
   type Env,
 } from './settings/env.ts';
+import { routesPrefixSetting } from './settings/deployment-routes.ts';
 
 /**
  * Environment → one frozen, typed Settings. An invalid value fails at boot
@@ -69,6 +71,22 @@ export interface Settings {
   readonly maxIdentityLength: number;
   /** What the edge does with `%2F` / `%5C` in a path: reject (400), unescape (decode, match and forward), keep. */
   readonly escapedSlashes: EscapedSlashes;
+  /**
+   * PUBLIC_URL: the edge's public address, the base of a deployment's path-form `url`
+   * (`{PUBLIC_URL}/deployments/{id}`); null = the edge's own address once listening (`http://localhost:<port>`).
+   */
+  readonly publicUrl: string | null;
+  /** DEPLOYMENTS_DOMAIN: deployments are also served at `{id}.{domain}` (Host header), and their `url` is that. */
+  readonly deploymentsDomain: string | null;
+  /** ROUTES_PREFIX: prefix of the deployment route table's Redis keys (`<prefix>:<region>:{routes}:...`). */
+  readonly routesPrefix: string;
+  /**
+   * WORKERS: edge processes sharing the public port (`auto`: one per CPU the process may use, within a container's
+   * CPU quota).
+   */
+  readonly workers: number;
+  /** WORKERS is `auto`: without REDIS_URL the gateway then runs one edge process instead of refusing to start. */
+  readonly workersAuto: boolean;
 }
 
 /**
@@ -118,7 +136,41 @@ export function loadSettings(env: Env = process.env): Settings {
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
     escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
+    publicUrl: publicUrl(env),
+    deploymentsDomain: deploymentsDomain(env),
+    routesPrefix: routesPrefixSetting(env),
+    workers: workerCount(env),
+    workersAuto: text(env, 'WORKERS', '').toLowerCase() === 'auto',
   });
+}
+
+/** PUBLIC_URL without its trailing slash; no query or fragment (a deployment's path is appended to it). */
+export function publicUrl(env: Env): string | null {
+  const v = optionalUrl(env, 'PUBLIC_URL', ['http:', 'https:']);
+  if (v === null) return null;
+  const url = new URL(v);
+  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '')
+    throw new SettingsError('PUBLIC_URL', `must be a plain http(s) address without credentials, query or fragment`);
+  return v.replace(/\/+$/, '');
+}
+
+/** A DNS name (`deploy.example.com`, `localhost`), lowercased, without a leading dot or a port. */
+export function deploymentsDomain(env: Env): string | null {
+  const v = text(env, 'DEPLOYMENTS_DOMAIN', '').toLowerCase().replace(/^\./, '');
+  if (v === '') return null;
+  const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
+  if (v.length > 253 || !new RegExp(`^${label}(?:\\.${label})*$`).test(v))
+    throw new SettingsError('DEPLOYMENTS_DOMAIN', `must be a domain name such as deploy.example.com, got "${v}"`);
+  return v;
+}
+
+/** WORKERS: a whole number 1-1024, or `auto` (the CPUs this process may use, see usableCpus). */
+function workerCount(env: Env): number {
+  const v = text(env, 'WORKERS', '1').toLowerCase();
+  if (v === 'auto') return usableCpus();
+  const n = /^\d+$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 1 && n <= 1024)) throw new SettingsError('WORKERS', `must be a whole number 1-1024 or auto, got "${v}"`);
+  return n;
 }
 
 function hostPort(name: string, entry: string): { host: string; port: number } {

@@ -26,6 +26,7 @@ import {
   TARGET_P99_MS,
   TARGET_RATIO,
   WARMUP_SECONDS,
+  WORKERS_N,
   type TargetName,
 } from './edge-settings.ts';
 import type { Measured } from './measure.ts';
@@ -42,6 +43,7 @@ const PAIRS = {
   edge_redis_over_fastify_redis_one_key: ['edge-redis', 1, 'fastify-redis', 1],
   edge_redis_warn_over_info_1000_keys: ['edge-redis-warn', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
   edge_redis_alt_over_edge_redis_1000_keys: ['edge-redis-alt', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
+  edge_workers_n_over_1_1000_keys: ['edge-workers-n', ROTATING_KEYS, 'edge-workers-1', ROTATING_KEYS],
 } as const satisfies Record<string, readonly [TargetName, number, TargetName, number]>;
 type PairName = keyof typeof PAIRS;
 
@@ -61,6 +63,7 @@ export function printVerdicts(results: readonly Row[]) {
   line('edge-redis / fastify-redis, one key:', 'edge_redis_over_fastify_redis_one_key');
   line('edge-redis LOG_LEVEL warn / info, 1,000 keys:', 'edge_redis_warn_over_info_1000_keys');
   if (ALT_ROOT) line(`edge-redis ${ALT_ROOT} / this tree, 1,000 keys:`, 'edge_redis_alt_over_edge_redis_1000_keys');
+  line(`edge-redis WORKERS=${WORKERS_N} / WORKERS=1, 1,000 keys:`, 'edge_workers_n_over_1_1000_keys');
 
   const headline = results.find((r) => r.scenario === 'edge-redis' && r.keys === ROTATING_KEYS);
   const headRatio = ratios.edge_redis_over_fastify_redis_1000_keys;
@@ -135,6 +138,8 @@ export interface EdgeRun {
   readonly pinning: readonly [number, number] | null;
   readonly proxyCpu: number | null;
   readonly loadCpu: number | null;
+  /** Where the workers targets ran: their CPUs and the load generator's, null = not pinned. */
+  readonly workersCpus: { readonly edgeCpus: string | null; readonly loadCpu: number | string | null };
   readonly upstreamBody: Buffer;
   /** Set when a scenario used Redis. */
   readonly redis: {
@@ -170,6 +175,8 @@ export function writeResult(run: EdgeRun): void {
     upstream_body_bytes: run.upstreamBody.length,
     limits: { one_key: ONE_KEY, rotating: ROTATING },
     edge_alt: ALT_ROOT,
+    workers_n: WORKERS_N,
+    workers_pinned: run.workersCpus,
     redis: run.redis
       ? {
           url: REDIS_URL.replace(/\/\/[^@]*@/, '//'),

@@ -2,6 +2,7 @@
  * The edge benchmark's settings (environment variables, see bench/README.md), the two limited paths it loads, its
  * targets and scenarios, and the names (key prefixes) of this run.
  */
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parse, stringify } from 'yaml';
 import type { LimitedPath } from './checks.ts';
@@ -29,6 +30,13 @@ const list = (v: string | undefined) =>
     .filter(Boolean);
 export const PROFILE = process.env.BENCH_PROFILE === '1' ? ['edge-redis'] : (list(process.env.BENCH_PROFILE) ?? []);
 const ONLY = list(process.env.BENCH_ONLY);
+/**
+ * WORKERS of the `edge-workers-n` target: one per CPU but the load generator's on 3 or more CPUs, else every CPU (2
+ * here: the load generator then competes with the workers).
+ */
+export const WORKERS_N = Number(
+  process.env.BENCH_WORKERS ?? (availableParallelism() >= 3 ? availableParallelism() - 1 : availableParallelism()),
+);
 export const TARGET_RATIO = 1.3;
 /** The edge with Redis buckets and its request log on, as a share of the bare proxy's 2xx/s. */
 export const TARGET_BARE_RATIO = 0.9;
@@ -76,7 +84,15 @@ export function benchRules(text: string): string {
 }
 
 export type TargetName =
-  'direct' | 'bare-proxy' | 'edge-memory' | 'edge-redis' | 'fastify-redis' | 'edge-redis-warn' | 'edge-redis-alt';
+  | 'direct'
+  | 'bare-proxy'
+  | 'edge-memory'
+  | 'edge-redis'
+  | 'fastify-redis'
+  | 'edge-redis-warn'
+  | 'edge-redis-alt'
+  | 'edge-workers-1'
+  | 'edge-workers-n';
 export type EdgeTarget = Extract<TargetName, `edge-${string}`>;
 
 export const LABELS: Record<TargetName, string> = {
@@ -87,6 +103,8 @@ export const LABELS: Record<TargetName, string> = {
   'fastify-redis': 'fastify peer, Redis',
   'edge-redis-warn': 'edge, Redis, LOG_LEVEL=warn',
   'edge-redis-alt': `edge, Redis, ${ALT_ROOT ?? ''}`,
+  'edge-workers-1': 'edge, Redis, WORKERS=1 (workers CPUs)',
+  'edge-workers-n': `edge, Redis, WORKERS=${WORKERS_N} (workers CPUs)`,
 };
 
 export const SCENARIOS: readonly { target: TargetName; keys: number }[] = (
@@ -101,6 +119,8 @@ export const SCENARIOS: readonly { target: TargetName; keys: number }[] = (
     { target: 'fastify-redis', keys: 1 },
     { target: 'fastify-redis', keys: ROTATING_KEYS },
     { target: 'edge-redis-warn', keys: ROTATING_KEYS },
+    { target: 'edge-workers-1', keys: ROTATING_KEYS },
+    { target: 'edge-workers-n', keys: ROTATING_KEYS },
   ] as const
 ).filter((s) => !ONLY || ONLY.includes(s.target));
 export const runs = (target: TargetName) => SCENARIOS.some((s) => s.target === target);
@@ -111,7 +131,16 @@ export const usesRedis = (target: TargetName) =>
 export const runId = `${Date.now().toString(36)}-${process.pid.toString(36)}`;
 export const edgePrefix = (t: EdgeTarget) => `bench-${runId}-${t.slice(5)}`;
 export const peerNamespace = `bench-${runId}-fastify-`;
-export const EDGE_TARGETS = ['edge-memory', 'edge-redis', 'edge-redis-warn', 'edge-redis-alt'] as const;
+export const EDGE_TARGETS = [
+  'edge-memory',
+  'edge-redis',
+  'edge-redis-warn',
+  'edge-redis-alt',
+  'edge-workers-1',
+  'edge-workers-n',
+] as const;
+/** The workers targets: the edge with WORKERS=1 and WORKERS_N, on the CPUs of workersPinning (not the proxy's one). */
+export const isWorkersTarget = (t: TargetName) => t === 'edge-workers-1' || t === 'edge-workers-n';
 /** Redis key patterns this run writes, deleted at the end (SCAN + UNLINK; the shared Redis is never flushed). */
 export const redisPatterns = [
   ...EDGE_TARGETS.filter((t) => t !== 'edge-memory').map((t) => `${edgePrefix(t)}:*`),

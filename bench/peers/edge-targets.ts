@@ -11,6 +11,7 @@ import {
   EDGE_TARGETS,
   edgePrefix,
   FAIL_MODE,
+  isWorkersTarget,
   ONE_KEY,
   peerNamespace,
   REDIS_URL,
@@ -18,6 +19,7 @@ import {
   ROTATING,
   runs,
   STORE_TIMEOUT_MS,
+  WORKERS_N,
   type EdgeTarget,
   type TargetName,
 } from './edge-settings.ts';
@@ -32,6 +34,8 @@ export interface TargetOptions {
   readonly profileFlags: (target: TargetName) => string[];
   readonly proxyCpu: number | null;
   readonly loadCpu: number | null;
+  /** Where the workers targets run (workersPinning): a CPU list, or null for anywhere. */
+  readonly workersCpus: string | null;
 }
 
 const tsx = ['--import', 'tsx'];
@@ -56,13 +60,16 @@ async function startEdge(target: EdgeTarget, upstreamUrl: string, o: TargetOptio
   for (const name of ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'TRUST_PROXY', 'STORE_TIMEOUT_MS']) delete env[name];
   if (STORE_TIMEOUT_MS) env.STORE_TIMEOUT_MS = STORE_TIMEOUT_MS;
   if (target !== 'edge-memory') env.REDIS_URL = REDIS_URL;
+  env.WORKERS = target === 'edge-workers-n' ? String(WORKERS_N) : '1';
   const root = target === 'edge-redis-alt' ? ALT_ROOT! : ROOT;
   return startService(
     target,
     [...startFlags(root), ...o.profileFlags(target), join(root, 'bin', 'gateway.js'), 'start'],
     env,
-    o.proxyCpu,
+    isWorkersTarget(target) ? o.workersCpus : o.proxyCpu,
     port,
+    // n workers (tsx each) start one after another on a busy machine.
+    isWorkersTarget(target) ? 60_000 : undefined,
   );
 }
 

@@ -8,10 +8,10 @@
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import type { LoadResult, LoadSpec } from './load.ts';
-import { coreSeconds, cpuSeconds, nodeCommand } from './processes.ts';
+import { coreSeconds, cpuSeconds, nodeCommand, treeCpuSeconds } from './processes.ts';
 
 export interface Measured extends LoadResult {
-  /** CPU share of the process under test, percent of one core. */
+  /** CPU share of the process under test (with its workers, for the workers targets), percent of one core. */
   readonly proxy_cpu_percent: number | null;
   /** What everything else ran on the tested core (its busy time minus the process under test). */
   readonly proxy_core_others_percent: number | null;
@@ -28,34 +28,36 @@ export interface Measured extends LoadResult {
 export interface MeasureOptions {
   readonly spec: LoadSpec;
   readonly pids: { readonly proxy: number; readonly upstream: number | null; readonly redis: number | null };
+  /** Count the CPU time of the process under test's children too (an edge with WORKERS > 1). */
+  readonly proxyTree?: boolean;
   /** The core of the process under test (for its busy time), and the load generator's; null = not pinned. */
   readonly proxyCpu: number | null;
-  readonly loadCpu: number | null;
+  readonly loadCpu: number | string | null;
 }
 
-const sample = (pids: readonly (number | null)[], core: number | null) => ({
+const sample = (pids: readonly (number | null)[], core: number | null, tree: boolean) => ({
   at: performance.now(),
   us: Number(process.hrtime.bigint() / 1000n),
-  cpu: pids.map((p) => (p === null ? null : cpuSeconds(p))),
+  cpu: pids.map((p, i) => (p === null ? null : i === 0 && tree ? treeCpuSeconds(p) : cpuSeconds(p))),
   core: core === null ? null : coreSeconds(core),
 });
 
 const share = (a: number | null | undefined, b: number | null | undefined, ms: number) =>
   a == null || b == null ? null : Math.round(((b - a) / (ms / 1000)) * 1000) / 10;
 
-export function measure({ spec, pids, proxyCpu, loadCpu }: MeasureOptions): Promise<Measured> {
+export function measure({ spec, pids, proxyTree = false, proxyCpu, loadCpu }: MeasureOptions): Promise<Measured> {
   const list = [pids.proxy, pids.upstream, pids.redis];
   const [cmd, args] = nodeCommand(['--import', 'tsx', 'bench/peers/load.ts', JSON.stringify(spec)], loadCpu);
   const child = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
 
   return new Promise((resolve, reject) => {
-    let before = sample(list, proxyCpu);
+    let before = sample(list, proxyCpu, proxyTree);
     const timer = setTimeout(() => child.kill('SIGKILL'), (spec.warmupSeconds + spec.seconds) * 1000 + 30_000);
     createInterface({ input: child.stdout }).on('line', (line) => {
       const msg = JSON.parse(line) as { event: string } & LoadResult;
-      if (msg.event === 'start') before = sample(list, proxyCpu);
+      if (msg.event === 'start') before = sample(list, proxyCpu, proxyTree);
       if (msg.event !== 'done') return;
-      const after = sample(list, proxyCpu);
+      const after = sample(list, proxyCpu, proxyTree);
       const ms = after.at - before.at;
       const { event: _, ...result } = msg;
       const proxy = share(before.cpu[0], after.cpu[0], ms);

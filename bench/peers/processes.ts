@@ -5,7 +5,7 @@
  * from /proc; stop what was started, by pid.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { connect, createServer, type AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 
@@ -14,15 +14,33 @@ import { createInterface } from 'node:readline';
  * null.
  */
 export function pinningCpus(): readonly [number, number] | null {
-  if (process.platform !== 'linux' || spawnSync('taskset', ['-V']).status !== 0) return null;
+  const cpus = allowedCpus();
+  return cpus.length >= 2 ? [cpus[0]!, cpus[1]!] : null;
+}
+
+/**
+ * Where the workers targets run: with 3 or more CPUs, the edge on all but the last and the load generator on the last;
+ * with fewer, both on every CPU (on 2, pinning n workers to one would measure nothing), and the load generator then
+ * competes with the workers. Given explicitly, as a list: a child would otherwise inherit this runner's own pinning.
+ * Null where taskset is missing.
+ */
+export function workersPinning(): { readonly edgeCpus: string | null; readonly loadCpu: number | string | null } {
+  const cpus = allowedCpus();
+  if (cpus.length === 0) return { edgeCpus: null, loadCpu: null };
+  if (cpus.length < 3) return { edgeCpus: cpus.join(','), loadCpu: cpus.join(',') };
+  return { edgeCpus: cpus.slice(0, -1).join(','), loadCpu: cpus.at(-1)! };
+}
+
+/** The CPUs this process may run on (taskset), or [] where that cannot be read or set. */
+function allowedCpus(): number[] {
+  if (process.platform !== 'linux' || spawnSync('taskset', ['-V']).status !== 0) return [];
   const out = spawnSync('taskset', ['-pc', String(process.pid)], { encoding: 'utf8' }).stdout ?? '';
   const list = out.split(':').pop()?.trim() ?? '';
-  const cpus = list.split(',').flatMap((part) => {
+  return list.split(',').flatMap((part) => {
     const [a, b] = part.split('-').map(Number);
     if (a === undefined || Number.isNaN(a)) return [];
     return b === undefined ? [a] : Array.from({ length: b - a + 1 }, (_, i) => a + i);
   });
-  return cpus.length >= 2 ? [cpus[0]!, cpus[1]!] : null;
 }
 
 /** Moves this (already running) process onto `cpu`. */
@@ -30,8 +48,11 @@ export function pinSelf(cpu: number): boolean {
   return spawnSync('taskset', ['-pc', String(cpu), String(process.pid)]).status === 0;
 }
 
-/** `node <args>`, under `taskset -c <cpu>` when a cpu is given. taskset execs node, so the pid is node's. */
-export function nodeCommand(args: readonly string[], cpu: number | null): [string, string[]] {
+/**
+ * `node <args>`, under `taskset -c <cpu>` when a cpu (or a list, `0,1,2`) is given. taskset execs node, so the pid is
+ * node's.
+ */
+export function nodeCommand(args: readonly string[], cpu: number | string | null): [string, string[]] {
   return cpu === null ? [process.execPath, [...args]] : ['taskset', ['-c', String(cpu), process.execPath, ...args]];
 }
 
@@ -79,7 +100,7 @@ export function startService(
   name: string,
   args: readonly string[],
   env: NodeJS.ProcessEnv,
-  cpu: number | null,
+  cpu: number | string | null,
   knownPort?: number,
   timeoutMs = 20_000,
 ): Promise<Service> {
@@ -168,6 +189,34 @@ export function cpuSeconds(pid: number): number | null {
   } catch {
     return null;
   }
+}
+
+/**
+ * utime + stime of a process and of every process below it (an edge's workers), in seconds, or null when the process
+ * cannot be read. Descendants are found by their parent pid in /proc/<pid>/stat; one that exited is no longer counted.
+ */
+export function treeCpuSeconds(pid: number): number | null {
+  const own = cpuSeconds(pid);
+  if (own === null) return null;
+  const parents = new Map<number, number[]>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      parents.set(ppid, [...(parents.get(ppid) ?? []), Number(entry)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  let total = own;
+  const below = [...(parents.get(pid) ?? [])];
+  while (below.length > 0) {
+    const child = below.pop()!;
+    total += cpuSeconds(child) ?? 0;
+    below.push(...(parents.get(child) ?? []));
+  }
+  return total;
 }
 
 /** The command name of a process (/proc/<pid>/comm), or null. */

@@ -5,6 +5,7 @@ import { covers } from '../rules/guards.ts';
 import type { Region } from '../region.ts';
 import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/identity.ts';
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
+import { deploymentPath } from '../edge/route.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import type { Settings } from '../settings.ts';
 import type { Output } from '../output.ts';
@@ -27,7 +28,10 @@ export interface ExplainRequest {
 export function explain(req: ExplainRequest, settings: Settings, out: Output): number {
   const file = regionRuleFile(settings.rulesDir, req.region);
   const { rules, guards } = loadRuleFile(file);
-  const path = edgePath(req.target, settings);
+  const normalized = edgePath(req.target, settings);
+  // A deployment's path is matched as the deployment sees it (the edge strips `/deployments/{id}` the same way).
+  const deployment = deploymentPath(normalized);
+  const path = deployment?.path ?? normalized;
   // Counted as the edge counts it: IPv6 by its prefix (IPV6_PREFIX).
   const request = { method: req.method, path, headers: req.headers, ip: ipIdentity(req.ip, settings.ipv6PrefixBits) };
   const match = compile(rules, guards).match(request);
@@ -53,6 +57,7 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
         method: req.method,
         path: req.target,
         normalized_path: path,
+        ...(deployment && { deployment: deployment.deploymentId }),
         region: req.region,
         file,
         rule: match?.rule.id ?? null,
@@ -67,6 +72,8 @@ export function explain(req: ExplainRequest, settings: Settings, out: Output): n
   }
 
   out.log(`${req.method} ${path}${path !== req.target ? `   (normalised from ${req.target})` : ''}`);
+  if (deployment)
+    out.log(`deployment ${deployment.deploymentId}: matched as the deployment sees it (${deployment.prefix} stripped)`);
   out.log(`region ${req.region}, rules ${file}, client ip ${req.ip}`);
   out.log('');
   for (const s of passedOver) out.log(`  pass  ${s.rule} (line ${s.line}): ${s.reason}`);

@@ -1,18 +1,33 @@
+import cluster from 'node:cluster';
 import { startGateway } from '../gateway.ts';
 import { createLogger } from '../log.ts';
 import { installProcessGuards } from '../process-guards.ts';
 import { loadSettings } from '../settings.ts';
+import { WORKER_SLOT_VARIABLE } from '../workers/messages.ts';
+import { runPrimary } from '../workers/primary.ts';
+import { runEdgeWorker } from '../workers/worker.ts';
 import type { Output } from '../output.ts';
 
 /**
  * `gateway start`: serve until SIGTERM/SIGINT, then drain (DRAIN_SECONDS) and
  * exit 0; a second signal exits at once. SIGHUP reloads the rule file. An unhandled rejection is logged and
  * the gateway keeps serving; an uncaught exception is logged and exits 70 (see process-guards.ts).
+ * With WORKERS > 1 this process is the primary of that many edge workers (src/workers/), each of which runs this
+ * command again as a cluster worker.
  */
 export async function start(_out: Output): Promise<number> {
   const settings = loadSettings();
   const log = createLogger(settings.logLevel);
   installProcessGuards(log);
+  const slot = process.env[WORKER_SLOT_VARIABLE];
+  if (cluster.isWorker && slot !== undefined) return runEdgeWorker(settings, log, Number(slot));
+  if (settings.workers > 1) {
+    if (settings.redisUrl !== null || !settings.workersAuto) return runPrimary(settings, log);
+    log.warn(
+      { cpus: settings.workers },
+      'WORKERS=auto without REDIS_URL: one edge process (in-memory buckets are per process; set REDIS_URL to use every CPU)',
+    );
+  }
   const gateway = await startGateway(settings, log);
   process.on('SIGHUP', () => gateway.reload());
   const signal = await new Promise<NodeJS.Signals>((resolve) => {

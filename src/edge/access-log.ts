@@ -13,6 +13,8 @@ export interface AccessEntry {
   readonly fellBack: boolean;
   readonly status: number;
   readonly upstream: string | undefined;
+  /** The deployment a request named (its id, checked against the id pattern), by path or by host. */
+  readonly deployment?: string | undefined;
   readonly ms: number;
 }
 
@@ -67,6 +69,7 @@ export function accessLog(log: Logger): (entry: AccessEntry) => void {
     if (e.fellBack) line += ',"fellBack":true';
     line += `,"status":${e.status}`;
     if (e.upstream !== undefined) line += `,"upstream":"${e.upstream}"`;
+    if (e.deployment !== undefined) line += `,"deployment":"${e.deployment}"`;
     const first = held === '';
     held += `${line},"ms":${e.ms},"msg":"request"}\n`;
     if (held.length >= BATCH_CHARS) release();

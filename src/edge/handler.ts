@@ -2,12 +2,20 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
-import { badRequest, GatewayError, identityHeaderTooLong, internalError, storeUnavailable } from '../errors.ts';
+import {
+  badRequest,
+  deploymentNotFound,
+  GatewayError,
+  identityHeaderTooLong,
+  internalError,
+  storeUnavailable,
+} from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
 import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath, type EscapedSlashes } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
+import { DEPLOYMENT_ID, type Destination } from './route.ts';
 import type { KeyCheck } from './key-check.ts';
 import { clientIp, unmapIPv4, type TrustedProxies } from './client-ip.ts';
 import type { Verdict } from './limit.ts';
@@ -24,7 +32,8 @@ export interface EdgeOptions {
   readonly metrics?: Metrics;
   /** True once the gateway is draining: responses then close their connection. */
   readonly draining?: () => boolean;
-  readonly route: (path: string) => Upstream;
+  /** Where a request goes, from its normalised path and Host (route.ts). */
+  readonly route: (path: string, host: string | undefined) => Destination;
   readonly trust: TrustedProxies;
   readonly ipv6PrefixBits: number;
   readonly forward: ForwardOptions;
@@ -58,12 +67,17 @@ export function edgeHandler(options: EdgeOptions) {
     const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
     const method = req.method ?? 'GET';
     let path = '';
+    let deployment: string | undefined;
     let verdict: Verdict | null = null;
     let upstream: Upstream | null = null;
     let status = 0;
     try {
       const target = requestTarget(req.url ?? '');
       path = normalizePath(target, escapedSlashes);
+      // The rules see the path as its upstream does: a deployment's without the `/deployments/{id}` prefix.
+      const destination = route(path, req.headers.host);
+      if (destination.kind === 'deployment' && DEPLOYMENT_ID.test(destination.deploymentId))
+        deployment = destination.deploymentId;
       const overlong = overlongIdentity(req, maxIdentityLength);
       const peer = unmappedPeer(req);
       const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
@@ -75,7 +89,7 @@ export function edgeHandler(options: EdgeOptions) {
       // over-long identity is counted as a request without identity headers, then refused.
       const headers =
         overlong !== null ? withoutIdentity(req.headers) : unknownKey ? withoutApiKey(req.headers) : req.headers;
-      verdict = await limit({ method, path, headers, ip: ipIdentity(ip, ipv6PrefixBits) });
+      verdict = await limit({ method, path: destination.path, headers, ip: ipIdentity(ip, ipv6PrefixBits) });
       const extra: OutgoingHttpHeaders = verdict
         ? { ...verdict.headers, 'x-request-id': requestId }
         : { 'x-request-id': requestId };
@@ -87,7 +101,9 @@ export function edgeHandler(options: EdgeOptions) {
         return;
       }
       if (overlong !== null) throw identityHeaderTooLong(overlong, maxIdentityLength);
-      upstream = route(path);
+      // An unknown deployment is counted like any request (probing deployment ids spends tokens), then refused.
+      upstream = destination.upstream();
+      if (upstream === null) throw deploymentNotFound(deployment ?? null);
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
       const forwarded = upstreamRequestHeaders(req.headers, {
@@ -96,7 +112,11 @@ export function edgeHandler(options: EdgeOptions) {
         proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
         requestId,
       });
-      status = (await forward(upstream, req, res, path + query, forwarded, extra, options.forward, metrics)).status;
+      // The stripped prefix, for an app that builds absolute links (X-Forwarded-Prefix, as other proxies send it).
+      if (destination.kind === 'deployment' && destination.prefix !== '')
+        forwarded['x-forwarded-prefix'] = destination.prefix;
+      const sent = destination.path + query;
+      status = (await forward(upstream, req, res, sent, forwarded, extra, options.forward, metrics)).status;
     } catch (err) {
       const error = asGatewayError(err);
       status = error.status;
@@ -121,6 +141,7 @@ export function edgeHandler(options: EdgeOptions) {
         fellBack: verdict?.fellBack ?? false,
         status,
         upstream: upstream?.name,
+        deployment,
         ms: Math.round((performance.now() - started) * 10) / 10,
       });
     }

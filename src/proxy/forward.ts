@@ -12,17 +12,26 @@ import { clientResponseHeaders } from './headers.ts';
  * frame). A client that goes away aborts the upstream request.
  */
 export interface Upstream {
+  /** Its name in metrics and the access log (a fixed word: metrics labels stay bounded). */
   readonly name: string;
+  /** Its name in error messages, when more precise than `name` (`deployment <id>`). */
+  readonly display?: string;
   /** The upstream URL's path without its trailing slash ('' at the root): every forwarded path goes under it. */
   readonly basePath: string;
   readonly pool: Pool;
 }
 
 /** `connections`: most sockets to this upstream at once; a request beyond them waits in the pool for a free one. */
-export function createUpstream(name: string, url: string, connections: number): Upstream {
+export function createUpstream(
+  name: string,
+  url: string,
+  connections: number,
+  { display }: { display?: string } = {},
+): Upstream {
   const parsed = new URL(url);
   return {
     name,
+    ...(display !== undefined && { display }),
     basePath: parsed.pathname.replace(/\/$/, ''),
     pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }),
   };
@@ -204,14 +213,15 @@ function endStarted(res: ServerResponse, eventStream: boolean): void {
 }
 
 function asGatewayError(err: unknown, upstream: Upstream, options: ForwardOptions): GatewayError {
+  const name = upstream.display ?? upstream.name;
   if (err instanceof GatewayError) return err;
   if ((err as { cause?: unknown }).cause instanceof GatewayError) return (err as { cause: GatewayError }).cause;
   if (err instanceof undiciErrors.HeadersTimeoutError) {
-    return gatewayTimeout(`Upstream ${upstream.name} sent no response headers within ${options.headersTimeoutMs} ms`);
+    return gatewayTimeout(`Upstream ${name} sent no response headers within ${options.headersTimeoutMs} ms`);
   }
   if (err instanceof undiciErrors.ConnectTimeoutError) {
-    return gatewayTimeout(`Upstream ${upstream.name} did not accept a connection in time`);
+    return gatewayTimeout(`Upstream ${name} did not accept a connection in time`);
   }
   const code = (err as { code?: string }).code;
-  return badGateway(`Upstream ${upstream.name} unreachable${code ? ` (${code})` : ''}`, err);
+  return badGateway(`Upstream ${name} unreachable${code ? ` (${code})` : ''}`, err);
 }

@@ -13,7 +13,7 @@ import { RedisCheckpointer } from './agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from './agent-server/store/redis-item-store.ts';
 import { RedisAgentStore } from './agent-server/store/redis-agent-store.ts';
 import { loadAgentServerSettings } from './agent-server/settings.ts';
-import { createControlPlane } from './control-plane/control-plane.ts';
+import { createControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
 import { loadControlPlaneSettings } from './control-plane/settings.ts';
 
 export interface BundledService {
@@ -39,9 +39,13 @@ export class BundledServices {
     private readonly log: Logger,
   ) {}
 
-  async controlPlane(): Promise<BundledService> {
+  /** `deployments`: the route table it writes and the base of the deployments' `url` (the gateway's). */
+  async controlPlane(deployments: Pick<ControlPlaneOptions, 'routes' | 'addressing'> = {}): Promise<BundledService> {
     await this.redisReachable();
-    const cp = await createControlPlane(loadControlPlaneSettings(this.env), this.log, { keys: this.keys() });
+    const cp = await createControlPlane(loadControlPlaneSettings(this.env), this.log, {
+      keys: this.keys(),
+      ...deployments,
+    });
     const server = await listen(cp.app, 0, '127.0.0.1');
     if (cp.devKey) process.stdout.write(describeDevelopmentKey(cp.devKey) + '\n');
     return { url: server.url, close: async () => (await server.close(), await cp.close()) };

@@ -111,6 +111,13 @@ describe('gateway explain', () => {
     expect(r.rule).toBe('runs-query');
   });
 
+  it("a deployment's path is matched as the deployment sees it: {url}/runs/query is runs-query", async () => {
+    const r = await explainJson('POST', '/deployments/d-1/runs/query', '-H', 'x-api-key: k');
+    expect(r.normalized_path).toBe('/runs/query');
+    expect(r.rule).toBe('runs-query');
+    expect((r as unknown as { deployment: string }).deployment).toBe('d-1');
+  });
+
   it('prints a readable trace without --json', async () => {
     const r = await gateway('explain', 'GET', '/runs/not-a-uuid', '-H', 'x-api-key: k');
     expect(r.code).toBe(0);

@@ -20,4 +20,9 @@ describe('the start command', () => {
     expect(rest.slice(0, -1)).toEqual(npmFlags);
     expect(npmFlags).toContain('--max-semi-space-size=64');
   });
+
+  it('the image uses every CPU once REDIS_URL is given (WORKERS=auto); npm start runs one process', () => {
+    expect(read('Dockerfile')).toMatch(/^ENV WORKERS=auto$/m);
+    expect((JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start).not.toMatch(/WORKERS/);
+  });
 });

@@ -1,6 +1,7 @@
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import { GraphLoadError, importExport, type AppConfig } from './app-config.ts';
 import { toPlain } from './serialize.ts';
+import { withRunMetadata } from './store/run-metadata-checkpointer.ts';
 
 /**
  * The graphs of the app, ready to run. An export may be a compiled graph
@@ -22,6 +23,9 @@ export interface StateSnapshotLike {
     error?: unknown;
     interrupts?: readonly unknown[];
     result?: unknown;
+    path?: readonly unknown[];
+    /** A subgraph task: its config (`{configurable: {thread_id, checkpoint_ns}}`), or its whole state (`subgraphs`). */
+    state?: unknown;
   }[];
   readonly metadata?: unknown;
   readonly config?: { configurable?: Record<string, unknown> };
@@ -32,7 +36,15 @@ export interface StateSnapshotLike {
 /** The part of a compiled LangGraph graph the server uses. */
 export interface RunnableGraph {
   stream(input: unknown, options: Record<string, unknown>): Promise<AsyncIterable<unknown>>;
-  getState(config: { configurable: Record<string, unknown> }): Promise<StateSnapshotLike>;
+  /** LangChain's callback events (`version: 'v2'`), for the `events` stream mode. */
+  streamEvents(
+    input: unknown,
+    options: Record<string, unknown> & { version: 'v2' },
+  ): AsyncIterable<{ event: string; run_id: string; tags?: string[]; data?: { chunk?: unknown } }>;
+  getState(
+    config: { configurable: Record<string, unknown> },
+    options?: { subgraphs?: boolean },
+  ): Promise<StateSnapshotLike>;
   /** Past states, newest first (LangGraph's `getStateHistory`, over the checkpointer's `list`). */
   getStateHistory(
     config: { configurable: Record<string, unknown> },
@@ -74,6 +86,7 @@ export async function loadGraphs(
   checkpointer: BaseCheckpointSaver,
   items: BaseStore,
 ): Promise<GraphRegistry> {
+  checkpointer = withRunMetadata(checkpointer); // each run's metadata goes into its checkpoints' metadata
   const sources = new Map<string, GraphSource>();
   for (const [name, ref] of config.graphs) {
     const where = `${config.configFile}: graphs.${name}`;

@@ -64,11 +64,19 @@ export function controlPlaneApp({
   api.get('/deployments/:id/revisions/:revisionId', async (c) =>
     c.json(await service.getRevision(c.get('tenantId'), c.req.param('id'), c.req.param('revisionId'))),
   );
+  api.post('/deployments/:id/revisions/:revisionId/redeploy', async (c) =>
+    c.json(await service.redeploy(c.get('tenantId'), c.req.param('id'), c.req.param('revisionId'))),
+  );
+  api.get('/deployments/:id/revisions/:revisionId/build_log', async (c) =>
+    c.json(await service.buildLog(c.get('tenantId'), c.req.param('id'), c.req.param('revisionId'))),
+  );
   // Known paths, other methods: 405 with the methods that work.
   notAllowed(api, '/deployments', 'GET, POST');
   notAllowed(api, '/deployments/:id', 'GET, PATCH, DELETE');
   notAllowed(api, '/deployments/:id/revisions', 'GET');
   notAllowed(api, '/deployments/:id/revisions/:revisionId', 'GET');
+  notAllowed(api, '/deployments/:id/revisions/:revisionId/redeploy', 'POST');
+  notAllowed(api, '/deployments/:id/revisions/:revisionId/build_log', 'GET');
 
   const app = new Hono<ControlPlaneEnv>();
   for (const prefix of API_PREFIXES) app.route(prefix, api);

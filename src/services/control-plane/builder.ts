@@ -29,6 +29,8 @@ export interface BuildResult {
 
 export interface Builder {
   build(request: BuildRequest, signal: AbortSignal): Promise<BuildResult>;
+  /** The commit a branch or tag names now (`git ls-remote`), for `build_on_push`; null when it names none. */
+  remoteCommit?(repoUrl: string, ref: string, signal?: AbortSignal): Promise<string | null>;
 }
 
 const SHA = /^[0-9a-f]{7,40}$/i;
@@ -68,6 +70,20 @@ export class GitBuilder implements Builder {
       await rm(req.workFolder, { recursive: true, force: true });
       throw err;
     }
+  }
+
+  async remoteCommit(repoUrl: string, ref: string, signal?: AbortSignal): Promise<string | null> {
+    if (repoUrl.startsWith('-') || ref.startsWith('-')) return null;
+    if (this.options.localRepos === false && isLocal(repoUrl)) return null;
+    if (await this.options.repoHosts?.check(repoUrl)) return null;
+    const out = await git(['ls-remote', '--', repoUrl, ref], {
+      timeoutMs: this.options.gitTimeoutMs,
+      signal,
+      localRepos: this.options.localRepos ?? true,
+    });
+    const lines = out.split('\n').map((l) => l.split('\t'));
+    const named = (full: string) => lines.find(([, name]) => name === full)?.[0];
+    return named(`refs/heads/${ref}`) ?? named(`refs/tags/${ref}^{}`) ?? named(`refs/tags/${ref}`) ?? null;
   }
 
   /**

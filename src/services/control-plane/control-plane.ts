@@ -18,6 +18,15 @@ import { SecretBox } from './secrets.ts';
 import { DeploymentService } from './service.ts';
 import type { ControlPlaneSettings } from './settings.ts';
 import type { ControlPlaneStore } from './store.ts';
+import { join } from 'node:path';
+import type { DeploymentAddressing } from '../../deployment-routes/deployment-url.ts';
+import { routeTableFromSettings } from '../../deployment-routes/from-settings.ts';
+import { MemoryRouteTable } from '../../deployment-routes/memory-route-table.ts';
+import type { RouteTable } from '../../deployment-routes/route-table.ts';
+import { LocalProcessHost } from '../revision-host/local-process-host.ts';
+import type { RevisionHost } from '../revision-host/revision-host.ts';
+import { PushPoller } from './push-poller.ts';
+import { Serving } from './serving.ts';
 
 /**
  * The bundled control plane, assembled from its settings: store (Redis when
@@ -32,6 +41,12 @@ export interface ControlPlane {
   readonly keys: KeyRegistry;
   readonly builds: Builds;
   readonly queue: BuildQueue;
+  /** Where each deployment is served (the edge reads it). */
+  readonly routes: RouteTable;
+  /** Runs the revisions; null when the control plane keeps records only (`host: null`). */
+  readonly serving: Serving | null;
+  /** Settles once the deployments served before a restart are served again (or shown as not). */
+  readonly resumed: Promise<void>;
   /** The development key made at this start (print it once, never log it), or null. */
   readonly devKey: DevelopmentKey | null;
   /**
@@ -47,6 +62,18 @@ export interface ControlPlaneOptions {
   readonly redis?: Redis;
   readonly builder?: Builder;
   readonly now?: () => Date;
+  /** The routing table the edge reads; default from the settings (in Redis with REDIS_URL, else in this process). */
+  readonly routes?: RouteTable;
+  /**
+   * Where the edge serves deployments (read when a `url` is shown: PUBLIC_URL may be known only once the edge
+   * listens). Default: PUBLIC_URL / DEPLOYMENTS_DOMAIN of the settings, else `http://localhost:<PORT or 8080>`.
+   */
+  readonly addressing?: () => DeploymentAddressing;
+  /**
+   * Runs each DEPLOYED revision's Agent Server. Default: a process per revision on this host (LocalProcessHost).
+   * null = records only: no install, no load check, nothing serves, `url` stays null (tests of the bookkeeping).
+   */
+  readonly host?: RevisionHost | null;
 }
 
 export async function createControlPlane(
@@ -89,11 +116,54 @@ export async function createControlPlane(
   const queue = new BuildQueue(settings.buildConcurrency, (err, id) =>
     cpLog.error({ err, revisionId: id }, 'build job failed'),
   );
+  // Alone with REDIS_URL, the control plane writes the table the edges read; else one of this process.
+  const ownRoutes = options.routes
+    ? null
+    : options.host === null
+      ? new MemoryRouteTable()
+      : routeTableFromSettings(
+          { redisUrl: settings.redisUrl, routesPrefix: settings.routesPrefix, region: settings.region },
+          cpLog.child({ component: 'deployment-routes' }),
+        ).table;
+  const routes = options.routes ?? ownRoutes!;
+  const builder =
+    options.builder ??
+    new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos, repoHosts });
+  const host =
+    options.host === undefined
+      ? new LocalProcessHost({
+          log: log.child({ component: 'deployment' }),
+          redisUrl: settings.redisUrl,
+          keysPrefix: settings.keysPrefix,
+          verifyKey: async (key) => (await keys.findKey(key))?.org ?? null,
+          loadTimeoutMs: settings.loadTimeoutMs,
+          logLevel: settings.logLevel,
+        })
+      : options.host;
+  const folderOf = (deploymentId: string, revisionId: string) =>
+    join(settings.workDir, store.region, deploymentId, revisionId);
+  const serving =
+    host === null
+      ? null
+      : new Serving({
+          host,
+          routes,
+          store,
+          keys,
+          box,
+          log: cpLog,
+          folderOf,
+          memoryMb: settings.deploymentMemoryMb,
+          drainMs: settings.drainMs,
+          dataPrefix: settings.deploymentDataPrefix,
+          redis,
+        });
   const builds = new Builds({
     store,
-    builder:
-      options.builder ??
-      new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos, repoHosts }),
+    serving,
+    installTimeoutMs: settings.installTimeoutMs,
+    keepBuilds: serving ? settings.keepBuilds : 1,
+    builder,
     queue,
     stepDelayMs: settings.buildDelayMs,
     workDir: settings.workDir,
@@ -108,11 +178,21 @@ export async function createControlPlane(
     now,
     log: cpLog,
     deploymentUrl: settings.deploymentUrl,
+    addressing: serving
+      ? (options.addressing ??
+        (() => ({
+          publicUrl: settings.publicUrl ?? `http://localhost:${settings.edgePort}`,
+          domain: settings.deploymentsDomain,
+        })))
+      : null,
     repoHosts,
   });
+  const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 
   const recovered = await builds.recover();
   if (recovered.requeued + recovered.interrupted > 0) cpLog.info(recovered, 'recovered unfinished revisions');
+  const resumed = serving ? resumeServing(store, serving, cpLog) : Promise.resolve();
+  poller.start();
   const devKey = settings.development ? await ensureDevelopmentKey(keys) : null;
   if (devKey)
     cpLog.warn(
@@ -137,12 +217,44 @@ export async function createControlPlane(
     keys,
     builds,
     queue,
+    routes,
+    serving,
+    resumed,
     devKey,
     async close() {
+      await poller.close();
       await queue.close();
+      await resumed;
+      await serving?.close();
+      await ownRoutes?.close();
       await store.close();
       if (!options.keys) await keys.close();
       if (ownRedis) await closeRedis(ownRedis);
     },
   };
+}
+
+/**
+ * At start: every deployment whose active revision is DEPLOYED is served again from its kept build, one after the
+ * other, in the background (the API answers meanwhile).
+ */
+async function resumeServing(store: ControlPlaneStore, serving: Serving, log: Logger): Promise<void> {
+  let all;
+  try {
+    all = await store.allDeployments();
+  } catch (err) {
+    log.error({ err: (err as Error).message }, 'cannot list the deployments to serve again');
+    return;
+  }
+  for (const d of all) {
+    if (d.active_revision_id === null) continue;
+    try {
+      const rev = await store.getRevision(d.id, d.active_revision_id);
+      if (rev?.status !== 'DEPLOYED') continue;
+      await serving.resume(d, rev);
+      log.info({ deploymentId: d.id, revisionId: rev.id }, 'deployment served again after a restart');
+    } catch (err) {
+      log.error({ deploymentId: d.id, err: (err as Error).message }, 'deployment could not be served again');
+    }
+  }
 }

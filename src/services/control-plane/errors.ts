@@ -7,6 +7,7 @@ export { ApiError, invalid } from '../shared/api-error.ts';
 export type { ValidationIssue } from '../shared/validation-issues.ts';
 
 export const badRequest = (detail: string) => new ApiError(400, detail);
+export const conflict = (detail: string) => new ApiError(409, detail);
 export const deploymentNotFound = (id: string) => new ApiError(404, `Deployment ID ${id} not found.`);
 export const revisionNotFound = (id: string) => new ApiError(404, `Revision ID ${id} not found.`);
 

@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { runCommand } from './run-command.ts';
 
 /**
  * The `git` CLI, run without a shell, non-interactively, with a time budget
@@ -6,7 +6,8 @@ import { execFile } from 'node:child_process';
  * allowed (no `ext::`, no remote helpers that run commands; local paths and
  * `file://` only when `localRepos` says so), nothing ever
  * prompts for credentials, and hooks never run: a bad or unreachable source
- * fails fast with git's own reason.
+ * fails fast with git's own reason. Git runs in its own process group
+ * (run-command.ts): a cancel or timeout stops its helpers too.
  */
 const CONFIG = [
   'protocol.allow=never',
@@ -52,33 +53,22 @@ export interface GitOptions {
  * Runs `git <args>`; resolves with stdout, rejects with a GitError whose message is git's first error line (credentials
  * in URLs removed).
  */
-export function git(
+export async function git(
   args: readonly string[],
   { cwd, timeoutMs, signal, localRepos = true }: GitOptions,
 ): Promise<string> {
-  return new Promise((resolve, reject) => {
-    execFile(
-      'git',
-      [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`, ...args],
-      {
-        cwd,
-        env: ENV,
-        timeout: timeoutMs,
-        killSignal: 'SIGKILL',
-        signal,
-        maxBuffer: 16 * 1024 * 1024,
-        windowsHide: true,
-      },
-      (err, stdout, stderr) => {
-        if (!err) return resolve(stdout);
-        if (signal?.aborted || err.name === 'AbortError')
-          return reject(new GitError('aborted', 'git stopped: build cancelled'));
-        if ((err as { killed?: boolean }).killed)
-          return reject(new GitError('timeout', `no answer within ${timeoutMs / 1000} s`));
-        reject(new GitError('failed', firstErrorLine(String(stderr)) || err.message));
-      },
-    );
+  const result = await runCommand(
+    'git',
+    [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`, ...args],
+    { cwd, env: ENV, timeoutMs, signal },
+  ).catch((err: Error) => {
+    throw new GitError('failed', `git could not run: ${err.message}`);
   });
+  if (result.outcome === 'aborted') throw new GitError('aborted', 'git stopped: build cancelled');
+  if (result.outcome === 'timeout') throw new GitError('timeout', `no answer within ${timeoutMs / 1000} s`);
+  if (result.code !== 0)
+    throw new GitError('failed', firstErrorLine(result.stderr) || `git exited with ${result.code}`);
+  return result.stdout;
 }
 
 /** The most telling line of git's stderr, without the `fatal: ` prefix. */

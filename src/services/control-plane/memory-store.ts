@@ -102,6 +102,10 @@ export class MemoryControlPlaneStore implements ControlPlaneStore {
     return next;
   }
 
+  async allDeployments(): Promise<StoredDeployment[]> {
+    return [...this.deployments.values()].filter((d) => d.region === this.region);
+  }
+
   async unfinishedRevisions(): Promise<StoredRevision[]> {
     return [...this.revisions.values()]
       .flatMap((m) => [...m.values()])

@@ -181,6 +181,24 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
     });
   }
 
+  async allDeployments(): Promise<StoredDeployment[]> {
+    return this.guard(async () => {
+      const found: StoredDeployment[] = [];
+      const match = `${this.base.replace(/[*?[\]\\]/g, '\\$&')}dep:*`;
+      let cursor = '0';
+      do {
+        const [next, keys] = await this.client.scan(cursor, 'MATCH', match, 'COUNT', 500);
+        cursor = next;
+        if (keys.length === 0) continue;
+        for (const raw of await this.client.mget(keys)) {
+          const d = this.parse<StoredDeployment>(raw);
+          if (d !== null) found.push(d);
+        }
+      } while (cursor !== '0');
+      return found;
+    });
+  }
+
   async unfinishedRevisions(): Promise<StoredRevision[]> {
     return this.guard(async () => {
       const members = await this.client.smembers(this.k('unfinished'));

@@ -59,7 +59,7 @@ export function moveRevision(
   to: RevisionStatus,
   at: Date,
   message: string | null = null,
-  changes: Partial<Pick<StoredRevision, 'source_revision_config' | 'graphs' | 'auth_path'>> = {},
+  changes: Partial<Pick<StoredRevision, 'source_revision_config' | 'graphs' | 'auth_path' | 'build_log'>> = {},
 ): StoredRevision {
   if (!canMove(revision.status, to)) throw new IllegalTransition(revision.status, to);
   const when = at.toISOString();

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Builds } from './builds.ts';
-import { badRequest, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
+import { deploymentUrl, type DeploymentAddressing } from '../../deployment-routes/deployment-url.ts';
+import { badRequest, conflict, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
 import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
 import type { RepoHostPolicy } from './repo-hosts.ts';
@@ -23,8 +24,13 @@ export interface ServiceOptions {
   readonly box: SecretBox;
   readonly now: () => Date;
   readonly log: Logger;
-  /** A deployment's `url` (`{id}` replaced); null = none shown. */
+  /** A deployment's `url` (`{id}` replaced), overriding `addressing`; null = from `addressing`. */
   readonly deploymentUrl: string | null;
+  /**
+   * Where the edge serves deployments: a deployment's `url` once a revision of it was DEPLOYED. Null = records only
+   * (nothing serves a deployment; `url` stays null).
+   */
+  readonly addressing?: (() => DeploymentAddressing) | null;
   /** Where a `repo_url` may point (checked at create and patch; the builder checks again). Default: anywhere. */
   readonly repoHosts?: RepoHostPolicy;
 }
@@ -161,6 +167,14 @@ export class DeploymentService {
     return revisionView(r);
   }
 
+  /** What installing the revision's dependencies printed (null: nothing installed, or not yet). */
+  async buildLog(tenantId: string, id: string, revisionId: string) {
+    await this.require(tenantId, id);
+    const r = await this.o.store.getRevision(id, revisionId);
+    if (r === null) throw revisionNotFound(revisionId);
+    return { revision_id: r.id, status: r.status, build_log: r.build_log ?? null };
+  }
+
   /** The deployment's secrets in the clear: for the process that runs it, never for an API answer. */
   async secretValues(tenantId: string, id: string): Promise<Record<string, string>> {
     const d = await this.require(tenantId, id);
@@ -186,8 +200,52 @@ export class DeploymentService {
     }));
   }
 
+  /**
+   * Serves an older DEPLOYED revision again. Its build kept: the revision becomes the latest (unfinished ones are
+   * superseded) and its process starts from that build, then takes the traffic. Its build gone: a new revision of the
+   * same commit is built (as a patch with that `repo_ref` would).
+   */
+  async redeploy(tenantId: string, id: string, revisionId: string): Promise<DeploymentView> {
+    const d = await this.require(tenantId, id);
+    const r = await this.o.store.getRevision(id, revisionId);
+    if (r === null) throw revisionNotFound(revisionId);
+    if (r.status !== 'DEPLOYED')
+      throw conflict(`Revision ID ${revisionId} is ${r.status}: only a DEPLOYED revision can be redeployed.`);
+    if (d.active_revision_id === r.id && d.latest_revision_id === r.id) return this.view(d);
+    if (!this.o.builds.hasBuild(id, r.id)) {
+      const ref = r.source_revision_config.repo_commit_sha ?? r.source_revision_config.repo_ref;
+      this.o.log.info({ deploymentId: id, revisionId, ref }, 'redeploy: build not kept, building again');
+      return this.patch(tenantId, id, {
+        source_revision_config: {
+          repo_ref: ref,
+          image_uri: r.source_revision_config.image_uri,
+          langgraph_config_path: r.source_revision_config.langgraph_config_path,
+        },
+      });
+    }
+    const changed = await this.o.store.updateDeployment(tenantId, id, (cur) => ({
+      deployment: { ...cur, latest_revision_id: r.id, updated_at: this.o.now().toISOString() },
+    }));
+    if (changed === null) throw deploymentNotFound(id);
+    this.o.log.info({ deploymentId: id, revisionId, tenantId }, 'redeploy');
+    await this.o.builds.supersede(id, r.id);
+    this.o.builds.enqueueRedeploy(r);
+    return this.view(changed.deployment);
+  }
+
+  /** A new commit on a `build_on_push` deployment's branch: a new revision of the same `repo_ref`. */
+  async pushed(d: StoredDeployment, sha: string): Promise<void> {
+    this.o.log.info({ deploymentId: d.id, ref: d.source_revision_config.repo_ref, sha }, 'build on push');
+    await this.patch(d.tenant_id, d.id, { source_revision_config: { repo_ref: d.source_revision_config.repo_ref } });
+  }
+
   private view(d: StoredDeployment): DeploymentView {
-    return deploymentView(d, this.o.deploymentUrl === null ? null : this.o.deploymentUrl.replaceAll('{id}', d.id));
+    let url: string | null = null;
+    if (this.o.deploymentUrl !== null) url = this.o.deploymentUrl.replaceAll('{id}', d.id);
+    // Only a git source is run here (an image source stays a record): its url once a revision of it was DEPLOYED.
+    else if (this.o.addressing && d.active_revision_id !== null && isGitSource(d.source))
+      url = deploymentUrl(d.id, this.o.addressing());
+    return deploymentView(d, url);
   }
 }
 

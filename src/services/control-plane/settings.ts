@@ -6,6 +6,7 @@ import {
   isDevelopment,
   list,
   LOG_LEVELS,
+  matching,
   oneOf,
   optionalUrl,
   seconds,
@@ -16,6 +17,9 @@ import {
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkRepoHostsAllowed } from './repo-hosts.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
+import { routesPrefixSetting } from '../../settings/deployment-routes.ts';
+// The edge's reading of PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both services.
+import { deploymentsDomain, publicUrl } from '../../settings.ts';
 
 /**
  * Environment → the control plane's frozen settings, read with the settings
@@ -55,6 +59,28 @@ export interface ControlPlaneSettings {
   readonly repoHostsChecked: boolean;
   /** REPO_HOSTS_ALLOWED: hosts (`host`, `host:port`) and addresses (IP, CIDR) a repo_url may reach all the same. */
   readonly repoHostsAllowed: readonly string[];
+  /** Heap bound of a deployment's process without `resource_spec.memory_mb` (DEPLOYMENT_MEMORY_MB, default 512). */
+  readonly deploymentMemoryMb: number;
+  /** Time a revision's process has to load its app (DEPLOYMENT_LOAD_TIMEOUT_SECONDS, default 60). */
+  readonly loadTimeoutMs: number;
+  /** Budget of `npm ci` / `npm install` (INSTALL_TIMEOUT_SECONDS, default 600). */
+  readonly installTimeoutMs: number;
+  /** Build folders kept per deployment: the active revision's and the latest other DEPLOYED ones (KEEP_BUILDS, 3). */
+  readonly keepBuilds: number;
+  /** How often `build_on_push` deployments' branches are checked (BUILD_ON_PUSH_INTERVAL_SECONDS, default 60). */
+  readonly pushPollMs: number;
+  /** Drain of a revision's process when another replaces it (DRAIN_SECONDS, default 10, as the edge's). */
+  readonly drainMs: number;
+  /** Prefix of a deployment's Agent Server data in Redis: `<prefix>:<deployment id>:` (DEPLOYMENT_DATA_PREFIX). */
+  readonly deploymentDataPrefix: string;
+  /** PUBLIC_URL: the edge's public address for deployment urls; null = `http://localhost:<PORT>`. */
+  readonly publicUrl: string | null;
+  /** DEPLOYMENTS_DOMAIN: deployment urls are `https://<id>.<domain>`; null = the path form. */
+  readonly deploymentsDomain: string | null;
+  /** ROUTES_PREFIX: the deployment route table in Redis, shared with the edges (with REDIS_URL). */
+  readonly routesPrefix: string;
+  /** The edge's PORT (default 8080), for the default PUBLIC_URL. */
+  readonly edgePort: number;
 }
 
 export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSettings {
@@ -81,6 +107,23 @@ export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSe
     deploymentUrl: optionalUrl(env, 'DEPLOYMENT_URL', ['http:', 'https:'], { placeholder: '{id}' }),
     repoHostsChecked: !isDevelopment(env),
     repoHostsAllowed: repoHostsAllowed(env),
+    deploymentMemoryMb: integer(env, 'DEPLOYMENT_MEMORY_MB', 512, 64, 65_536),
+    loadTimeoutMs: Math.round(seconds(env, 'DEPLOYMENT_LOAD_TIMEOUT_SECONDS', 60, 1, 3600) * 1000),
+    installTimeoutMs: Math.round(seconds(env, 'INSTALL_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000),
+    keepBuilds: integer(env, 'KEEP_BUILDS', 3, 1, 100),
+    pushPollMs: Math.round(seconds(env, 'BUILD_ON_PUSH_INTERVAL_SECONDS', 60, 0.1, 86_400) * 1000),
+    drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
+    deploymentDataPrefix: matching(
+      env,
+      'DEPLOYMENT_DATA_PREFIX',
+      /^[A-Za-z0-9_.-]{1,64}$/,
+      'deployment',
+      '1-64 letters, digits, "_", "." or "-"',
+    ),
+    publicUrl: publicUrl(env),
+    deploymentsDomain: deploymentsDomain(env),
+    routesPrefix: routesPrefixSetting(env),
+    edgePort: integer(env, 'PORT', 8080, 0, 65535),
   });
 }
 

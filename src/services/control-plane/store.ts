@@ -62,6 +62,8 @@ export interface ControlPlaneStore {
     revisionId: string,
     change: (current: StoredRevision) => StoredRevision | null,
   ): Promise<StoredRevision | null>;
+  /** Every deployment of this region, of any tenant (serving them again at start; polling `build_on_push` branches). */
+  allDeployments(): Promise<StoredDeployment[]>;
   /** Revisions of this region not yet in a final status (for recovery at start). */
   unfinishedRevisions(): Promise<StoredRevision[]>;
   close(): Promise<void>;

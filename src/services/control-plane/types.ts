@@ -66,6 +66,11 @@ export interface StoredDeployment {
   readonly latest_revision_id: string;
   readonly active_revision_id: string | null;
   readonly image_version: string | null;
+  /**
+   * Why the active revision's process is not serving (it keeps stopping, its build folder is gone); absent while it
+   * serves.
+   */
+  readonly serving_error?: string;
   /** Revisions ever created; the next one's `seq` (orders the revision list). */
   readonly revision_count: number;
 }
@@ -96,4 +101,6 @@ export interface StoredRevision {
   readonly graphs: Readonly<Record<string, string>> | null;
   /** The app config's `auth.path`, when it names one. */
   readonly auth_path: string | null;
+  /** What the dependency install printed (`npm ci` / `npm install`), its end when long; served by the build_log endpoint. */
+  readonly build_log?: string | null;
 }

@@ -12,7 +12,7 @@ export function deploymentView(d: StoredDeployment, url: string | null) {
 
 /** A revision as the API shows it. */
 export function revisionView(r: StoredRevision) {
-  const { seq: _seq, tenant_id: _tenant, ...shown } = r;
+  const { seq: _seq, tenant_id: _tenant, build_log: _log, ...shown } = r;
   return shown;
 }
 

@@ -93,12 +93,14 @@ describe('runs through the edge', () => {
     expect(partial.length).toBeGreaterThan(10);
     for (let i = 1; i < partial.length; i++) expect(partial[i]!.startsWith(partial[i - 1]!)).toBe(true);
     const complete = chunks.filter((ch) => ch.event === 'messages/complete').map((ch) => ch.data[0].content);
-    expect(complete).toEqual(['Hello, acme!', partial.at(-1)]);
-    expect(complete[1]).toMatch(/^You said "tell me"/);
+    // Every message of each state, once, after that state (the input too), as the official server sends them.
+    expect(complete).toEqual(['tell me', 'Hello, acme!', partial.at(-1)]);
+    expect(complete[2]).toMatch(/^You said "tell me"/);
     const metadata = chunks
       .filter((ch) => ch.event === 'messages/metadata')
       .map((ch) => Object.values(ch.data)[0] as { metadata: { langgraph_node: string } });
-    expect(metadata.map((m) => m.metadata.langgraph_node)).toEqual(['greet', 'model']);
+    // Only a message a chat model streams starts with its metadata (greet returns its message whole).
+    expect(metadata.map((m) => m.metadata.langgraph_node)).toEqual(['model']);
     expect(events(chunks)[0]).toBe('metadata');
   });
 
@@ -203,7 +205,7 @@ describe('errors as the client expects them', () => {
   it('422 for an invalid body, with a readable reason and no stack', async () => {
     const { client: c } = client();
     const bad = await collect(
-      c.runs.stream(null, 'agent', { input: userInput('x'), streamMode: 'events' as never }),
+      c.runs.stream(null, 'agent', { input: userInput('x'), streamMode: 'bogus' as never }),
     ).catch((e: unknown) => e);
     expect(bad).toMatchObject({ status: 422 });
     expect((bad as Error).message).toMatch(/stream_mode/);

@@ -122,7 +122,8 @@ export async function startControlPlane(
   });
   const logs = new LogCapture();
   const log = createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]);
-  const cp = await createControlPlane(settings, log, options);
+  // Records only unless a test asks for a host: most tests are about the bookkeeping, not the processes.
+  const cp = await createControlPlane(settings, log, { host: null, ...options });
   const server = await listen(cp.app, 0, '127.0.0.1');
   return {
     cp,

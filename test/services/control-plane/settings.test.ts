@@ -36,6 +36,50 @@ describe('control plane settings', () => {
     expect(loadControlPlaneSettings({ LOCAL_REPOS: 'deny' }).localRepos).toBe(false);
   });
 
+  it('deployment settings: defaults, values, and errors naming the variable', () => {
+    expect(loadControlPlaneSettings({})).toMatchObject({
+      deploymentMemoryMb: 512,
+      loadTimeoutMs: 60_000,
+      installTimeoutMs: 600_000,
+      keepBuilds: 3,
+      pushPollMs: 60_000,
+      drainMs: 10_000,
+      deploymentDataPrefix: 'deployment',
+      publicUrl: null,
+      deploymentsDomain: null,
+      edgePort: 8080,
+    });
+    expect(
+      loadControlPlaneSettings({
+        DEPLOYMENT_MEMORY_MB: '256',
+        KEEP_BUILDS: '5',
+        BUILD_ON_PUSH_INTERVAL_SECONDS: '1',
+        DRAIN_SECONDS: '3',
+        PUBLIC_URL: 'https://gw.example.com',
+        DEPLOYMENTS_DOMAIN: 'Apps.Example.com',
+        PORT: '9000',
+      }),
+    ).toMatchObject({
+      deploymentMemoryMb: 256,
+      keepBuilds: 5,
+      pushPollMs: 1000,
+      drainMs: 3000,
+      publicUrl: 'https://gw.example.com',
+      deploymentsDomain: 'apps.example.com',
+      edgePort: 9000,
+    });
+    for (const [name, value] of [
+      ['DEPLOYMENT_MEMORY_MB', '10'],
+      ['KEEP_BUILDS', '0'],
+      ['DEPLOYMENTS_DOMAIN', 'not a domain'],
+      ['DEPLOYMENT_DATA_PREFIX', 'has:colon'],
+      ['PUBLIC_URL', 'ftp://x'],
+    ] as const) {
+      expect(() => loadControlPlaneSettings({ [name]: value }), name).toThrow(SettingsError);
+      expect(() => loadControlPlaneSettings({ [name]: value }), name).toThrow(name);
+    }
+  });
+
   it('reads the key registry prefix from API_KEYS_PREFIX; the old KEYS_PREFIX still works, with a warning', () => {
     expect(loadControlPlaneSettings({ API_KEYS_PREFIX: 'new-keys' })).toMatchObject({
       keysPrefix: 'new-keys',

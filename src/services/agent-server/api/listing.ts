@@ -1,4 +1,5 @@
 import { isDeepStrictEqual } from 'node:util';
+import { ownValue } from '../../shared/own-value.ts';
 import type { Context } from 'hono';
 
 /**
@@ -37,13 +38,13 @@ export function pageAnswer<T extends object, K extends string & keyof T>(
   return c.json(shown);
 }
 
-/** Every key of `wanted` equals the same key of `actual` (deep). */
+/** Every key of `wanted` equals the same own key of `actual` (deep); inherited names such as `__proto__` never match. */
 export function matchesExactly(
   actual: Record<string, unknown> | null | undefined,
   wanted: Record<string, unknown> | null | undefined,
 ): boolean {
   if (!wanted) return true;
-  return Object.entries(wanted).every(([k, v]) => isDeepStrictEqual((actual ?? {})[k], v));
+  return Object.entries(wanted).every(([k, v]) => isDeepStrictEqual(ownValue(actual, k), v));
 }
 
 function compare(a: unknown, b: unknown): number {

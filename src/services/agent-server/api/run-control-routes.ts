@@ -141,7 +141,7 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       operationId: 'cancel_run',
       summary: 'Cancel a run',
       description:
-        'A queued or running run stops: status `interrupted`, and an `error` event (CancelledError) ends its streams. Cancelling a finished run changes nothing.',
+        'A queued or running run stops: status `interrupted`, and an `error` event (CancelledError) ends its streams. With `action=rollback` the run is deleted instead and its thread goes back to its state before the run. Cancelling a finished run changes nothing.',
       query: runCancel,
       responses: {
         202: { description: 'Cancellation requested.' },
@@ -151,9 +151,10 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       async handler(c, { query }) {
         const run = await visibleRun(c, ctx, 'update', { run_id: param(c, 'run_id'), action: query.action });
         const handle = runner.find(run.run_id);
-        handle?.cancel('cancel');
+        handle?.cancel(query.action === 'rollback' ? 'cancel-rollback' : 'cancel');
         // A run on another server: its server sees the request when it next renews the run's lease.
-        if (elsewhere(ctx, run)) await store.lease(`cancel:${run.run_id}`, LEASE_MS);
+        const asked = query.action === 'rollback' ? 'rollback' : 'cancel';
+        if (elsewhere(ctx, run)) await store.lease(`${asked}:${run.run_id}`, LEASE_MS);
         if (!query.wait) return c.body(null, 202);
         if (handle !== undefined) await handle.done.catch(() => undefined);
         else if (elsewhere(ctx, run)) await untilFinished(ctx, run, c.req.raw.signal);

@@ -54,6 +54,13 @@ export const runCreate = z.object({
   interrupt_before: interruptAt,
   interrupt_after: interruptAt,
   checkpoint_id: z.string().nullish(),
+  checkpoint: z
+    .object({ checkpoint_id: z.string().nullish(), checkpoint_ns: z.string().nullish() })
+    .loose()
+    .nullish()
+    .describe(
+      'Run from this checkpoint of the thread (a fork: what React useStream sends to edit or regenerate a message), as a state names it.',
+    ),
   after_seconds: z
     .number()
     .min(0)
@@ -77,7 +84,9 @@ export const runCancel = z.object({
   action: z
     .enum(['interrupt', 'rollback'])
     .default('interrupt')
-    .describe('Both stop the run and keep the state it reached (no rollback of checkpoints here).'),
+    .describe(
+      'interrupt: the run stops and its thread keeps the state it reached. rollback: the run is deleted and its thread goes back to its state before the run.',
+    ),
 });
 
 export const runJoinStream = z.object({

@@ -5,7 +5,7 @@ import type { ServerContext } from '../context.ts';
 import { notFound } from '../errors.ts';
 import { newId } from './ids.ts';
 import type { RunHandle, RunSpec } from '../runs/run-handle.ts';
-import { STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
+import { BACKGROUND_STREAM_MODES, type StreamMode } from '../runs/stream-modes.ts';
 import type { Json, Run } from '../store/records.ts';
 import { findAssistant } from './assistant-lookup.ts';
 import type { RunCreate } from './run-schemas.ts';
@@ -59,7 +59,7 @@ export async function startRun(
 
   const modes = [
     ...new Set<StreamMode>(
-      body.stream_mode == null ? (background ? STREAM_MODES : ['values']) : [body.stream_mode].flat(),
+      body.stream_mode == null ? (background ? BACKGROUND_STREAM_MODES : ['values']) : [body.stream_mode].flat(),
     ),
   ];
   const runThreadId = threadId ?? newId();
@@ -77,7 +77,7 @@ export async function startRun(
       ...assistantConfig.configurable,
       ...configurableHeaders(headers, ctx.configurableHeaders),
       ...body.config?.configurable,
-      ...(body.checkpoint_id ? { checkpoint_id: body.checkpoint_id } : {}),
+      ...checkpointOf(body),
       thread_id: runThreadId,
       run_id: runId,
       assistant_id: assistant.assistant_id,
@@ -132,5 +132,16 @@ export async function startRun(
     handle,
     location: threadId === null ? `/runs/${runId}` : `/threads/${threadId}/runs/${runId}`,
     onDisconnect: body.on_disconnect ?? (body.stream_resumable ? 'continue' : 'cancel'),
+  };
+}
+
+/** The checkpoint a run starts from (`checkpoint`, or `checkpoint_id`), as configurable keys; none: the latest. */
+function checkpointOf(body: RunCreate): Record<string, unknown> {
+  const { checkpoint_id, checkpoint_ns, checkpoint_map } = (body.checkpoint ?? {}) as Record<string, unknown>;
+  const id = body.checkpoint_id ?? checkpoint_id;
+  return {
+    ...(typeof id === 'string' && id !== '' ? { checkpoint_id: id } : {}),
+    ...(typeof checkpoint_ns === 'string' && checkpoint_ns !== '' ? { checkpoint_ns } : {}),
+    ...(typeof checkpoint_map === 'object' && checkpoint_map !== null ? { checkpoint_map } : {}),
   };
 }

@@ -25,9 +25,21 @@ export const threadHistory = z.object({
     .describe('`checkpoint_ns`: the states of a subgraph.'),
 });
 
-const checkpointNamed = z.object({ checkpoint_id: z.string().min(1), checkpoint_ns: z.string().nullish() }).loose();
+/** A checkpoint by its id, or a subgraph's latest by its namespace alone (a task's `checkpoint`). */
+const checkpointNamed = z
+  .object({ checkpoint_id: z.string().min(1).nullish(), checkpoint_ns: z.string().nullish() })
+  .loose()
+  .refine((c) => !!c.checkpoint_id || !!c.checkpoint_ns, 'name a checkpoint_id, or the checkpoint_ns of a subgraph');
 
-export const threadStateAt = z.object({ checkpoint: checkpointNamed });
+const subgraphs = z
+  .union([z.boolean(), z.enum(['true', 'false'])])
+  .transform((v) => v === true || v === 'true')
+  .default(false)
+  .describe("Nest each subgraph task's own state in `tasks[].state`.");
+
+export const threadStateAt = z.object({ checkpoint: checkpointNamed, subgraphs });
+
+export const threadStateQuery = z.object({ subgraphs });
 
 export const threadStateUpdate = z.object({
   values: z
@@ -48,13 +60,31 @@ export const threadHistoryQuery = z.object({
   before: z.string().min(1).optional().describe('Only states older than this checkpoint id.'),
 });
 
-const checkpointSchema = z.object({ thread_id: z.string(), checkpoint_ns: z.string(), checkpoint_id: z.string() });
+const checkpointSchema = z.object({
+  thread_id: z.string(),
+  checkpoint_ns: z.string(),
+  checkpoint_id: z.string(),
+  checkpoint_map: z.record(z.string(), z.unknown()).nullable(),
+});
 
 export const threadStateSchema = z.object({
   values: z.unknown(),
   next: z.array(z.string()),
   tasks: z.array(
-    z.object({ id: z.string(), name: z.string(), error: z.string().nullable(), interrupts: z.array(z.unknown()) }),
+    z.object({
+      id: z.string(),
+      name: z.string(),
+      error: z.string().nullable(),
+      interrupts: z.array(z.unknown()),
+      path: z.array(z.unknown()).nullable(),
+      checkpoint: z
+        .object({ thread_id: z.string(), checkpoint_ns: z.string() })
+        .loose()
+        .nullable()
+        .describe("A subgraph task: its checkpoint namespace (read or update the subgraph's state through it)."),
+      state: z.unknown().describe("With `subgraphs`: the subgraph task's own state (this same shape)."),
+      result: z.unknown().describe('What the task wrote, once it has run.'),
+    }),
   ),
   checkpoint: checkpointSchema.nullable(),
   parent_checkpoint: checkpointSchema.nullable(),

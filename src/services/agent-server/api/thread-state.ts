@@ -12,6 +12,7 @@ import {
   threadHistoryQuery,
   threadStateAt,
   threadStatePatch,
+  threadStateQuery,
   threadStateSchema,
   threadStateUpdate,
 } from './thread-state-schemas.ts';
@@ -42,7 +43,12 @@ const historyOperation = {
   responses: { 200: { description: 'States, newest first.', schema: z.array(threadStateSchema) }, ...errors },
 } as const;
 
-type CheckpointRef = { thread_id: string; checkpoint_ns: string; checkpoint_id: string } | null;
+type CheckpointRef = {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  checkpoint_map: unknown;
+} | null;
 
 /** What both forms of the history request (POST body, GET query) ask. */
 interface HistoryOptions {
@@ -68,17 +74,20 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
   /** The state at a checkpoint of the thread of the path; 404 if the thread or the checkpoint is unknown. */
   const stateAt = async (
     c: Context<AgentEnv>,
-    checkpoint: { checkpoint_id: string; checkpoint_ns?: string | null | undefined },
+    checkpoint: { checkpoint_id?: string | null | undefined; checkpoint_ns?: string | null | undefined },
+    subgraphs: boolean,
   ) => {
     const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
     const graph = await graphOf(thread);
     const configurable = {
+      ...checkpoint,
       thread_id: thread.thread_id,
       checkpoint_ns: checkpoint.checkpoint_ns ?? '',
-      checkpoint_id: checkpoint.checkpoint_id,
+      ...(checkpoint.checkpoint_id ? { checkpoint_id: checkpoint.checkpoint_id } : {}),
     };
-    const state = graph === null ? null : await graph.getState({ configurable });
-    if (state === null || state.createdAt === undefined) throw notFound('Checkpoint', checkpoint.checkpoint_id);
+    const state = graph === null ? null : await graph.getState({ configurable }, { subgraphs });
+    if (state === null || state.createdAt === undefined)
+      throw notFound('Checkpoint', checkpoint.checkpoint_id ?? checkpoint.checkpoint_ns ?? '');
     return c.json(stateJson(state));
   };
   const history = async (c: Context<AgentEnv>, options: HistoryOptions) => {
@@ -110,12 +119,14 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
       operationId: 'get_thread_state',
       summary: 'Get the state of a thread',
       tag: 'Threads',
+      query: threadStateQuery,
       responses: stateAnswer,
-      async handler(c) {
+      async handler(c, { query }) {
         const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
         const graph = await graphOf(thread);
         if (graph === null) return c.json(emptyState());
-        return c.json(stateJson(await graph.getState({ configurable: { thread_id: thread.thread_id } })));
+        const state = await graph.getState({ configurable: { thread_id: thread.thread_id } }, query);
+        return c.json(stateJson(state));
       },
     }),
     operation({
@@ -124,8 +135,9 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
       operationId: 'get_thread_state_at_checkpoint',
       summary: 'Get the state of a thread at a checkpoint',
       tag: 'Threads',
+      query: threadStateQuery,
       responses: stateAnswer,
-      handler: (c) => stateAt(c, { checkpoint_id: param(c, 'checkpoint_id') }),
+      handler: (c, { query }) => stateAt(c, { checkpoint_id: param(c, 'checkpoint_id') }, query.subgraphs),
     }),
     operation({
       method: 'post',
@@ -135,7 +147,7 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
       tag: 'Threads',
       body: threadStateAt,
       responses: stateAnswer,
-      handler: (c, { body }) => stateAt(c, body.checkpoint),
+      handler: (c, { body }) => stateAt(c, body.checkpoint, body.subgraphs),
     }),
     operation({
       method: 'post',
@@ -168,7 +180,10 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
             `Thread ${threadId} has no graph yet: run it first, or create it with metadata.graph_id (the JS client's graphId).`,
           );
         const checkpointId = body.checkpoint_id ?? body.checkpoint?.checkpoint_id;
+        // A checkpoint of a subgraph (`tasks[i].checkpoint` or `.state.checkpoint` of a state read with `subgraphs`)
+        // updates that subgraph's state: its namespace (and checkpoint map) go to LangGraph as given.
         const configurable = {
+          ...body.checkpoint,
           thread_id: threadId,
           checkpoint_ns: body.checkpoint?.checkpoint_ns ?? '',
           ...(checkpointId ? { checkpoint_id: checkpointId } : {}),
@@ -187,7 +202,7 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
           ...current,
           values: toPlain(state.values ?? null) as Json | null,
           interrupts,
-          status: Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle',
+          status: Object.keys(interrupts).length > 0 || state.next.length > 0 ? 'interrupted' : 'idle',
           updated_at: new Date().toISOString(),
         });
         return c.json({ checkpoint: checkpointOf(written) });
@@ -258,19 +273,38 @@ function checkpointOf(config: StateSnapshotLike['config']): CheckpointRef {
     thread_id: c.thread_id,
     checkpoint_ns: typeof c.checkpoint_ns === 'string' ? c.checkpoint_ns : '',
     checkpoint_id: c.checkpoint_id,
+    checkpoint_map:
+      typeof c.checkpoint_map === 'object' && c.checkpoint_map !== null ? toPlain(c.checkpoint_map) : null,
   };
 }
 
-function stateJson(s: StateSnapshotLike) {
+const isSnapshot = (v: unknown): v is StateSnapshotLike =>
+  typeof v === 'object' && v !== null && 'values' in v && 'next' in v;
+
+/**
+ * A state as the official server answers it. A subgraph task names its checkpoint (`{thread_id, checkpoint_ns}`: read
+ * or update the subgraph through it) or, read with `subgraphs`, carries the subgraph's whole state.
+ */
+function stateJson(s: StateSnapshotLike): Record<string, unknown> {
   return {
     values: toPlain(s.values ?? {}),
     next: [...s.next],
-    tasks: s.tasks.map((t) => ({
-      id: t.id,
-      name: t.name,
-      error: t.error == null ? null : String(t.error),
-      interrupts: toPlain(t.interrupts ?? []),
-    })),
+    tasks: s.tasks.map((t) => {
+      const config = t.state as { configurable?: Record<string, unknown> } | null | undefined;
+      return {
+        id: t.id,
+        name: t.name,
+        error: t.error == null ? null : errorText(t.error),
+        interrupts: toPlain(t.interrupts ?? []),
+        path: t.path === undefined ? null : toPlain(t.path),
+        checkpoint:
+          config != null && typeof config.configurable === 'object'
+            ? toPlain(publicCheckpoint(config.configurable))
+            : null,
+        state: isSnapshot(t.state) ? stateJson(t.state) : null,
+        result: t.result === undefined ? null : toPlain(t.result),
+      };
+    }),
     checkpoint: checkpointOf(s.config),
     parent_checkpoint: checkpointOf(s.parentConfig),
     metadata: s.metadata === undefined ? null : toPlain(s.metadata),
@@ -288,4 +322,17 @@ function emptyState() {
     metadata: null,
     created_at: null,
   };
+}
+
+/** A task's error as text: its message (an Error), or the value itself. */
+function errorText(error: unknown): string {
+  if (typeof error === 'object' && error !== null && typeof (error as Error).message === 'string')
+    return (error as Error).message;
+  return typeof error === 'string' ? error : JSON.stringify(toPlain(error));
+}
+
+/** The checkpoint keys of a subgraph task's configurable (never LangGraph's internals or the user). */
+function publicCheckpoint(configurable: Record<string, unknown>): Record<string, unknown> {
+  const keep = ['thread_id', 'checkpoint_ns', 'checkpoint_id', 'checkpoint_map'];
+  return Object.fromEntries(Object.entries(configurable).filter(([k]) => keep.includes(k)));
 }

@@ -1,5 +1,6 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { Logger } from 'pino';
+import { ownValue } from '../../shared/own-value.ts';
 import { httpStatusOf, type AuthorizationHandler } from './custom-handlers.ts';
 import { ApiError, forbidden } from '../errors.ts';
 import type { Json } from '../store/records.ts';
@@ -76,9 +77,8 @@ export const allowAll: Authorize = async () => null;
 /** True when `metadata` passes every condition of `filter` (null: no filter). */
 export function matchesFilter(metadata: Json | null | undefined, filter: Filter | null): boolean {
   if (filter === null) return true;
-  const meta = metadata ?? {};
   for (const [key, condition] of Object.entries(filter)) {
-    const actual = meta[key];
+    const actual = ownValue(metadata, key);
     if (isOperator(condition)) {
       if ('$eq' in condition && !isDeepStrictEqual(actual, condition.$eq)) return false;
       if ('$contains' in condition && !contains(actual, condition.$contains)) return false;

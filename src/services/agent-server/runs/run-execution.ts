@@ -4,9 +4,10 @@ import { interruptsOf, type GraphRegistry, type StateSnapshotLike } from '../gra
 import { toPlain } from '../serialize.ts';
 import type { AgentStore } from '../store/agent-store.ts';
 import type { Json, Run, RunStatus, Thread, ThreadStatus } from '../store/records.ts';
-import { FrameMapper, frame, graphStreamModes, rootValues, type Frame } from './frames.ts';
+import { FrameMapper, eventFrame, frame, graphStreamModes, graphSubgraphs, rootValues, type Frame } from './frames.ts';
 import type { CancelReason, RunOutcome, RunSpec } from './run-handle.ts';
 import { LEASE_MS } from './run-leases.ts';
+import { rollBack } from './rollback.ts';
 import type { ThreadQueues } from './thread-queues.ts';
 
 /** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
@@ -64,7 +65,7 @@ export class RunExecution {
     let status: RunStatus = 'success';
     let error: RunOutcome['error'] = null;
     let state: StateSnapshotLike | null = null;
-    const mapper = new FrameMapper(new Set(spec.modes));
+    const mapper = new FrameMapper(new Set(spec.modes), spec.subgraphs);
     // Every failure from here on (recording, the graph, serialising its output) ends the run as `error`: none may
     // escape, since nothing awaits a background run and an unhandled rejection must not take the process down.
     try {
@@ -84,24 +85,44 @@ export class RunExecution {
       }
       runLog.debug('run started');
       const graph = await graphs.get(spec.graphId, spec.config);
-      const stream = await graph.stream(spec.input, {
+      const options = {
         ...spec.config,
         streamMode: graphStreamModes(spec.modes),
-        subgraphs: spec.subgraphs,
+        subgraphs: graphSubgraphs(spec.modes, spec.subgraphs),
         signal,
-      });
+      };
       const streamsValues = spec.modes.includes('values');
-      for await (const chunk of stream) {
+      const onChunk = (chunk: unknown) => {
         for (const f of mapper.map(chunk)) events.push(f);
         const values = streamsValues ? undefined : rootValues(chunk);
         if (values !== undefined) events.state(values);
-      }
-      for (const f of mapper.finish()) events.push(f);
+      };
+      if (spec.modes.includes('events')) {
+        // `events` needs LangChain's callback events: the graph runs under streamEvents, whose root stream chunks
+        // are the same as graph.stream's (a run without `events` skips that cost).
+        for await (const event of graph.streamEvents(spec.input, { ...options, version: 'v2', runId: run.run_id })) {
+          if (event.event === 'on_chain_stream' && event.run_id === run.run_id) onChunk(event.data?.chunk);
+          else {
+            const f = eventFrame(event, run.run_id);
+            if (f !== null) events.push(f);
+          }
+        }
+      } else for await (const chunk of await graph.stream(spec.input, options)) onChunk(chunk);
       state = await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null);
     } catch (err) {
       const reason = cancelled();
       if (reason !== null) {
         status = 'interrupted';
+        if (reason === 'rollback' || reason === 'cancel-rollback')
+          events.push(
+            frame('error', {
+              error: 'CancelledError',
+              message:
+                reason === 'rollback'
+                  ? 'Run rolled back: a newer run on this thread replaced it.'
+                  : 'Run rolled back on request.',
+            }),
+          );
         if (reason === 'interrupt')
           events.push(
             frame('error', {
@@ -127,6 +148,8 @@ export class RunExecution {
       const graph = await graphs.get(spec.graphId, spec.config).catch(() => null);
       state = graph ? await graph.getState({ configurable: { thread_id: threadId } }).catch(() => null) : null;
     }
+    const reason = cancelled();
+    if (reason === 'rollback' || reason === 'cancel-rollback') return this.rolledBack(spec, events, runLog);
     let values: unknown;
     try {
       values = state ? toPlain(state.values) : mapper.lastValues === undefined ? undefined : toPlain(mapper.lastValues);
@@ -147,6 +170,29 @@ export class RunExecution {
     }
     runLog.debug({ status }, 'run finished');
     return { status, values, error };
+  }
+
+  /** A rolled back run: its thread goes back to before it, the run is deleted (not recorded as ended). */
+  private async rolledBack(spec: RunSpec, events: RunEvents, runLog: Logger): Promise<RunOutcome> {
+    const { run } = spec;
+    let values: unknown;
+    try {
+      if (spec.threadless && !spec.keepThread) await this.deps.checkpointer.deleteThread(run.thread_id);
+      else {
+        await rollBack(this.deps.checkpointer, run.thread_id, run.run_id);
+        const graph = await this.deps.graphs.get(spec.graphId, spec.config);
+        const state = await graph.getState({ configurable: { thread_id: run.thread_id } });
+        values = state.createdAt === undefined ? undefined : toPlain(state.values);
+        await this.finishThread(spec, 'success', values, state); // the state of before: a breakpoint there is one again
+      }
+      await this.deps.store.deleteRun(run.run_id);
+      runLog.info('run rolled back');
+    } catch (err) {
+      runLog.error({ err: (err as Error)?.message }, 'could not roll the run back');
+    } finally {
+      events.close('interrupted');
+    }
+    return { status: 'interrupted', values, error: null };
   }
 
   private async setRun(run: Run, status: RunStatus): Promise<void> {
@@ -170,8 +216,12 @@ export class RunExecution {
     state: StateSnapshotLike | null,
   ): Promise<void> {
     const interrupts = interruptsOf(state);
-    const threadStatus: ThreadStatus =
-      status === 'error' ? 'error' : Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle';
+    // As the official server: a run that ended with a next step still to run (a breakpoint, `interrupt_before` /
+    // `interrupt_after`) or on an `interrupt()` leaves its thread waiting for a human: `interrupted`.
+    // A cancelled run stops between steps too, with a next step, but nobody is asked anything: idle.
+    const atBreakpoint = status === 'success' && (state?.next.length ?? 0) > 0;
+    const waiting = Object.keys(interrupts).length > 0 || atBreakpoint;
+    const threadStatus: ThreadStatus = status === 'error' ? 'error' : waiting ? 'interrupted' : 'idle';
     const patch = { status: threadStatus, values: (values ?? null) as Json | null, interrupts };
     if (spec.threadless) {
       const now = new Date().toISOString();

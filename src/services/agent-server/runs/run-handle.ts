@@ -33,10 +33,11 @@ export interface RunOutcome {
 }
 
 /**
- * Why a run stops early: its client left, a newer run interrupted it, the server stops, or a cancel request (or thread
- * deletion) asked.
+ * Why a run stops early: its client left, a newer run interrupted it (or rolled it back), the server stops, or a cancel
+ * request (or thread deletion) asked (`cancel-rollback`: a cancel with `action=rollback`). A rolled back run is deleted
+ * and its thread goes back to its state before the run (rollback.ts).
  */
-export type CancelReason = 'disconnect' | 'interrupt' | 'shutdown' | 'cancel';
+export type CancelReason = 'disconnect' | 'interrupt' | 'rollback' | 'shutdown' | 'cancel' | 'cancel-rollback';
 
 /** A client following a run's events from the moment it joined. */
 export interface RunReader {

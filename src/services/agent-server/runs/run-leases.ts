@@ -11,7 +11,8 @@ const RENEWALS = 6;
 
 /**
  * Renews the lease of every run going on here (`run:<id>` in the store, so other servers see the run has a server),
- * every LEASE_MS / RENEWALS, and cancels the runs another server asked to cancel (a `cancel:<id>` lease).
+ * every LEASE_MS / RENEWALS, and cancels the runs another server asked to cancel (a `cancel:<id>` lease; `rollback:<id>`
+ * for a cancel with `action=rollback`).
  */
 export class LeaseRenewals {
   private readonly timer: NodeJS.Timeout;
@@ -35,6 +36,7 @@ export class LeaseRenewals {
       try {
         await store.lease(`run:${handle.runId}`, LEASE_MS);
         if (await store.held(`cancel:${handle.runId}`)) handle.cancel('cancel');
+        else if (await store.held(`rollback:${handle.runId}`)) handle.cancel('cancel-rollback');
       } catch (err) {
         log.warn({ run_id: handle.runId, err: (err as Error).message }, 'could not renew the lease of a run');
       }

@@ -13,7 +13,8 @@ import { ThreadQueues } from './thread-queues.ts';
  * response that started it; the run itself goes on in the background
  * and records its outcome on the run and its thread. One run at a time per
  * thread: a second one answers 409 unless its multitask strategy cancels
- * the active run (`interrupt`, `rollback`) or waits for it (`enqueue`).
+ * the active run (`interrupt`; `rollback` also deletes it and puts its
+ * thread back as it was before it) or waits for it (`enqueue`).
  * Other clients can join a run's events while it goes on (`join`), and a
  * client that lost its stream can resume it: every frame carries an `id`
  * (its number in the run), the last frames of each run are held (see
@@ -76,7 +77,8 @@ export class Runner {
         'Thread is already running a task. Wait for it to finish or choose a different multitask strategy.',
       );
     }
-    if (spec.strategy === 'interrupt' || spec.strategy === 'rollback') for (const h of ahead) h.cancel('interrupt');
+    if (spec.strategy === 'interrupt') for (const h of ahead) h.cancel('interrupt');
+    if (spec.strategy === 'rollback') for (const h of ahead) h.cancel('rollback');
     const before = Promise.all(ahead.map((h) => h.done.catch(() => undefined)));
 
     const events = new Broadcast<Frame>(this.held);
@@ -85,7 +87,7 @@ export class Runner {
     if (!spec.threadless) this.threads.runStarted(threadId);
     const numbered: RunEvents = {
       push: (f) => {
-        events.push({ ...f, id: String(events.count + 1) });
+        events.push({ ...f, id: String(events.count) }); // ids from 0, as the official server
         if (thread !== null) this.threads.publish(thread, f);
       },
       begin: () => {

@@ -69,11 +69,11 @@ export class ThreadStreams {
   /** Adds a frame to the thread's stream (numbered there), for the readers of `modes`. */
   publish(threadId: string, frame: Frame, modes: readonly ThreadStreamMode[] = threadModesOf(frame.event)): void {
     const events = this.threads.get(threadId)?.events;
-    events?.push({ frame: { ...frame, id: String(events.count + 1) }, modes });
+    events?.push({ frame: { ...frame, id: String(events.count) }, modes });
   }
 
   /**
-   * A reader of `modes`: from now (`seen` undefined), or every held frame after frame number `seen`, then what comes.
+   * A reader of `modes`: from now (`seen` undefined), or every held frame after the first `seen` (frames count from 0: after the frame with id `n`, `seen` is `n + 1`), then what comes.
    */
   follow(threadId: string, modes: readonly ThreadStreamMode[], seen?: number): ThreadReader {
     const entry = this.entry(threadId);

@@ -100,11 +100,11 @@ describe('the OpenAPI document', () => {
     const modes = doc.paths['/runs/stream'].post.requestBody.content['application/json'].schema.properties.stream_mode;
     expect(JSON.stringify(modes)).toContain(JSON.stringify([...STREAM_MODES]));
     // ...and the route enforces what the document says.
-    expect(runCreate.safeParse({ assistant_id: 'a', stream_mode: 'debug' }).success).toBe(false);
+    expect(runCreate.safeParse({ assistant_id: 'a', stream_mode: 'bogus' }).success).toBe(false);
     const res = await fetch(`${stack.url}/runs/stream`, {
       method: 'POST',
       headers: { 'x-api-key': newKey(), 'content-type': 'application/json' },
-      body: '{"assistant_id": "agent", "stream_mode": "debug"}',
+      body: '{"assistant_id": "agent", "stream_mode": "bogus"}',
     });
     expect(res.status).toBe(422);
   });

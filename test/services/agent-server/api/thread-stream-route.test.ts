@@ -78,7 +78,7 @@ describe('thread stream through the SDK', () => {
     // Every event of both runs, as their own streams had them, each run followed by run_done; numbered per thread.
     expect(bare(all.chunks)).toEqual([...bare(first), done(ids[0]!), ...bare(second), done(ids[1]!)]);
     expect(rising(all.chunks)).toBe(true);
-    expect(all.chunks[0]!.id).toBe('1');
+    expect(all.chunks[0]!.id).toBe('0');
     expect(bare(lifecycle.chunks)).toEqual(
       [first[0], done(ids[0]!), second[0], done(ids[1]!)].map((ch) => ({ event: ch!.event, data: ch!.data })),
     );
@@ -149,8 +149,8 @@ describe('thread stream through the SDK', () => {
   });
 
   it('reconnects by itself when the connection breaks (Location, Last-Event-ID): no event lost, none twice', async () => {
-    // A TCP relay in front of the edge that breaks the first connection whose stream has reached frame 5.
-    const relay = await cuttingRelay(stack.url);
+    // A TCP relay in front of the edge that breaks the first connection whose stream has reached its fifth frame (id 4).
+    const relay = await cuttingRelay(stack.url, 4);
     try {
       const { client: c, seen } = sdk(relay.url, newKey());
       const thread = await c.threads.create();

@@ -31,8 +31,8 @@ describe('authorization filters and handler failures', () => {
         onRunCreated: (m) => (runId = m.run_id),
       }),
     );
-    expect(await collect(as('erin').runs.joinStream(null, runId, { lastEventId: '0' }))).toEqual(own);
-    await expect(collect(as('frank').runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({
+    expect(await collect(as('erin').runs.joinStream(null, runId, { lastEventId: '-1' }))).toEqual(own);
+    await expect(collect(as('frank').runs.joinStream(null, runId, { lastEventId: '-1' }))).rejects.toMatchObject({
       status: 404,
     });
   });

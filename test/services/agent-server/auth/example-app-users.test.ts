@@ -152,8 +152,8 @@ describe('the example app: bearer tokens and per-user threads', () => {
       id?: string;
     }[];
     expect(own.length).toBeGreaterThan(2);
-    expect(await collect(alice.runs.joinStream(null, runId, { lastEventId: '0' }))).toEqual(own);
-    await expect(collect(bob.runs.joinStream(null, runId, { lastEventId: '0' }))).rejects.toMatchObject({
+    expect(await collect(alice.runs.joinStream(null, runId, { lastEventId: '-1' }))).toEqual(own);
+    await expect(collect(bob.runs.joinStream(null, runId, { lastEventId: '-1' }))).rejects.toMatchObject({
       status: 404,
     });
     await expect(collect(alice.runs.joinStream(null, randomUUID()))).rejects.toMatchObject({ status: 404 });

@@ -79,4 +79,10 @@ describe('filters', () => {
     expect(matchesFilter(undefined, null)).toBe(true);
     expect(matchesFilter(undefined, { owner: 'alice' })).toBe(false);
   });
+
+  it("reads only the metadata's own keys: a value it inherits (a `__proto__` key merged in) never passes", () => {
+    const inherited = Object.create({ owner: 'alice' }) as Record<string, unknown>;
+    expect(matchesFilter(inherited as never, { owner: 'alice' })).toBe(false);
+    expect(matchesFilter({} as never, { toString: { $eq: Object.prototype.toString } } as never)).toBe(false);
+  });
 });

@@ -27,7 +27,7 @@ describe('run stream framing', () => {
       expect(lines[0]).toMatch(/^event: \S+$/);
       expect(lines[1]).toMatch(/^data: /);
       expect(() => JSON.parse(lines[1]!.slice(6))).not.toThrow();
-      expect(lines[2]).toBe(`id: ${i + 1}`);
+      expect(lines[2]).toBe(`id: ${i}`);
     });
     expect(new Set(frames.map((f) => f.event))).toEqual(new Set(['metadata', 'updates', 'messages']));
     const updates = frames.filter((f) => f.event === 'updates').map((f) => Object.keys(JSON.parse(f.data!)));
@@ -47,7 +47,7 @@ describe('run stream framing', () => {
     const reader = res.body!.getReader();
     const first = new TextDecoder().decode((await reader.read()).value);
     const firstAt = Date.now() - started;
-    expect(first).toMatch(/^event: metadata\ndata: .*\nid: 1\n\n/);
+    expect(first).toMatch(/^event: metadata\ndata: .*\nid: 0\n\n/);
     let rest = '';
     for (;;) {
       const { done, value } = await reader.read();
@@ -107,7 +107,7 @@ describe('run stream framing', () => {
 
 describe('run errors', () => {
   it('answers 422 naming the field for an unsupported stream mode, a missing assistant and bad JSON', async () => {
-    const mode = await json('/runs/stream', { body: { assistant_id: 'agent', stream_mode: 'events' } });
+    const mode = await json('/runs/stream', { body: { assistant_id: 'agent', stream_mode: 'bogus' } });
     expect(mode.status).toBe(422);
     expect(mode.body.detail[0].loc).toEqual(['body', 'stream_mode']);
     const missing = await json('/runs/wait', { body: { input: {} } });

@@ -73,7 +73,7 @@ export function runCancelJoinCases(shared: LifecycleContext): void {
       });
       expect(created?.run_id).toBe(run.run_id);
       const everything = (await collect(c.runs.joinStream(threadId, run.run_id))) as Chunk[];
-      expect(everything[0]).toMatchObject({ event: 'metadata', data: { run_id: run.run_id }, id: '1' });
+      expect(everything[0]).toMatchObject({ event: 'metadata', data: { run_id: run.run_id }, id: '0' });
       expect(new Set(everything.map((ch) => ch.event))).toEqual(
         new Set([
           'metadata',

@@ -75,14 +75,16 @@ export function runJoinStreamCases(shared: LifecycleContext): void {
     await waitFor(() => own.length >= 4);
     const resumed = (await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: own[2]!.id }))) as Chunk[];
     await original;
-    expect(own.map((ch) => ch.id)).toEqual(own.map((_, i) => String(i + 1)));
+    expect(own.map((ch) => ch.id)).toEqual(own.map((_, i) => String(i)));
     expect(own.length).toBeGreaterThan(10);
     expect(resumed).toEqual(own.slice(3));
     // The run has ended: its frames are still held, and a client that saw them all gets nothing more.
-    expect(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length - 2) }))).toEqual(
+    expect(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length - 3) }))).toEqual(
       own.slice(-2),
     );
-    expect(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length) }))).toEqual([]);
+    expect(await collect(c.runs.joinStream(thread.thread_id, runId, { lastEventId: String(own.length - 1) }))).toEqual(
+      [],
+    );
   });
 
   it('a stream_resumable run goes on without its client; a join without Last-Event-ID replays it from the first frame', async () => {
@@ -106,7 +108,7 @@ export function runJoinStreamCases(shared: LifecycleContext): void {
     ac.abort();
     const replay = (await collect(c.runs.joinStream(thread.thread_id, runId))) as Chunk[];
     expect(replay.slice(0, 3)).toEqual(seen);
-    expect(replay.map((ch) => ch.id)).toEqual(replay.map((_, i) => String(i + 1)));
+    expect(replay.map((ch) => ch.id)).toEqual(replay.map((_, i) => String(i)));
     expect(replay.some((ch) => ch.event === 'error')).toBe(false);
     expect((await c.runs.get(thread.thread_id, runId)).status).toBe('success');
     const said = replay

@@ -55,7 +55,7 @@ export function runRemovalCases(shared: LifecycleContext): void {
     });
     expect(cancel.status).toBe(422);
     expect(((await cancel.json()) as { detail: { loc: string[] }[] }).detail[0]!.loc).toEqual(['query', 'wait']);
-    const join = await fetch(`${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/stream?stream_mode=events`, {
+    const join = await fetch(`${stack.url}/threads/${randomUUID()}/runs/${randomUUID()}/stream?stream_mode=bogus`, {
       headers,
     });
     expect(join.status).toBe(422);

@@ -33,12 +33,12 @@ describe('ThreadStreams', () => {
     streams.publish('t', frame('run_done', { run_id: 'r', status: 'success' }));
     streams.publish('other', frame('updates', {})); // nobody there: dropped
     expect((await take(all.frames, 3)).map((f) => [f.id, f.event])).toEqual([
-      ['1', 'metadata'],
-      ['2', 'updates'],
-      ['4', 'run_done'],
+      ['0', 'metadata'],
+      ['1', 'updates'],
+      ['3', 'run_done'],
     ]);
     expect((await take(lifecycle.frames, 2)).map((f) => f.event)).toEqual(['metadata', 'run_done']);
-    expect(await take(state.frames, 1)).toEqual([{ event: 'values', data: '{"v":1}', id: '3' }]);
+    expect(await take(state.frames, 1)).toEqual([{ event: 'values', data: '{"v":1}', id: '2' }]);
   });
 
   it('holds a thread while a run or a reader is on it, then for the idle time; then lets it go', async () => {
@@ -48,15 +48,15 @@ describe('ThreadStreams', () => {
     streams.runEnded('t');
     // Within the idle time: a reader from the start gets what was held.
     const reader = streams.follow('t', ['run_modes'], 0);
-    expect((await take(reader.frames, 1))[0]!.id).toBe('1');
+    expect((await take(reader.frames, 1))[0]!.id).toBe('0');
     reader.leave();
     await new Promise((r) => setTimeout(r, IDLE_MS * 4));
-    // Gone: a new reader starts a new stream, numbered from 1 again, and the pool got its weight back.
+    // Gone: a new reader starts a new stream, numbered from 0 again, and the pool got its weight back.
     expect(pool.used).toBe(0);
     const later = streams.follow('t', ['run_modes'], 0);
     streams.runStarted('t');
     streams.publish('t', frame('metadata', { run_id: 'r2' }));
-    expect(await take(later.frames, 1)).toEqual([{ event: 'metadata', data: '{"run_id":"r2"}', id: '1' }]);
+    expect(await take(later.frames, 1)).toEqual([{ event: 'metadata', data: '{"run_id":"r2"}', id: '0' }]);
     streams.close();
   });
 

@@ -1,0 +1,114 @@
+import { register } from 'node:module';
+import { dirname } from 'node:path';
+import pino from 'pino';
+import type { Redis } from 'ioredis';
+import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
+import { listen, type Listening } from '../../listen.ts';
+import { createLogger } from '../../log.ts';
+import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
+import { createAgentServer, type AgentServer } from '../agent-server/app.ts';
+import { registryKeyVerifier, type ApiKeyVerifier } from '../agent-server/auth/authenticate.ts';
+import { RedisAgentStore } from '../agent-server/store/redis-agent-store.ts';
+import { RedisCheckpointer } from '../agent-server/store/redis-checkpointer.ts';
+import { RedisItemStore } from '../agent-server/store/redis-item-store.ts';
+import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
+
+/**
+ * The entry of one revision's process (forked by local-process-host.ts, run
+ * with tsx so an app's TypeScript loads). It waits for its `start` message,
+ * loads the app's Agent Server, listens on 127.0.0.1:0 and reports `ready`
+ * with its URL, or `failed` with one line. Its log goes to stdout as JSON
+ * lines (the parent adds the deployment and revision). SIGTERM, SIGINT or a
+ * `stop` message close the listener, let open requests and streams finish
+ * for up to the drain, then end the runs and exit; so does losing the parent.
+ */
+
+// Bare imports of @langchain/* that the app cannot resolve come from the gateway's installation (see the hook file).
+register('./fallback-resolve.mjs', import.meta.url);
+
+const send = (m: FromChild) => process.send?.(m);
+
+function oneLine(err: unknown, configPath: string): string {
+  const message = err instanceof Error ? err.message : String(err);
+  const line = message.split('\n').find((l) => l.trim() !== '') ?? 'the app failed to load';
+  // Paths of the app as the user knows them: relative to its folder (where it sits on this host is not theirs to know).
+  return line
+    .replace(`${configPath}: `, '')
+    .replaceAll(`${dirname(configPath)}/`, './')
+    .slice(0, 1000);
+}
+
+async function main(control: ProcessControl): Promise<void> {
+  const log = createLogger(control.logLevel, pino.destination({ sync: true }));
+  let redis: Redis | null = null;
+  let verifyApiKey: ApiKeyVerifier;
+  if (control.redisUrl !== null) {
+    redis = createRedisClient(control.redisUrl, {
+      ...SERVICE_REDIS,
+      onError: (err) => log.warn({ err: err.message }, 'redis error'),
+    });
+    verifyApiKey = registryKeyVerifier(new RedisKeyRegistry(redis, { prefix: control.keysPrefix }));
+  } else {
+    verifyApiKey = parentVerifier();
+  }
+  let server: AgentServer;
+  try {
+    server = await createAgentServer({
+      configPath: control.configPath,
+      verifyApiKey,
+      // No organisation: no key is accepted (a deployment whose workspace has no owner).
+      org: control.org ?? '\u0000none',
+      log,
+      heartbeatMs: control.heartbeatMs,
+      ...(redis && {
+        store: new RedisAgentStore(redis, { prefix: control.dataPrefix }),
+        checkpointer: new RedisCheckpointer(redis, { prefix: control.dataPrefix }),
+        items: new RedisItemStore(redis, { prefix: control.dataPrefix }),
+      }),
+    });
+  } catch (err) {
+    send({ type: 'failed', reason: oneLine(err, control.configPath) });
+    log.flush();
+    process.exit(3);
+  }
+  const listening: Listening = await listen(server.app, 0, '127.0.0.1');
+  let stopping = false;
+  const stop = async (drainMs: number) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ drainMs }, 'draining');
+    await listening.close(drainMs);
+    await server.close();
+    if (redis) await closeRedis(redis);
+    log.info('stopped');
+    process.exit(0);
+  };
+  process.on('message', (m: ToChild) => {
+    if (m.type === 'stop') void stop(m.drainMs);
+  });
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stop(10_000));
+  process.on('disconnect', () => void stop(0));
+  send({ type: 'ready', url: listening.url, graphs: server.graphs });
+}
+
+/** Without Redis the parent holds the key registry: ask it. */
+function parentVerifier(): ApiKeyVerifier {
+  let next = 0;
+  const waiting = new Map<number, (org: string | null) => void>();
+  process.on('message', (m: ToChild) => {
+    if (m.type !== 'verified') return;
+    waiting.get(m.id)?.(m.org);
+    waiting.delete(m.id);
+  });
+  return (key) =>
+    new Promise((resolve) => {
+      const id = ++next;
+      const timer = setTimeout(() => (waiting.delete(id), resolve(null)), 5000);
+      waiting.set(id, (org) => (clearTimeout(timer), resolve(org === null ? null : { org })));
+      send({ type: 'verify', id, key });
+    });
+}
+
+process.once('message', (m: ToChild) => {
+  if (m.type === 'start') void main(m);
+});

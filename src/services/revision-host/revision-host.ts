@@ -1,0 +1,66 @@
+/**
+ * The seam between the control plane and whatever runs a revision's Agent
+ * Server: start one from its build folder, know where it answers, check its
+ * health, stop it after a drain. The local implementation
+ * (local-process-host.ts) runs each revision as a child process on a
+ * loopback port; a cluster implementation would map `start` onto one
+ * Deployment and Service per revision (target = the Service's address,
+ * `exited` = the pods crash-looping, `stop` = scale to zero after the drain).
+ */
+export interface RevisionSpec {
+  readonly deploymentId: string;
+  readonly revisionId: string;
+  /** The revision's build folder (the checkout, with its dependencies installed). */
+  readonly appDir: string;
+  /** The app config, relative to `appDir` (`langgraph.json`). */
+  readonly configPath: string;
+  /** The organisation whose API keys the deployment accepts (without a custom auth handler); null = none. */
+  readonly org: string | null;
+  /** Environment of the app: the `env` of its langgraph.json, then its secrets (decrypted only into this process). */
+  readonly env: Readonly<Record<string, string>>;
+  /** Heap bound of the process, MiB. */
+  readonly memoryMb: number;
+  /** Prefix of the revision's Agent Server data in Redis (one per deployment); used when the host has Redis. */
+  readonly dataPrefix: string;
+}
+
+export interface RevisionExit {
+  /** One line for a person: `exit code 1: Error: boom`, `killed by SIGKILL`, `out of memory`. */
+  readonly reason: string;
+  /** Whether the host was asked to stop it (a drain), as opposed to a crash. */
+  readonly requested: boolean;
+}
+
+export interface RunningRevision {
+  readonly deploymentId: string;
+  readonly revisionId: string;
+  /** Where its Agent Server answers, e.g. `http://127.0.0.1:41234`. */
+  readonly target: string;
+  /** The OS process id, when it is a local process. */
+  readonly pid: number | undefined;
+  /** Settles once, when it has stopped (asked to or not). */
+  readonly exited: Promise<RevisionExit>;
+  /** Its Agent Server answers `/ok` now. */
+  health(): Promise<boolean>;
+  /** Stops taking connections, lets in-flight requests and open streams finish for up to `drainMs`, then ends it. */
+  stop(drainMs: number): Promise<void>;
+}
+
+/** The app could not load (a graph or the auth handler failed to import, a bad config): one line naming what. */
+export class RevisionLoadError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'RevisionLoadError';
+  }
+}
+
+export interface RevisionHost {
+  readonly kind: string;
+  /**
+   * Starts the revision and resolves once every graph and the auth handler are loaded and it listens; rejects with a
+   * RevisionLoadError when the app fails to load (or does not get ready in time, or `signal` aborts: it is stopped).
+   */
+  start(spec: RevisionSpec, signal?: AbortSignal): Promise<RunningRevision>;
+  /** Stops every revision it started (no drain). */
+  close(): Promise<void>;
+}
