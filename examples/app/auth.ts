@@ -21,7 +21,8 @@ import { Auth, HTTPException, isStudioUser } from '@langchain/langgraph-sdk/auth
  * so they are read-only to users (changing one would break every user's
  * runs). Store items (long-term
  * memory) must sit under a namespace starting with the caller's identity
- * (`["alice", ...]`); anything else is 403.
+ * (`["alice", ...]`); anything else is 403 (an HTTPException, with a message
+ * that says why).
  */
 const TOKENS: Readonly<Record<string, { identity: string; display_name: string; role: string }>> = {
   'alice-token': { identity: 'alice', display_name: 'Alice', role: 'admin' },
@@ -88,4 +89,11 @@ export const auth = new Auth()
   })
   .on('crons', ({ user }) => ownThreads(user))
   // Long-term memory: each user's items live under a namespace that starts with their identity.
-  .on('store', ({ user, value }) => isStudioUser(user) || value.namespace?.[0] === user.identity);
+  // Refusing the documented way: an HTTPException answers its status and message (a handler returning false answers a
+  // plain 403).
+  .on('store', ({ user, value }) => {
+    if (isStudioUser(user) || value.namespace?.[0] === user.identity) return;
+    throw new HTTPException(403, {
+      message: `Store items of ${user.identity} live under namespaces starting with "${user.identity}".`,
+    });
+  });

@@ -1,7 +1,12 @@
-import { InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from '@langchain/langgraph';
+import { getConfig, InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from '@langchain/langgraph';
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
-import { importExport, readAppConfig } from './app-config.ts';
+import { applyAppEnv, importExport, readAppConfig, type AppConfig } from './app-config.ts';
+import { corsMiddleware } from './api/cors.ts';
+import { configurableHeaderFilter } from './api/configurable-headers.ts';
+import { loadHttpApp, mountHttpApp, PUBLIC_PATHS } from './api/custom-routes.ts';
+import { registerSdkLogger } from './sdk-logger.ts';
+import { graphDefaults } from './graph-defaults.ts';
 import { ensureDefaultAssistants } from './api/assistant-lookup.ts';
 import { assistantOperations } from './api/assistants.ts';
 import { authenticate, type AgentEnv, type ApiKeyVerifier } from './auth/authenticate.ts';
@@ -15,7 +20,7 @@ import { loadGraphs } from './graphs.ts';
 import { MemoryAgentStore } from './store/memory-agent-store.ts';
 import { openApiDocument } from './api/openapi.ts';
 import { settleOrphans } from './runs/orphans.ts';
-import { mount } from './api/operations.ts';
+import { mount, type Operation } from './api/operations.ts';
 import { Runner } from './runs/runner.ts';
 import { runControlOperations } from './api/run-control-routes.ts';
 import { runOperations } from './api/run-create-routes.ts';
@@ -29,9 +34,12 @@ import { threadOperations } from './api/threads.ts';
 /**
  * The Agent Server of one deployment: it serves the app named by an app
  * config (graphs and optional custom auth) as a Hono app, alone (main.ts)
- * or behind the edge. `createAgentServer` loads the app, creates the
- * default assistants and returns the app with a `close` that cancels
- * running graphs.
+ * or behind the edge. `createAgentServer` loads the app as the official
+ * server does (its `env` block first, then the logger app code takes with
+ * `getLogger()`, then its modules), creates the default assistants (with the
+ * per-graph configuration of LANGGRAPH_CONFIG) and returns the app with a
+ * `close` that cancels running graphs. A module of the app that fails to load
+ * rejects with a GraphLoadError (app-config.ts).
  */
 export interface AgentServerOptions {
   /** Path of the app config (`langgraph.json`). */
@@ -74,9 +82,42 @@ export interface AgentServer {
   close(): Promise<void>;
 }
 
+/**
+ * The operations left once the groups `http.disable_<group>` turns off are taken out: assistants, threads (with their
+ * state and stream), runs (with crons), store, meta (/ok, /info).
+ */
+function served(ops: Operation[], disabled: AppConfig['disabled']): Operation[] {
+  const group: Readonly<Record<string, 'assistants' | 'threads' | 'runs' | 'store' | 'meta'>> = {
+    Assistants: 'assistants',
+    Threads: 'threads',
+    Runs: 'runs',
+    Crons: 'runs',
+    Store: 'store',
+    System: 'meta',
+  };
+  return ops.filter((op) => {
+    const g = group[op.tag];
+    return g === undefined || !disabled.has(g);
+  });
+}
+
+/** The node that is running the caller (LangGraph's run config, when inside a run), for the app's log lines. */
+function currentNode(): string | undefined {
+  try {
+    const node = getConfig()?.metadata?.langgraph_node;
+    return typeof node === 'string' ? node : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 export async function createAgentServer(options: AgentServerOptions): Promise<AgentServer> {
   const { log, heartbeatMs = 10_000, maxBodyBytes = 10 * 1024 * 1024 } = options;
   const config = await readAppConfig(options.configPath);
+  const envSet = applyAppEnv(config);
+  if (envSet.length > 0) log.info({ variables: envSet }, 'app env applied');
+  // Before the app's modules load: a graph may take the logger at import.
+  registerSdkLogger(log, currentNode);
   const checkpointer = options.checkpointer ?? new MemorySaver();
   const items = options.items ?? new InMemoryStore();
   const graphs = await loadGraphs(config, checkpointer, items);
@@ -85,27 +126,41 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     const where = `${config.configFile}: auth.path`;
     handlers = authHandlers(await importExport(config.auth, where), where);
   }
+  const httpApp = config.httpApp === null ? null : await loadHttpApp(config.httpApp, config.configFile);
   const store = options.store ?? new MemoryAgentStore();
-  await ensureDefaultAssistants(store, graphs);
+  await ensureDefaultAssistants(store, graphs, graphDefaults(config.descriptions));
   const runner = new Runner({ store, graphs, checkpointer, log });
-  const ctx: ServerContext = { store, graphs, runner, checkpointer, items, log, heartbeatMs };
+  const ctx: ServerContext = {
+    store,
+    graphs,
+    runner,
+    checkpointer,
+    items,
+    log,
+    heartbeatMs,
+    configurableHeaders: configurableHeaderFilter(config.configurableHeaders),
+  };
   const orphaned = await settleOrphans(ctx);
   if (orphaned > 0)
     log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
-  const ops = [
-    ...systemOperations(),
-    ...assistantOperations(ctx),
-    ...threadOperations(ctx),
-    ...threadStateOperations(ctx),
-    threadStreamOperation(ctx),
-    ...runOperations(ctx),
-    ...runControlOperations(ctx),
-    ...cronOperations(ctx),
-    ...storeOperations(ctx),
-  ];
+  const ops = served(
+    [
+      ...systemOperations(),
+      ...assistantOperations(ctx),
+      ...threadOperations(ctx),
+      ...threadStateOperations(ctx),
+      threadStreamOperation(ctx),
+      ...runOperations(ctx),
+      ...runControlOperations(ctx),
+      ...cronOperations(ctx),
+      ...storeOperations(ctx),
+    ],
+    config.disabled,
+  );
 
   const app = new Hono<AgentEnv>();
+  app.use('*', corsMiddleware(config.cors));
   app.use('*', jsonBodyLimit(maxBodyBytes));
   mountDocs(app, {
     title: 'Agent Server API',
@@ -117,12 +172,17 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
         customAuth: handlers?.authenticate != null,
       }),
   });
-  mount(
-    app,
-    ops,
-    authenticate({ handlers, verifyApiKey: options.verifyApiKey, org: options.org, log }),
-    options.maxJsonDepth,
-  );
+  const auth = authenticate({
+    handlers,
+    verifyApiKey: options.verifyApiKey,
+    org: options.org,
+    log,
+    disableStudioAuth: config.disableStudioAuth,
+  });
+  // `http.app`: as the official server mounts it, after authentication and before the API routes (its routes win
+  // over the API's, its middleware sees every API request). Only the public paths (/ok, /info, the docs) skip it.
+  if (httpApp !== null) mountHttpApp(app, httpApp, auth, PUBLIC_PATHS(ops));
+  mount(app, ops, auth, options.maxJsonDepth);
   app.notFound(notFoundJson);
   app.onError(serviceErrorHandler(log, 'agent server'));
   log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');

@@ -1,5 +1,6 @@
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Logger } from 'pino';
+import type { HeaderFilter } from './api/configurable-headers.ts';
 import type { GraphRegistry } from './graphs.ts';
 import type { Runner } from './runs/runner.ts';
 import type { AgentStore } from './store/agent-store.ts';
@@ -16,4 +17,6 @@ export interface ServerContext {
   readonly log: Logger;
   /** Idle time before a `: heartbeat` comment on a run stream. */
   readonly heartbeatMs: number;
+  /** Which request headers a run copies into `config.configurable` (configurable-headers.ts). */
+  readonly configurableHeaders: HeaderFilter;
 }

@@ -1,13 +1,16 @@
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
-import { AppConfigError, importExport, type AppConfig } from './app-config.ts';
+import { GraphLoadError, importExport, type AppConfig } from './app-config.ts';
 import { toPlain } from './serialize.ts';
 import { withRunMetadata } from './store/run-metadata-checkpointer.ts';
 
 /**
  * The graphs of the app, ready to run. An export may be a compiled graph
  * (`StateGraph(...).compile()`), an uncompiled StateGraph (compiled here),
- * or a factory `(config) => graph` called for each run (so a graph can
- * depend on the run's config). Every graph runs on the server's
+ * or a factory `(config) => graph` (sync or async) called for each run, and
+ * for each read or update of a thread's state with the config of the thread's
+ * last run (so a graph can depend on the run's config, and `as_node` finds the
+ * nodes that run had). A wrapper holding its compiled graph at `.graph`
+ * (LangChain's `createAgent`) is unwrapped. Every graph runs on the server's
  * checkpointer, which is what gives threads their state, and with the
  * server's store (`config.store`, long-term memory shared by all threads).
  */
@@ -90,7 +93,7 @@ export async function loadGraphs(
     const value = await importExport(ref, where);
     if (typeof value === 'function' && !isGraph(value))
       sources.set(name, value as (config: Record<string, unknown>) => unknown);
-    else sources.set(name, prepare(value, checkpointer, items, where));
+    else sources.set(name, prepare(await value, checkpointer, items, `graphs.${name}`));
   }
   return {
     names: [...sources.keys()],
@@ -99,17 +102,26 @@ export async function loadGraphs(
       const source = sources.get(name);
       if (source === undefined) throw new Error(`unknown graph ${name}`);
       if (typeof source !== 'function') return source;
-      return prepare(await source(runConfig), checkpointer, items, `${config.configFile}: graphs.${name} (factory)`);
+      return prepare(await source(runConfig), checkpointer, items, `graphs.${name}`, ' (returned by its factory)');
     },
   };
 }
 
-function prepare(value: unknown, checkpointer: BaseCheckpointSaver, items: BaseStore, where: string): RunnableGraph {
+function prepare(
+  value: unknown,
+  checkpointer: BaseCheckpointSaver,
+  items: BaseStore,
+  key: string,
+  from = '',
+): RunnableGraph {
   let graph = value;
   if (!isGraph(graph) && hasFunction(graph, 'compile')) graph = (graph as { compile(): unknown }).compile();
+  const inner = (graph as { graph?: unknown } | null)?.graph;
+  if (isGraph(graph) && isGraph(inner) && 'builder' in (inner as object)) graph = inner;
   if (!isGraph(graph)) {
-    throw new AppConfigError(
-      `${where}: not a LangGraph graph (expected a compiled StateGraph, a StateGraph or a function returning one)`,
+    throw new GraphLoadError(
+      key,
+      `not a LangGraph graph${from} (expected a compiled StateGraph, a StateGraph or a function returning one)`,
     );
   }
   // The server owns persistence, as on the hosted platform: a graph compiled with its own checkpointer still runs on

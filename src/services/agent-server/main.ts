@@ -5,7 +5,7 @@ import { listen } from '../../listen.ts';
 import { createLogger } from '../../log.ts';
 import { installProcessGuards } from '../../process-guards.ts';
 import { SettingsError } from '../../settings/env.ts';
-import { AppConfigError } from './app-config.ts';
+import { AppConfigError, GraphLoadError } from './app-config.ts';
 import { createAgentServer } from './app.ts';
 import { fixedKeyVerifier } from './auth/authenticate.ts';
 import { loadAgentServerSettings } from './settings.ts';
@@ -15,6 +15,10 @@ import { loadAgentServerSettings } from './settings.ts';
  * (port AGENT_SERVER_PORT, default 8123; app APP_CONFIG, default the
  * example app). API keys from AGENT_SERVER_API_KEYS; in development
  * without any, one random key is made and printed. Runs until SIGTERM/SIGINT.
+ *
+ * An app that cannot be served ends the process with one line on stderr, no stack: `agent server: <reason>`. Exit
+ * codes: 2 for settings or an app config to fix (langgraph.json, a missing file), 3 when a module of the app fails to
+ * load (`agent server: graphs.<name>: <import error>`, a GraphLoadError), 1 for any other failure to start.
  */
 export async function runAgentServer(
   env: NodeJS.ProcessEnv = process.env,
@@ -52,9 +56,18 @@ export async function runAgentServer(
       maxJsonDepth: settings.maxJsonDepth,
     });
   } catch (err) {
-    if (!(err instanceof AppConfigError)) throw err;
-    out.err(`agent server: ${err.message}`);
-    return 2;
+    if (err instanceof GraphLoadError) {
+      log.debug({ err: { message: String((err.cause as Error)?.stack ?? err.cause) } }, 'app load failed');
+      out.err(`agent server: ${err.line}`);
+      return 3;
+    }
+    if (err instanceof AppConfigError) {
+      out.err(`agent server: ${err.message}`);
+      return 2;
+    }
+    const message = err instanceof Error ? err.message : String(err);
+    out.err(`agent server: failed to start: ${message.split('\n')[0]}`);
+    return 1;
   }
   const listening = await listen(server.app, settings.port);
   log.info({ url: listening.url, graphs: server.graphs, docs: `${listening.url}/docs` }, 'agent server listening');

@@ -3,6 +3,7 @@ import type { AgentEnv } from '../auth/authenticate.ts';
 import { matchesFilter, type Action } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { notFound } from '../errors.ts';
+import type { GraphDefaults } from '../graph-defaults.ts';
 import type { GraphRegistry } from '../graphs.ts';
 import { uuid5 } from './ids.ts';
 import type { AgentStore } from '../store/agent-store.ts';
@@ -14,19 +15,24 @@ import type { Assistant, Json } from '../store/records.ts';
  */
 export const defaultAssistantId = (graphId: string): string => uuid5(graphId);
 
-export async function ensureDefaultAssistants(store: AgentStore, graphs: GraphRegistry): Promise<void> {
+export async function ensureDefaultAssistants(
+  store: AgentStore,
+  graphs: GraphRegistry,
+  defaults: (graphId: string) => GraphDefaults = () => ({ config: {}, context: {}, description: null }),
+): Promise<void> {
   for (const graphId of graphs.names) {
     const id = defaultAssistantId(graphId);
     if ((await store.getAssistant(id)) !== null) continue;
     const now = new Date().toISOString();
+    const { config, context, description } = defaults(graphId);
     await store.putAssistant({
       assistant_id: id,
       graph_id: graphId,
-      config: {},
-      context: {},
+      config,
+      context,
       metadata: { created_by: 'system' },
       name: graphId,
-      description: null,
+      description,
       version: 1,
       created_at: now,
       updated_at: now,

@@ -17,6 +17,7 @@ import {
   assistantSchema,
   assistantSearch,
 } from './assistant-schemas.ts';
+import { assistantIntrospectionOperations } from './assistant-introspection.ts';
 import { assistantVersionOperations } from './assistant-versions.ts';
 import { errorSchema } from './common-schemas.ts';
 import { matchesExactly, pageAnswer } from './listing.ts';
@@ -187,6 +188,7 @@ export function assistantOperations(ctx: ServerContext): Operation[] {
         return c.json(updated);
       },
     }),
+    ...assistantIntrospectionOperations(ctx),
     ...assistantVersionOperations(ctx),
     operation({
       method: 'delete',

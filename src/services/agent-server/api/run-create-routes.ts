@@ -58,7 +58,7 @@ const waitAnswer = {
 export function runOperations(ctx: ServerContext): Operation[] {
   /** Starts the run of the request: on the path's thread when `threaded`, else threadless. */
   const start = (c: Context<AgentEnv>, body: RunCreate, threaded: boolean, background = false) =>
-    startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null, background);
+    startRun(c.get('auth'), ctx, body, threaded ? param(c, 'thread_id') : null, background, c.req.raw.headers);
   const stream =
     (threaded: boolean) =>
     async (c: Context<AgentEnv>, { body }: { body: RunCreate }) => {
@@ -97,7 +97,7 @@ export function runOperations(ctx: ServerContext): Operation[] {
         throw notFound('Assistant', one.assistant_id);
     const runs: Run[] = [];
     for (const one of body) {
-      const { handle, run } = await startRun(c.get('auth'), ctx, one, null, true);
+      const { handle, run } = await startRun(c.get('auth'), ctx, one, null, true, c.req.raw.headers);
       handle.detach();
       runs.push(run);
     }

@@ -63,12 +63,12 @@ export const runCreate = z.object({
     ),
   after_seconds: z
     .number()
+    .min(0)
+    .max(7 * 24 * 3600, 'after_seconds is at most a week')
     .nullish()
-    .refine(
-      (v) => v == null || v === 0,
-      'a delayed start is not supported by this server: omit after_seconds (or send 0)',
-    )
-    .describe('Not supported: only 0 (the run starts at once).'),
+    .describe(
+      'Start the run this many seconds later: it is listed as pending until then, and can be cancelled meanwhile.',
+    ),
   webhook: z
     .unknown()
     .refine((v) => v == null, 'webhooks are not supported by this server: omit webhook')

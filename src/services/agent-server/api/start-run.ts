@@ -9,6 +9,7 @@ import { BACKGROUND_STREAM_MODES, type StreamMode } from '../runs/stream-modes.t
 import type { Json, Run } from '../store/records.ts';
 import { findAssistant } from './assistant-lookup.ts';
 import type { RunCreate } from './run-schemas.ts';
+import { configurableHeaders } from './configurable-headers.ts';
 import { createThread } from './threads.ts';
 
 interface Started {
@@ -18,13 +19,18 @@ interface Started {
   readonly onDisconnect: 'cancel' | 'continue';
 }
 
-/** Starts a run as `auth`'s user (a request's, or a cron's creator): authorized, recorded, running. */
+/**
+ * Starts a run as `auth`'s user (a request's, or a cron's creator): authorized, recorded, running. `headers`: the
+ * request's, whose `x-*` and `user-agent` reach `config.configurable` (configurable-headers.ts). With `after_seconds`
+ * the run is recorded `pending` at once and starts that much later (cancellable meanwhile).
+ */
 export async function startRun(
   auth: RequestAuth,
   ctx: ServerContext,
   body: RunCreate,
   threadId: string | null,
   background = false,
+  headers?: Headers,
 ): Promise<Started> {
   const { store, graphs, runner } = ctx;
   const { user, authorize } = auth;
@@ -41,7 +47,7 @@ export async function startRun(
     prevent_insert_if_inflight: true,
     multitask_strategy: strategy,
     if_not_exists: body.if_not_exists ?? 'reject',
-    after_seconds: null,
+    after_seconds: body.after_seconds ?? null,
     kwargs: { input: body.input ?? null, config: body.config ?? {}, context: body.context ?? {} },
   };
   const filter = await authorize('threads', 'create_run', value);
@@ -69,6 +75,7 @@ export async function startRun(
   const config: Record<string, unknown> = {
     configurable: {
       ...assistantConfig.configurable,
+      ...configurableHeaders(headers, ctx.configurableHeaders),
       ...body.config?.configurable,
       ...checkpointOf(body),
       thread_id: runThreadId,
@@ -116,6 +123,7 @@ export async function startRun(
     strategy,
     resumable: background || (body.stream_resumable ?? false),
     startedBy: user.identity,
+    ...(body.after_seconds ? { afterMs: Math.round(body.after_seconds * 1000) } : {}),
   };
   const handle = runner.start(spec);
   await handle.recorded;

@@ -2,7 +2,10 @@ import { createRequire } from 'node:module';
 import { operation, type Operation } from './operations.ts';
 import { z } from 'zod';
 
-/** GET /ok (liveness) and GET /info (version and flags); both need no authentication. */
+/**
+ * GET /ok (liveness) and GET /info (version and flags); both need no authentication. The flags say what is really
+ * served: assistants and crons (the cron scheduler runs in every server); LangSmith tracing is not.
+ */
 const require = createRequire(import.meta.url);
 
 export const SERVER_VERSION = (require('../../../../package.json') as { version: string }).version;
@@ -18,6 +21,7 @@ const okSchema = z.object({ ok: z.literal(true) });
 const infoSchema = z.object({
   version: z.string(),
   langgraph_js_version: z.string().nullable(),
+  context: z.literal('js'),
   flags: z.record(z.string(), z.boolean()),
 });
 
@@ -45,7 +49,8 @@ export function systemOperations(): Operation[] {
         c.json({
           version: SERVER_VERSION,
           langgraph_js_version: LANGGRAPH_VERSION,
-          flags: { assistants: true, crons: false, langsmith: false },
+          context: 'js',
+          flags: { assistants: true, crons: true, langsmith: false },
         }),
     }),
   ];

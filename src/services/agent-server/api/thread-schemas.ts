@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { RUN_STATUSES, THREAD_STATUSES } from '../store/records.ts';
 import { object, page, sortOrder, timestamp } from './common-schemas.ts';
+import { supersteps } from './thread-supersteps.ts';
 
 export const THREAD_FIELDS = [
   'thread_id',
@@ -18,7 +19,9 @@ export const threadCreate = z.object({
   metadata: object().nullish(),
   if_exists: z.enum(['raise', 'do_nothing']).nullish(),
   ttl: z.unknown().optional().describe('Accepted; threads are not expired by this server.'),
-  supersteps: z.array(z.unknown()).max(0, 'supersteps are not supported by this server').nullish(),
+  supersteps: supersteps
+    .nullish()
+    .describe('Updates applied to the new thread, superstep after superstep; needs metadata.graph_id.'),
 });
 
 export const threadPatch = z.object({

@@ -67,7 +67,9 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
   const graphOf = async (thread: Thread): Promise<RunnableGraph | null> => {
     const graphId = thread.metadata.graph_id;
     if (typeof graphId !== 'string' || !graphs.has(graphId)) return null;
-    return graphs.get(graphId, { configurable: { thread_id: thread.thread_id } });
+    // A factory builds the graph from the config of the thread's last run (its nodes may depend on it).
+    const kept = (thread.config as { configurable?: Record<string, unknown> }).configurable;
+    return graphs.get(graphId, { configurable: { ...kept, thread_id: thread.thread_id } });
   };
   /** The state at a checkpoint of the thread of the path; 404 if the thread or the checkpoint is unknown. */
   const stateAt = async (

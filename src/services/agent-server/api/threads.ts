@@ -21,6 +21,7 @@ import {
 } from './thread-schemas.ts';
 import { copyCheckpoints } from '../store/checkpoint-copy.ts';
 import { removeThread } from './thread-removal.ts';
+import { applySupersteps, requireSuperstepGraph } from './thread-supersteps.ts';
 import type { Json, Thread } from '../store/records.ts';
 
 /**
@@ -146,7 +147,14 @@ export function threadOperations(ctx: ServerContext): Operation[] {
         ...errors,
         409: { description: 'The thread id exists.', schema: errorSchema },
       },
-      handler: async (c, { body }) => c.json(await createThread(c.get('auth'), ctx, body)),
+      async handler(c, { body }) {
+        if (!body.supersteps?.length) return c.json(await createThread(c.get('auth'), ctx, body));
+        const graphId = requireSuperstepGraph(ctx, body.metadata);
+        const existing = body.thread_id ? await store.getThread(body.thread_id) : null;
+        const thread = await createThread(c.get('auth'), ctx, body);
+        // An existing thread (if_exists: do_nothing) is answered as it is.
+        return c.json(existing !== null ? thread : await applySupersteps(ctx, thread, graphId, body.supersteps));
+      },
     }),
     operation({
       method: 'get',

@@ -37,11 +37,19 @@ export interface AuthOptions {
   /** When set, only keys of this organisation are accepted. */
   readonly org?: string | undefined;
   readonly log: Logger;
+  /** `auth.disable_studio_auth` of langgraph.json: no studio user; every request goes through the handler. */
+  readonly disableStudioAuth?: boolean;
 }
 
-export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions): MiddlewareHandler<AgentEnv> {
+export function authenticate({
+  handlers,
+  verifyApiKey,
+  org,
+  log,
+  disableStudioAuth = false,
+}: AuthOptions): MiddlewareHandler<AgentEnv> {
   const authorizeFor = (user: AuthUser): Authorize =>
-    handlers && Object.keys(handlers.callbacks).length > 0 ? authorizer(handlers.callbacks, user) : allowAll;
+    handlers && Object.keys(handlers.callbacks).length > 0 ? authorizer(handlers.callbacks, user, log) : allowAll;
 
   const keyOwner = async (key: string | undefined): Promise<KeyOwner> => {
     if (key === undefined || key === '') throw unauthorized('Missing X-Api-Key header: send a valid API key.');
@@ -73,9 +81,12 @@ export function authenticate({ handlers, verifyApiKey, org, log }: AuthOptions):
   };
 
   return async function authenticate(c, next) {
+    // Once per request: the custom routes' middleware (custom-routes.ts) may have authenticated it already.
+    if (c.get('auth') !== undefined) return next();
     const key = c.req.header('x-api-key')?.trim();
     let user: AuthUser;
-    if (handlers?.authenticate && c.req.header('x-auth-scheme')?.toLowerCase() !== 'langsmith') {
+    const studio = !disableStudioAuth && c.req.header('x-auth-scheme')?.toLowerCase() === 'langsmith';
+    if (handlers?.authenticate && !studio) {
       // Headers, method and URL only: the body stays for the route.
       user = await custom(new Request(c.req.url, { method: c.req.method, headers: c.req.raw.headers }));
     } else if (handlers?.authenticate) {

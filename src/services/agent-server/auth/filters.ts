@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
+import type { Logger } from 'pino';
 import { ownValue } from '../../shared/own-value.ts';
-import type { AuthorizationHandler } from './custom-handlers.ts';
+import { httpStatusOf, type AuthorizationHandler } from './custom-handlers.ts';
 import { ApiError, forbidden } from '../errors.ts';
 import type { Json } from '../store/records.ts';
 import type { AuthUser } from './user.ts';
@@ -23,19 +24,40 @@ export type Filter = Readonly<Record<string, unknown>>;
 /** Runs the handler for `resource:action` on `value` (which it may change); the filter, or null for none. */
 export type Authorize = (resource: Resource, action: Action, value: Record<string, unknown>) => Promise<Filter | null>;
 
-export function authorizer(callbacks: Readonly<Record<string, AuthorizationHandler>>, user: AuthUser): Authorize {
+export function authorizer(
+  callbacks: Readonly<Record<string, AuthorizationHandler>>,
+  user: AuthUser,
+  log?: Logger,
+): Authorize {
   return async function authorize(resource, action, value) {
-    const handler =
-      callbacks[`${resource}:${action}`] ?? callbacks[resource] ?? callbacks[`*:${action}`] ?? callbacks['*'];
-    if (handler === undefined) return null;
-    const result = await handler({
-      event: `${resource}:${action}`,
-      resource,
-      action,
-      value,
-      user,
-      permissions: user.permissions,
-    });
+    const key = [`${resource}:${action}`, resource, `*:${action}`, '*'].find((k) => callbacks[k] !== undefined);
+    if (key === undefined) return null;
+    let result: unknown;
+    try {
+      result = await callbacks[key]!({
+        event: `${resource}:${action}`,
+        resource,
+        action,
+        value,
+        user,
+        permissions: user.permissions,
+      });
+    } catch (err) {
+      // The documented way to refuse: `throw new HTTPException(403, {message})` answers that status and message.
+      const http = httpStatusOf(err);
+      if (http !== null) throw new ApiError(http.status, http.message || 'Forbidden', http.headers);
+      // Anything else is the handler's bug: logged with its name (type and message, never the value it was given),
+      // answered 500 with a plain message.
+      log?.error(
+        {
+          handler: key,
+          event: `${resource}:${action}`,
+          error: { type: (err as Error)?.name ?? typeof err, message: (err as Error)?.message },
+        },
+        'authorization handler failed',
+      );
+      throw new ApiError(500, `The authorization handler "${key}" failed.`);
+    }
     if (result === undefined || result === null || result === true) return null;
     if (result === false) throw forbidden(`Not allowed to ${action.replace('_', ' ')} ${resource}`);
     if (typeof result !== 'object' || Array.isArray(result)) {

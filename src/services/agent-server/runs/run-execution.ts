@@ -70,8 +70,9 @@ export class RunExecution {
     // escape, since nothing awaits a background run and an unhandled rejection must not take the process down.
     try {
       await recorded;
-      // A queued run waits for the runs ahead of it, unless it is cancelled first.
-      await Promise.race([before, whenAborted(signal)]);
+      // A queued run waits for the runs ahead of it (and a delayed run, `after_seconds`, for its time too), unless it is
+      // cancelled first.
+      await Promise.race([Promise.all([before, delay(spec.afterMs, signal)]), whenAborted(signal)]);
       if (signal.aborted) throw signal.reason;
       events.begin();
       await this.setRun(run, 'running');
@@ -79,6 +80,7 @@ export class RunExecution {
         await this.setThread(threadId, (t) => ({
           status: 'busy',
           metadata: { ...t.metadata, graph_id: spec.graphId, assistant_id: run.assistant_id },
+          config: threadConfig(spec.config),
         }));
       }
       runLog.debug('run started');
@@ -241,9 +243,37 @@ export class RunExecution {
   }
 }
 
+/**
+ * The config a thread keeps from its last run: its `configurable` without the user object (which may hold
+ * credentials), the request headers and the run's own ids. A graph factory is called with it to read or update the thread's state,
+ * so it builds the graph the runs had.
+ */
+function threadConfig(config: Record<string, unknown>): Json {
+  const {
+    service_auth_user: _s,
+    langgraph_auth_user: _u,
+    run_id: _r,
+    checkpoint_id: _c,
+    ...configurable
+  } = (config.configurable ?? {}) as Record<string, unknown>;
+  // Nor the request headers copied into it (configurable-headers.ts): the thread record is read by others.
+  for (const key of Object.keys(configurable))
+    if (key.startsWith('x-') || key === 'user-agent') delete configurable[key];
+  return toPlain({ configurable }) as Json;
+}
+
 /** A failure as a run's `error` (its name and message; never a stack). */
 function failure(err: unknown): NonNullable<RunOutcome['error']> {
   return { error: (err as Error)?.name || 'Error', message: (err as Error)?.message || String(err) };
+}
+
+/** Resolves after `ms` (at once without), or when `signal` aborts. */
+function delay(ms: number | undefined, signal: AbortSignal): Promise<void> {
+  if (!ms || ms <= 0) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
 }
 
 /** Resolves when `signal` aborts (and never if it does not). */

@@ -21,6 +21,8 @@ export interface RunSpec {
   readonly resumable: boolean;
   /** The identity of the user who started it (kept in memory with the run, never stored). */
   readonly startedBy: string;
+  /** `after_seconds`: the run waits this long (pending, cancellable) before its turn. */
+  readonly afterMs?: number;
 }
 
 export interface RunOutcome {

@@ -121,18 +121,25 @@ export function runCancelJoinCases(shared: LifecycleContext): void {
     ).rejects.toMatchObject({ status: 404 });
   });
 
-  it('create answers 422 naming after_seconds or webhook, which this server does not support', async () => {
+  it('create answers 422 naming webhook, which this server does not support', async () => {
     const c = client();
     const thread = await c.threads.create();
-    const delayed = await c.runs
-      .create(thread.thread_id, 'agent', { input: userInput('later'), afterSeconds: 5 })
-      .catch((e: unknown) => e);
-    expect(delayed).toMatchObject({ status: 422, message: expect.stringContaining('after_seconds') });
     const hooked = await c.runs
       .create(thread.thread_id, 'agent', { input: userInput('x'), webhook: 'http://127.0.0.1:9/hook' })
       .catch((e: unknown) => e);
     expect(hooked).toMatchObject({ status: 422, message: expect.stringContaining('webhook') });
     expect(await c.runs.list(thread.thread_id)).toEqual([]);
+  });
+
+  it('keeps a run with after_seconds pending until it is cancelled (a delayed start)', async () => {
+    const c = client();
+    const thread = await c.threads.create();
+    const delayed = await c.runs.create(thread.thread_id, 'agent', { input: userInput('later'), afterSeconds: 60 });
+    expect(delayed.status).toBe('pending');
+    expect((await c.runs.list(thread.thread_id, { status: 'pending' })).map((r) => r.run_id)).toEqual([delayed.run_id]);
+    await c.runs.cancel(thread.thread_id, delayed.run_id, true);
+    expect((await c.runs.get(thread.thread_id, delayed.run_id)).status).toBe('interrupted');
+    expect((await c.threads.getState(thread.thread_id)).values).toEqual({});
   });
 
   it('join of a failed run answers the state it reached', async () => {
