@@ -70,7 +70,6 @@ describe('through the edge', () => {
   it.each([
     ['/v2/deployments', 401, { 'x-api-key': 'not-a-key' }],
     ['/threads', 401, {}],
-    ['/no-such-route', 404, { authorization: 'Bearer nobody' }],
   ] as const)(
     'POST %s answered %i by the service: the next request on the connection is answered',
     async (path, status, headers) => {
