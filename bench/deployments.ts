@@ -40,6 +40,7 @@ import { measure, type Measured } from './peers/measure.ts';
 import { freePort, pinningCpus, pinSelf, startService, stopAll, type Service } from './peers/processes.ts';
 import { deleteKeys, redisPid as findRedisPid } from './peers/redis-keys.ts';
 import { pairRatios, printTable, scenarioRow, showRatio } from './peers/report.ts';
+import { exitPaths } from './peers/exit-paths.ts';
 
 process.chdir(ROOT);
 const pinning = pinningCpus();
@@ -69,16 +70,10 @@ async function cleanup(): Promise<Record<string, number>> {
   return deleted;
 }
 
-async function abort(message: string, code = 1): Promise<never> {
-  console.error(message);
-  await cleanup().catch((err: unknown) => console.error(`cleanup: ${(err as Error).message}`));
-  process.exit(code);
-}
-process.once('SIGINT', () => void abort('interrupted: children stopped, Redis keys deleted', 130));
-setTimeout(
-  () => void abort('FAIL the run took too long: stopped'),
+const abort = exitPaths(
+  cleanup,
   ROUNDS * 3 * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 3000 + 120_000,
-).unref();
+);
 
 let redisPid: number | null = null;
 try {

@@ -52,6 +52,7 @@ import { measure, type Measured } from './peers/measure.ts';
 import { printTable, scenarioRow } from './peers/report.ts';
 import { pinningCpus, pinSelf, stopAll, workersPinning, type Service } from './peers/processes.ts';
 import { countKeys, deleteKeys, redisPid as findRedisPid } from './peers/redis-keys.ts';
+import { exitPaths } from './peers/exit-paths.ts';
 
 // ---- setup -----------------------------------------------------------------
 
@@ -95,19 +96,10 @@ async function cleanup(): Promise<Record<string, number>> {
   return deleted;
 }
 
-async function abort(message: string, code = 1): Promise<never> {
-  console.error(message);
-  await cleanup().catch((err: unknown) => console.error(`cleanup: ${(err as Error).message}`));
-  process.exit(code);
-}
-
-process.once('SIGINT', () => void abort('interrupted: children stopped, Redis keys deleted', 130));
-const budgetMs =
-  ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 9000 + 120_000;
-setTimeout(
-  () => void abort(`FAIL the run took longer than ${Math.round(budgetMs / 1000)} s: stopped`),
-  budgetMs,
-).unref();
+const abort = exitPaths(
+  cleanup,
+  ROUNDS * SCENARIOS.length * ((WARMUP_SECONDS + SECONDS) * 1000 + 20_000) + FIRST_WARMUP_SECONDS * 9000 + 120_000,
+);
 
 if (needsRedis) {
   try {

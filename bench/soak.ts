@@ -43,6 +43,7 @@ import {
 } from './soak/settings.ts';
 import { accuracyOf, edgeCountsOf, memoryOf } from './soak/summary.ts';
 import { coldShot, HOT } from './soak/traffic.ts';
+import { exitPaths } from './peers/exit-paths.ts';
 
 const tally = createTally(compile(loadRuleFile(join(ROOT, 'rules', 'us.yaml')).rules));
 
@@ -56,16 +57,7 @@ async function cleanup(): Promise<number> {
   await redis.quit();
   return deleted;
 }
-async function abort(message: string, code = 1): Promise<never> {
-  console.error(message);
-  await cleanup().catch((err: unknown) => console.error(`cleanup: ${(err as Error).message}`));
-  process.exit(code);
-}
-process.once('SIGINT', () => void abort('interrupted: children stopped, Redis keys deleted', 130));
-setTimeout(
-  () => void abort(`FAIL the soak took longer than ${SECONDS + 120} s: stopped`),
-  (SECONDS + 120) * 1000,
-).unref();
+const abort = exitPaths(cleanup, (SECONDS + 120) * 1000, 'the soak');
 
 try {
   await redis.connect();
