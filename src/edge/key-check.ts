@@ -1,3 +1,4 @@
+import { canBeKey } from '../keys/key-format.ts';
 import type { KeyRegistry } from '../keys/types.ts';
 import { memoKey } from '../memo-key.ts';
 import { RecentlyUsed } from '../recently-used.ts';
@@ -16,8 +17,9 @@ export interface KeyCheckOptions {
 const KNOWN = Infinity;
 
 /**
- * KEY_CHECK: whether an `x-api-key` is one the key registry holds. Answers
- * are remembered, so a known key costs one Map lookup after its first
+ * KEY_CHECK: whether an `x-api-key` is one the key registry holds. A value
+ * that cannot be a key (not `gwk_` + 43 characters) is unknown at once; other
+ * answers are remembered, so a known key costs one Map lookup after its first
  * request: a known key stays known (the registry has no revocation), an
  * unknown one is asked about again after `unknownForMs`. When the registry
  * cannot answer (its Redis is down), the key is let through unremembered:
@@ -30,6 +32,7 @@ export function keyCheck(
 ): KeyCheck {
   const answers = new RecentlyUsed<string, number>(size); // KNOWN, or until when the key counts as unknown
   return (key) => {
+    if (!canBeKey(key)) return false; // no registry holds it: nothing to ask, nothing to remember
     const memo = memoKey(key); // bounded per entry, whatever the key's length
     const until = answers.get(memo);
     if (until === KNOWN) return true;

@@ -19,9 +19,14 @@ export function newKeyId(): string {
   return `key_${randomUUID().replaceAll('-', '').slice(0, 16)}`;
 }
 
+/** Whether the value has the shape of a key (`gwk_` + 43 base64url characters): anything else is no key of ours. */
+export function canBeKey(value: string): boolean {
+  return KEY_SHAPE.test(value);
+}
+
 /** Hex SHA-256 of a key, or null when the value cannot be a key (nothing to look up). */
 export function keyHash(key: string): string | null {
-  if (!KEY_SHAPE.test(key)) return null;
+  if (!canBeKey(key)) return null;
   return createHash('sha256').update(key).digest('hex');
 }
 

@@ -3,6 +3,7 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyCheck } from '../../src/edge/key-check.ts';
+import { generateKey } from '../../src/keys/key-format.ts';
 import { MemoryKeyRegistry } from '../../src/keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../../src/keys/redis-registry.ts';
 import { startGateway } from '../../src/gateway.ts';
@@ -46,9 +47,18 @@ describe('keyCheck', () => {
   it('lets a key through, unremembered, when the registry cannot answer', async () => {
     let asked = 0;
     const check = keyCheck({ findKey: () => (asked++, Promise.reject(new Error('redis down'))) });
-    expect(await check('lgk_whatever')).toBe(true);
-    expect(await check('lgk_whatever')).toBe(true);
+    const key = generateKey();
+    expect(await check(key)).toBe(true);
+    expect(await check(key)).toBe(true);
     expect(asked).toBe(2);
+  });
+
+  it('answers a value that cannot be a key unknown at once, without asking or remembering it', () => {
+    let asked = 0;
+    const check = keyCheck({ findKey: async () => (asked++, null) }, { size: 1 });
+    for (const value of ['lgk_whatever', 'gwk_short', `gwk_${'a'.repeat(44)}`, 'x'.repeat(16_384)])
+      expect(check(value)).toBe(false);
+    expect(asked).toBe(0);
   });
 });
 
