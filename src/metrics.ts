@@ -89,8 +89,9 @@ export function createMetrics(workerSlot?: number) {
     }),
     deploymentRoutes: new Gauge({
       name: 'gateway_deployment_routes',
-      help: 'Deployments this edge routes now (its copy of the route table): every edge on one table should agree',
+      help: 'Deployments this edge routes now (its copy of the route table): every edge on one table should agree; over workers, the fewest any of them routes',
       registers: [registry],
+      aggregator: 'min',
       collect() {
         this.set(routeCount());
       },

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { withRoutesPrefix } from './routes-prefix.ts';
 
 /**
  * `node bin/gateway.js start` as a child process, for tests that need the
@@ -42,7 +43,13 @@ export async function startGatewayProcess(
   const child = spawn(process.execPath, [BIN, 'start'], {
     cwd: ROOT,
     // A clean environment: nothing of the test runner's own settings leaks into the gateway.
-    env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ADMIN_PORT: '0', ...env },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '',
+      PORT: '0',
+      ADMIN_PORT: '0',
+      ...withRoutesPrefix(env),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   live.add(child);

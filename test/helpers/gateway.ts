@@ -5,6 +5,7 @@ import { Writable } from 'node:stream';
 import { startGateway, type Gateway } from '../../src/gateway.ts';
 import { createLogger } from '../../src/log.ts';
 import { loadSettings } from '../../src/settings.ts';
+import { withRoutesPrefix } from './routes-prefix.ts';
 
 /**
  * The gateway started in-process for a test: settings from a plain env
@@ -21,7 +22,8 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export async function startTestGateway(env: Record<string, string> = {}): Promise<TestGateway> {
+export async function startTestGateway(given: Record<string, string> = {}): Promise<TestGateway> {
+  const env = withRoutesPrefix(given);
   const settings = loadSettings({ PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env });
   const logs = new LogCapture();
   const gateway = await startGateway(
