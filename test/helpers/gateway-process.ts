@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { withRoutesPrefix } from './routes-prefix.ts';
+import { withRunPrefixes } from './run-prefixes.ts';
 
 /**
  * `node bin/gateway.js start` as a child process, for tests that need the
@@ -48,7 +48,7 @@ export async function startGatewayProcess(
       HOME: process.env.HOME ?? '',
       PORT: '0',
       ADMIN_PORT: '0',
-      ...withRoutesPrefix(env),
+      ...withRunPrefixes(env),
     },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

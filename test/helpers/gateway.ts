@@ -5,7 +5,7 @@ import { Writable } from 'node:stream';
 import { startGateway, type Gateway } from '../../src/gateway.ts';
 import { createLogger } from '../../src/log.ts';
 import { loadSettings } from '../../src/settings.ts';
-import { withRoutesPrefix } from './routes-prefix.ts';
+import { withRunPrefixes } from './run-prefixes.ts';
 
 /**
  * The gateway started in-process for a test: settings from a plain env
@@ -23,7 +23,7 @@ export interface TestGateway {
 }
 
 export async function startTestGateway(given: Record<string, string> = {}): Promise<TestGateway> {
-  const env = withRoutesPrefix(given);
+  const env = withRunPrefixes(given);
   const settings = loadSettings({ PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env });
   const logs = new LogCapture();
   const gateway = await startGateway(
