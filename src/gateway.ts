@@ -198,7 +198,8 @@ export async function startEdge(
     ...(checkKeys && { keyCheck: keyCheck(bundled.keys()) }),
     route: router({
       ...upstreams,
-      deployment: (id) => deployments.get(id),
+      // The default deployment is this gateway's own Agent Server; any other, its route's target.
+      deployment: (id) => (id === bundled.defaultDeploymentId ? upstreams.agentServer : deployments.get(id)),
       domain: settings.deploymentsDomain,
     }),
     ...clientIpSettings(settings),

@@ -33,6 +33,8 @@ export interface BundledService {
 export class BundledServices {
   private registry: KeyRegistry | null = null;
   private cp: ControlPlane | null = null;
+  /** The default deployment's id once agentServer() has listed it: this process serves it itself. */
+  defaultDeploymentId: string | null = null;
   private redis: Redis | null = null;
   private reachable: Promise<void> | undefined;
   private lastRedisError: string | undefined;
@@ -93,7 +95,17 @@ export class BundledServices {
       { app: settings.appConfig, graphs: server.graphs, url: listening.url, deploymentId: listed?.id },
       'default deployment serving',
     );
-    return { url: listening.url, close: async () => (await server.close(), await listening.close()) };
+    this.defaultDeploymentId = listed?.id ?? null;
+    const routes = this.cp?.routes;
+    return {
+      url: listening.url,
+      close: async () => {
+        // Its route goes with this server, unless another gateway on the same table serves it now.
+        if (listed && routes?.get(listed.id)?.target === listening.url) await routes.delete(listed.id).catch(() => {});
+        await server.close();
+        await listening.close();
+      },
+    };
   }
 
   async close(): Promise<void> {
