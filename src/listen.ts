@@ -29,8 +29,11 @@ export interface ListenOptions {
   readonly streamBodies?: boolean;
 }
 
-/** Largest body a service listener reads before its app runs; above every service's own JSON body limit. */
-const MAX_BUFFERED_BODY_BYTES = 64 * 1024 * 1024;
+/**
+ * Largest body a service listener reads before its app runs: just above the services' own JSON body limits (10 MiB
+ * for the Agent Server, 1 MiB for the control plane), so a body no app would take is refused before it is all held.
+ */
+const MAX_BUFFERED_BODY_BYTES = 16 * 1024 * 1024;
 
 /** Errors Node's HTTP parser answers before any handler runs, as the gateway's JSON errors. */
 const PARSER_ERRORS: Record<string, [number, string, string]> = {

@@ -40,6 +40,9 @@ export const DEPLOYMENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 export function router(options: RouterOptions) {
   const { controlPlane, agentServer, deployment } = options;
   const hostSuffix = options.domain ? `.${options.domain}` : null;
+  // Made once: the request path asks for one of them on every request.
+  const toControlPlane = () => controlPlane;
+  const toAgentServer = () => agentServer;
 
   const toDeployment = (deploymentId: string, path: string, prefix: string): Destination => ({
     kind: 'deployment',
@@ -56,8 +59,7 @@ export function router(options: RouterOptions) {
     }
     const named = deploymentPath(path);
     if (named !== null) return toDeployment(named.deploymentId, named.path, named.prefix);
-    const upstream = isControlPlane(path) ? controlPlane : agentServer;
-    return { kind: 'service', upstream: () => upstream, path };
+    return { kind: 'service', upstream: isControlPlane(path) ? toControlPlane : toAgentServer, path };
   };
 }
 

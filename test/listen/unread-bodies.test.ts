@@ -5,6 +5,7 @@ import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listen, type Listening } from '../../src/listen.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { rawRequest } from '../helpers/raw-http.ts';
 
 /**
  * A body the server answered without reading (401, 404, an upstream that
@@ -54,6 +55,16 @@ describe('a service answers without reading the body', () => {
     const r = await postThenGet(svc.url, path);
     expect([r.first, r.second]).toEqual([path === '/half' ? 401 : 404, 404]);
     expect(r.firstHeaders.connection).not.toBe('close'); // the connection stays reusable
+  });
+
+  it('refuses a body larger than any service takes with a JSON 413, before reading it, and closes the connection', async () => {
+    const r = await rawRequest(
+      svc.port,
+      `POST /json HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\ncontent-length: ${17 * 1024 * 1024}\r\n\r\n`,
+    );
+    expect(r.status).toBe(413);
+    expect(r.headers.connection).toEqual(['close']);
+    expect(r.json()).toMatchObject({ code: 'body_too_large' });
   });
 
   it('reads the body whole for the app', async () => {
