@@ -5,7 +5,6 @@ import type { DeploymentAddressing } from './deployment-routes/deployment-url.ts
 import { routeTableFromSettings } from './deployment-routes/from-settings.ts';
 import type { RouteTable } from './deployment-routes/route-table.ts';
 import { DeploymentUpstreams } from './edge/deployment-upstreams.ts';
-import { edgeApp } from './edge/app.ts';
 import { clientIpSettings } from './edge/client-ip-settings.ts';
 import { edgeHandler } from './edge/handler.ts';
 import { keyCheck } from './edge/key-check.ts';
@@ -221,7 +220,7 @@ export async function startEdge(
   if (!storeUp) log.warn({ store: store.kind, failMode: settings.failMode }, 'rate limit store not connected at boot');
   // Deployments answer 404 until the table is read (it keeps trying); everything else is served.
   if (!routesRead) log.warn('deployment route table not read at boot: deployments answer 404 until it is');
-  const edge = await listen(edgeApp(handle), settings.port, settings.host, {
+  const edge = await listen(handle, settings.port, settings.host, {
     maxConnections: settings.maxConnections,
     deferContinue: true,
     streamBodies: true,

@@ -1,5 +1,5 @@
 import { getRequestListener, RequestError } from '@hono/node-server';
-import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Hono } from 'hono';
 import { badRequest, GatewayError, internalError } from './errors.ts';
@@ -75,18 +75,28 @@ function inOrder(handle: RequestListener): RequestListener {
 }
 
 /**
- * Serves a Hono app with @hono/node-server and resolves once the port is bound. `host` null: every interface, IPv6
- * and IPv4 (`::` dual-stack), or `0.0.0.0` where the host has no IPv6 (Node's choice for an omitted host).
+ * What a listener serves: a Hono app (the services, the admin listener), through @hono/node-server; or a handler on
+ * Node's own request and response (the edge: the Web Request/Response layer costs a proxy more than its own work, and
+ * the edge needs none of it). A handler answers every request itself and never rejects.
+ */
+export type Served = Hono<any> | ((req: IncomingMessage, res: ServerResponse) => Promise<void>);
+
+/**
+ * Serves `app` and resolves once the port is bound. `host` null: every interface, IPv6 and IPv4 (`::` dual-stack), or
+ * `0.0.0.0` where the host has no IPv6 (Node's choice for an omitted host).
  */
 export async function listen(
-  app: Hono<any>,
+  app: Served,
   port: number,
   host: string | null = '0.0.0.0',
   options: ListenOptions = {},
 ): Promise<Listening> {
+  const adapter: RequestListener =
+    typeof app === 'function'
+      ? (req, res) => void app(req, res)
+      : getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError });
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
-  const adapter = getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError });
   const server = createServer(
     // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter refuses it as JSON instead.
     { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },

@@ -74,8 +74,9 @@ export function edgeHandler(options: EdgeOptions) {
     try {
       const target = requestTarget(req.url ?? '');
       path = normalizePath(target, escapedSlashes);
+      const host = requestHost(req.headers.host);
       // The rules see the path as its upstream does: a deployment's without the `/deployments/{id}` prefix.
-      const destination = route(path, req.headers.host);
+      const destination = route(path, host);
       if (destination.kind === 'deployment' && DEPLOYMENT_ID.test(destination.deploymentId))
         deployment = destination.deploymentId;
       const overlong = overlongIdentity(req, maxIdentityLength);
@@ -148,14 +149,32 @@ export function edgeHandler(options: EdgeOptions) {
   };
 }
 
-/** The path-and-query of a request target; absolute form (`http://host/p?q`) is accepted as proxies send it. */
+/**
+ * The path-and-query of a request target; absolute form (`http://host/p?q`) is accepted as proxies send it. A
+ * backslash in the path is refused: servers disagree on whether it separates segments.
+ */
 function requestTarget(url: string): string {
+  const backslash = url.indexOf('\\');
+  if (backslash !== -1 && (backslash < url.indexOf('?') || !url.includes('?')))
+    throw badRequest('Backslash in request path', 'invalid_path');
   if (url.startsWith('/')) return url;
   if (/^https?:\/\//i.test(url)) {
     const parsed = URL.canParse(url) ? new URL(url) : null;
     if (parsed) return parsed.pathname + parsed.search;
   }
   throw badRequest(`Unsupported request target "${url.slice(0, 64)}"`, 'invalid_path');
+}
+
+/**
+ * A host name or address, with or without a port (RFC 9110 §7.2: a request without one, or with an invalid one, is
+ * refused); the upstream receives it as `x-forwarded-host`.
+ */
+const HOST = /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
+
+function requestHost(host: string | undefined): string {
+  if (host === undefined || host === '') throw badRequest('Missing Host header');
+  if (!HOST.test(host)) throw badRequest(`Invalid Host header "${host.slice(0, 64)}"`);
+  return host;
 }
 
 function knownOrNoKey(check: KeyCheck, key: string | string[] | undefined): boolean | Promise<boolean> {
