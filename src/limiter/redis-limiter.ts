@@ -8,11 +8,14 @@ import { closeRedis } from '../redis-client.ts';
  * Token buckets in Redis or Redis Cluster: the same GCRA as the memory
  * limiter, run by token-bucket.lua on Redis's clock.
  *
- * On a single Redis, the calls made in one turn of the event loop are
- * decided by one script, sent at the end of the turn: each call is atomic
- * (all its buckets or none), later calls of the batch see what earlier ones
- * took, and a burst of concurrent requests costs Redis one script and the
- * edge one command instead of one each.
+ * On a single Redis, calls are decided in batches, one script per batch:
+ * each call is atomic (all its buckets or none), later calls of the batch see
+ * what earlier ones took, and a burst of concurrent requests costs Redis one
+ * script and the edge one command instead of one each. A batch is sent at
+ * the end of the event-loop turn that opened it, or, while the previous batch
+ * is still waiting for its reply, as soon as that reply arrives: under load,
+ * batches grow with the request rate instead of one small script per turn
+ * (group commit), and a quiet edge still sends each call at once.
  *
  * On Redis Cluster a script may only touch keys of one slot, so a call's
  * buckets are grouped by slot and each group runs its own atomic script, in
@@ -63,8 +66,15 @@ interface GroupResult {
   readonly buckets: BucketOutcome[];
 }
 
-/** The calls of one event-loop turn, waiting for their script. */
+/** Calls waiting for their script, and the budget they share (it runs from the batch's first call). */
 class Batch {
+  /** Started with the batch: a call's budget includes its wait behind the batch in flight. */
+  timer: NodeJS.Timeout | null = null;
+  private settled = false;
+
+  /** `ended`: called once, when the batch has its outcome (a reply, an error, or its budget passed). */
+  constructor(private readonly ended: (batch: Batch) => void) {}
+
   readonly keys: string[] = [];
   /** Per call: its mode, its number of buckets, then each bucket's capacity and period (µs). */
   readonly argv: (string | number)[] = [];
@@ -82,15 +92,32 @@ class Batch {
     return [this.keys.length, ...this.keys, ...this.argv];
   }
 
-  /** Hands each call its outcome from the script's reply. */
+  /** Hands each call its outcome from the script's reply (a reply after the budget is dropped). */
   settle(reply: unknown): void {
-    const results = readReply(reply, this.sizes);
+    if (this.settled) return;
+    let results: GroupResult[];
+    try {
+      results = readReply(reply, this.sizes);
+    } catch (err) {
+      return this.fail(err);
+    }
+    this.end();
     for (let i = 0; i < results.length; i++) this.waiting[i]!.resolve(outcomeOf(results[i]!));
   }
 
   fail(err: unknown): void {
+    if (!this.end()) return;
     const error = storeError(err);
     for (const w of this.waiting) w.reject(error);
+  }
+
+  /** False when the batch was already settled or failed. */
+  private end(): boolean {
+    if (this.settled) return false;
+    this.settled = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.ended(this);
+    return true;
   }
 }
 
@@ -99,9 +126,19 @@ export class RedisLimiter implements Limiter {
   private readonly keyPrefix: string;
   private readonly timeoutMs: number;
   private readonly ownsClient: boolean;
-  /** Single Redis: the calls of this turn of the event loop, sent together at its end. */
+  /** Single Redis: the calls not sent yet, sent together as one script. */
   private batch: Batch | null = null;
-  private readonly sendBatch = () => this.send();
+  /** Single Redis: the batch sent whose reply has not arrived (nor its budget passed). */
+  private flying: Batch | null = null;
+  private readonly sendBatch = () => {
+    if (this.flying === null) this.send();
+  };
+  /** A batch has its outcome: the one in flight lets the next go. */
+  private readonly ended = (batch: Batch) => {
+    if (this.flying !== batch) return;
+    this.flying = null;
+    if (this.batch !== null) this.send();
+  };
 
   /**
    * The caller owns connection settings. A Cluster client must be built with
@@ -132,33 +169,47 @@ export class RedisLimiter implements Limiter {
     if (this.cluster) return this.withinBudget(this.decide(buckets));
     return new Promise((resolve, reject) => {
       let batch = this.batch;
-      if (batch === null) {
-        batch = this.batch = new Batch();
-        setImmediate(this.sendBatch); // after this turn's poll phase: every request read in it is in the batch
-      }
+      if (batch === null) batch = this.open();
       batch.add(buckets, resolve, reject);
       if (batch.keys.length >= MAX_BATCH_KEYS) this.send();
     });
+  }
+
+  /** A new pending batch, its budget running; sent after this turn's poll phase, or when the reply in flight lands. */
+  private open(): Batch {
+    const batch = (this.batch = new Batch(this.ended));
+    // Judged after the I/O already waiting has been read (setImmediate runs after this loop turn's poll phase):
+    // when the edge's own event loop was blocked past the budget, a reply that arrived in time is taken instead of
+    // being counted as a store failure.
+    batch.timer = setTimeout(
+      () =>
+        setImmediate(() => {
+          if (this.batch === batch) this.batch = null;
+          batch.fail(new StoreError(`redis: no answer within ${this.timeoutMs} ms`));
+        }),
+      this.timeoutMs,
+    );
+    setImmediate(this.sendBatch);
+    return batch;
   }
 
   async close(): Promise<void> {
     if (this.ownsClient) await closeRedis(this.client);
   }
 
-  /** Sends the pending batch as one script (written at once unless the client auto-pipelines). */
+  /**
+   * Sends the pending batch as one script (written at once unless the client auto-pipelines). The next batch goes
+   * when this one's reply arrives, or when its budget has passed (a store that stopped answering holds no call past
+   * its own budget).
+   */
   private send(): void {
     const batch = this.batch;
     if (batch === null) return;
     this.batch = null;
+    this.flying = batch;
     const script = (this.client as unknown as Record<string, ScriptCall>)[COMMAND]!;
-    this.withinBudget(script.apply(this.client, batch.args())).then(
-      (reply) => {
-        try {
-          batch.settle(reply);
-        } catch (err) {
-          batch.fail(err);
-        }
-      },
+    (script.apply(this.client, batch.args()) as Promise<unknown>).then(
+      (reply) => batch.settle(reply),
       (err: unknown) => batch.fail(err),
     );
   }
