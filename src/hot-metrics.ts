@@ -18,8 +18,11 @@ interface Series<L extends string> {
   readonly buckets: Float64Array | null;
 }
 
-/** Series by their first label's value, then the next label's, ...: the last level holds the series. */
-type Level<L extends string> = Map<string | number, Level<L> | Series<L>>;
+/**
+ * Series by their first label's value, then the next label's, ...: the last level holds the series. Values are keyed
+ * as the exposition writes them (`200` and `'200'` are one series).
+ */
+type Level<L extends string> = Map<string, Level<L> | Series<L>>;
 
 abstract class HotMetric<L extends string> {
   protected readonly series: Series<L>[] = [];
@@ -53,12 +56,12 @@ abstract class HotMetric<L extends string> {
     const last = names.length - 1;
     let level = this.root;
     for (let i = 0; i < last; i++) {
-      const value = labels[names[i]!];
+      const value = String(labels[names[i]!]);
       let next = level.get(value) as Level<L> | undefined;
       if (next === undefined) level.set(value, (next = new Map()));
       level = next;
     }
-    const value = labels[names[last]!];
+    const value = String(labels[names[last]!]);
     let s = level.get(value) as Series<L> | undefined;
     if (s === undefined) {
       s = {

@@ -145,6 +145,61 @@ describe('RedisLimiter on a private server', () => {
     expect(outcomes[6]!.retryAfterMs).toBeGreaterThan(0);
   });
 
+  /**
+   * A BLPOP on an empty list holds the limiter's own connection for its timeout: the script sent behind it waits there,
+   * as behind a slow Redis, for as long as the test says.
+   */
+  function holdConnection(client: Redis, seconds: number): Promise<unknown> {
+    return client.blpop(`${RUN}:hold:${randomUUID()}`, seconds);
+  }
+  const turns = (n: number) => new Promise<void>((resolve) => setTimeout(resolve, n * 20));
+
+  it('calls made while a script is in flight go together as the next script, in order (group commit)', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+    const limiter = new RedisLimiter(client, { timeoutMs: 5_000 });
+    const key = `${RUN}:group-${randomUUID()}`;
+    const call = [{ key, capacity: 10, perSeconds: 60 }];
+    await limiter.consume(call); // defines the script on the connection: later sends are single EVALSHAs
+    let sent = 0;
+    const send = client.sendCommand.bind(client);
+    client.sendCommand = ((command: Parameters<Redis['sendCommand']>[0]) => {
+      if (/^eval/i.test(command.name)) sent++;
+      return send(command);
+    }) as Redis['sendCommand'];
+    const held = holdConnection(client, 1);
+    const first = limiter.consume(call);
+    const later: Promise<unknown>[] = [];
+    for (let i = 0; i < 4; i++) {
+      await turns(1); // each call in an event-loop turn of its own, the first script still waiting
+      later.push(limiter.consume(call));
+    }
+    const outcomes = (await Promise.all([first, ...later])) as Awaited<typeof first>[];
+    await held;
+    expect(sent).toBe(2); // the first call's script, then one for the four calls made meanwhile
+    expect(outcomes.map((o) => o.buckets[0]!.remaining)).toEqual([8, 7, 6, 5, 4]);
+    await limiter.close();
+  });
+
+  it('calls waiting behind a script in flight get a StoreError within their own budget, then it recovers', async () => {
+    const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+    const limiter = new RedisLimiter(client, { timeoutMs: 150 });
+    const call = [{ key: `${RUN}:budget-${randomUUID()}`, capacity: 10, perSeconds: 60 }];
+    await limiter.consume(call);
+    const held = holdConnection(client, 2);
+    const started = performance.now();
+    const first = limiter.consume(call).catch((e: unknown) => e);
+    await turns(1);
+    const waiting = limiter.consume(call).catch((e: unknown) => e);
+    const [a, b] = await Promise.all([first, waiting]);
+    expect(a).toBeInstanceOf(StoreError);
+    expect(b).toBeInstanceOf(StoreError);
+    // The second call's budget ran from its own batch's start, not from the end of the first one's wait (2 s).
+    expect(performance.now() - started).toBeLessThan(1500);
+    await held;
+    expect((await limiter.consume(call)).allowed).toBe(true);
+    await limiter.close();
+  });
+
   it('a batch larger than one script holds is split, nothing lost', async () => {
     // What is tested is the split, not the store budget: 5,000 calls on a loaded machine can take longer than the
     // default 500 ms, which failed this test by chance (a StoreError "no answer within 500 ms").
