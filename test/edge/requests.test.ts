@@ -84,10 +84,14 @@ describe('malformed requests get a 4xx and the process keeps serving', () => {
       'GET runs/query HTTP/1.1\r\nHost: edge.test\r\nConnection: close\r\n\r\n',
       400,
     ],
+    ['no Host header', 'GET /runs/query HTTP/1.1\r\nConnection: close\r\n\r\n', 400],
+    ['an invalid Host header', 'GET /runs/query HTTP/1.1\r\nHost: edge test/x\r\nConnection: close\r\n\r\n', 400],
+    ['a backslash in the path', 'GET /runs\\query HTTP/1.1\r\nHost: edge.test\r\nConnection: close\r\n\r\n', 400],
   ] as const) {
     it(`${what} → ${status}`, async () => {
       const res = await rawRequest(gw.port, raw);
       expect(res.status).toBe(status);
+      if (status === 400) expect(res.json()).toEqual({ detail: expect.any(String), code: expect.any(String) });
       const after = await send('/runs/query', { 'x-api-key': fresh('key') });
       expect(after.status).toBe(200);
     });
