@@ -32,7 +32,8 @@ import {
   LABELS,
   ONE_KEY,
   PROFILE,
-  REDIS_URL,
+  GIVEN_REDIS_URL,
+  SHARED_REDIS_URL,
   redisPatterns,
   ROOT,
   ROTATING,
@@ -53,6 +54,7 @@ import { printTable, scenarioRow } from './peers/report.ts';
 import { pinningCpus, pinSelf, stopAll, workersPinning, type Service } from './peers/processes.ts';
 import { countKeys, deleteKeys, redisPid as findRedisPid } from './peers/redis-keys.ts';
 import { exitPaths } from './peers/exit-paths.ts';
+import { startPrivateRedis } from './peers/private-redis.ts';
 
 // ---- setup -----------------------------------------------------------------
 
@@ -76,8 +78,10 @@ const profileDir = PROFILE.length > 0 ? mkdtempSync(join(tmpdir(), 'gateway-benc
 const profileFlags = (target: TargetName) =>
   profileDir && PROFILE.includes(target) ? ['--cpu-prof', `--cpu-prof-dir=${join(profileDir, target)}`] : [];
 
-const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
 const needsRedis = SCENARIOS.some((s) => usesRedis(s.target));
+const privateRedis = needsRedis && GIVEN_REDIS_URL === undefined ? await startPrivateRedis(loadCpu) : null;
+const REDIS_URL = GIVEN_REDIS_URL ?? privateRedis?.url ?? SHARED_REDIS_URL;
+const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
 let redisPid: number | null = null;
 let cleaned = false;
 
@@ -92,6 +96,7 @@ async function cleanup(): Promise<Record<string, number>> {
     for (const pattern of redisPatterns) deleted[pattern] = await deleteKeys(redis, pattern);
     await redis.quit();
   }
+  await privateRedis?.stop();
   rmSync(tmp, { recursive: true, force: true });
   return deleted;
 }
@@ -122,6 +127,7 @@ try {
     proxyCpu,
     loadCpu,
     workersCpus: workersCpus.edgeCpus,
+    redisUrl: REDIS_URL,
   }));
 } catch (err) {
   await abort(`FAIL could not start the processes: ${(err as Error).message}`);
@@ -148,7 +154,7 @@ console.log(
 console.log(
   `${SCENARIOS.length} scenarios × ${ROUNDS} round(s), ${SECONDS} s each after ${WARMUP_SECONDS} s warm-up (+${FIRST_WARMUP_SECONDS} s the first time per process), ${CONNECTIONS} connections; ` +
     (pinning
-      ? `pinned with taskset: process under test on CPU ${proxyCpu}, load generator + upstream + this runner on CPU ${loadCpu}`
+      ? `pinned with taskset: process under test on CPU ${proxyCpu}, load generator + upstream + this runner${privateRedis ? ' + Redis (private)' : ''} on CPU ${loadCpu}`
       : 'NOT pinned (no taskset or fewer than 2 CPUs)') +
     (SCENARIOS.some((s) => isWorkersTarget(s.target))
       ? `; the WORKERS targets on CPUs ${workersCpus.edgeCpus ?? 'any'}, the load generator on ${workersCpus.loadCpu ?? 'any'}${workersCpus.edgeCpus === workersCpus.loadCpu ? ' (fewer than 3 CPUs: it competes with the workers)' : ''}, their CPU share summed over the primary and its workers`
@@ -215,7 +221,9 @@ writeResult({
   loadCpu,
   workersCpus,
   upstreamBody,
-  redis: needsRedis ? { pid: redisPid, keysLeft: redisKeys, keysDeleted: deleted } : null,
+  redis: needsRedis
+    ? { url: REDIS_URL, private: privateRedis !== null, pid: redisPid, keysLeft: redisKeys, keysDeleted: deleted }
+    : null,
   results,
   verdicts,
   profiles,

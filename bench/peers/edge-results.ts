@@ -14,7 +14,6 @@ import {
   ONE_KEY,
   PROFILE,
   QUICK,
-  REDIS_URL,
   RESULTS,
   ROTATING,
   ROTATING_KEYS,
@@ -143,6 +142,9 @@ export interface EdgeRun {
   readonly upstreamBody: Buffer;
   /** Set when a scenario used Redis. */
   readonly redis: {
+    readonly url: string;
+    /** True when the run started its own Redis, pinned beside the load generator. */
+    readonly private: boolean;
     readonly pid: number | null;
     readonly keysLeft: Record<string, number>;
     readonly keysDeleted: Record<string, number>;
@@ -179,7 +181,8 @@ export function writeResult(run: EdgeRun): void {
     workers_pinned: run.workersCpus,
     redis: run.redis
       ? {
-          url: REDIS_URL.replace(/\/\/[^@]*@/, '//'),
+          url: run.redis.url.replace(/\/\/[^@]*@/, '//'),
+          private: run.redis.private,
           pid_visible: run.redis.pid !== null,
           keys_left_at_end: run.redis.keysLeft,
           keys_deleted: run.redis.keysDeleted,

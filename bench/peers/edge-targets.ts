@@ -14,7 +14,6 @@ import {
   isWorkersTarget,
   ONE_KEY,
   peerNamespace,
-  REDIS_URL,
   ROOT,
   ROTATING,
   runs,
@@ -36,6 +35,8 @@ export interface TargetOptions {
   readonly loadCpu: number | null;
   /** Where the workers targets run (workersPinning): a CPU list, or null for anywhere. */
   readonly workersCpus: string | null;
+  /** The Redis of the Redis targets. */
+  readonly redisUrl: string;
 }
 
 const tsx = ['--import', 'tsx'];
@@ -59,7 +60,7 @@ async function startEdge(target: EdgeTarget, upstreamUrl: string, o: TargetOptio
   };
   for (const name of ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'TRUST_PROXY', 'STORE_TIMEOUT_MS']) delete env[name];
   if (STORE_TIMEOUT_MS) env.STORE_TIMEOUT_MS = STORE_TIMEOUT_MS;
-  if (target !== 'edge-memory') env.REDIS_URL = REDIS_URL;
+  if (target !== 'edge-memory') env.REDIS_URL = o.redisUrl;
   env.WORKERS = target === 'edge-workers-n' ? String(WORKERS_N) : '1';
   const root = target === 'edge-redis-alt' ? ALT_ROOT! : ROOT;
   return startService(
@@ -119,7 +120,7 @@ export async function startTargets(
       ...process.env,
       PORT: '0',
       UPSTREAM_URL: upstream.url,
-      REDIS_URL,
+      REDIS_URL: o.redisUrl,
       PEER_NAMESPACE: peerNamespace,
       PEER_ROUTES: JSON.stringify(routes),
     };
