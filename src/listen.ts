@@ -98,7 +98,8 @@ export async function listen(
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
   const server = createServer(
-    // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter refuses it as JSON instead.
+    // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter (or the edge's handler)
+    // refuses it as JSON instead.
     { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
     inOrder(options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter)),
   );

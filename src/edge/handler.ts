@@ -155,7 +155,8 @@ export function edgeHandler(options: EdgeOptions) {
  */
 function requestTarget(url: string): string {
   const backslash = url.indexOf('\\');
-  if (backslash !== -1 && (backslash < url.indexOf('?') || !url.includes('?')))
+  const query = url.indexOf('?');
+  if (backslash !== -1 && (query === -1 || backslash < query))
     throw badRequest('Backslash in request path', 'invalid_path');
   if (url.startsWith('/')) return url;
   if (/^https?:\/\//i.test(url)) {
