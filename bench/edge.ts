@@ -33,7 +33,7 @@ import {
   ONE_KEY,
   PROFILE,
   GIVEN_REDIS_URL,
-  SHARED_REDIS_URL,
+  REDIS_URL,
   redisPatterns,
   ROOT,
   ROTATING,
@@ -80,8 +80,8 @@ const profileFlags = (target: TargetName) =>
 
 const needsRedis = SCENARIOS.some((s) => usesRedis(s.target));
 const privateRedis = needsRedis && GIVEN_REDIS_URL === undefined ? await startPrivateRedis(loadCpu) : null;
-const REDIS_URL = GIVEN_REDIS_URL ?? privateRedis?.url ?? SHARED_REDIS_URL;
-const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
+const redisUrl = privateRedis?.url ?? REDIS_URL;
+const redis = new Redis(redisUrl, { lazyConnect: true, maxRetriesPerRequest: 1, enableOfflineQueue: false });
 let redisPid: number | null = null;
 let cleaned = false;
 
@@ -112,7 +112,7 @@ if (needsRedis) {
     redisPid = await findRedisPid(redis);
   } catch (err) {
     await abort(
-      `FAIL Redis at ${REDIS_URL} is not reachable (${(err as Error).message}); start it or set BENCH_REDIS_URL`,
+      `FAIL Redis at ${redisUrl} is not reachable (${(err as Error).message}); start it or set BENCH_REDIS_URL`,
     );
   }
 }
@@ -127,7 +127,7 @@ try {
     proxyCpu,
     loadCpu,
     workersCpus: workersCpus.edgeCpus,
-    redisUrl: REDIS_URL,
+    redisUrl,
   }));
 } catch (err) {
   await abort(`FAIL could not start the processes: ${(err as Error).message}`);
@@ -222,7 +222,7 @@ writeResult({
   workersCpus,
   upstreamBody,
   redis: needsRedis
-    ? { url: REDIS_URL, private: privateRedis !== null, pid: redisPid, keysLeft: redisKeys, keysDeleted: deleted }
+    ? { url: redisUrl, private: privateRedis !== null, pid: redisPid, keysLeft: redisKeys, keysDeleted: deleted }
     : null,
   results,
   verdicts,

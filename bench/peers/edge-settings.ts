@@ -21,12 +21,12 @@ export const ROTATING_KEYS = 1000;
 export const FAIL_MODE = process.env.BENCH_FAIL_MODE ?? 'closed';
 /** The edges' STORE_TIMEOUT_MS; unset = the edge's default. */
 export const STORE_TIMEOUT_MS = process.env.BENCH_STORE_TIMEOUT_MS;
-/** A Redis named by the caller; unset: the run starts a private one, pinned beside the load generator (private-redis.ts). */
+/**
+ * A Redis named by the caller. Unset, bench:edge starts a private one pinned beside the load generator
+ * (private-redis.ts), and uses REDIS_URL only where it cannot (no `redis-server` installed).
+ */
 export const GIVEN_REDIS_URL = process.env.BENCH_REDIS_URL;
-/** Where the run falls back to when it cannot start its own Redis (no `redis-server` installed). */
-export const SHARED_REDIS_URL = 'redis://127.0.0.1:6379';
-/** The Redis of the benchmarks that do not start their own (bench:deployments). */
-export const REDIS_URL = GIVEN_REDIS_URL ?? SHARED_REDIS_URL;
+export const REDIS_URL = GIVEN_REDIS_URL ?? 'redis://127.0.0.1:6379';
 export const ALT_ROOT = process.env.BENCH_EDGE_ALT ? resolve(process.env.BENCH_EDGE_ALT) : null;
 const list = (v: string | undefined) =>
   v

@@ -149,55 +149,42 @@ describe('RedisLimiter on a private server', () => {
    * A BLPOP on an empty list holds the limiter's own connection for its timeout: the script sent behind it waits there,
    * as behind a slow Redis, for as long as the test says.
    */
-  function holdConnection(client: Redis, seconds: number): Promise<unknown> {
-    return client.blpop(`${RUN}:hold:${randomUUID()}`, seconds);
-  }
-  const turns = (n: number) => new Promise<void>((resolve) => setTimeout(resolve, n * 20));
+  const holdConnection = (c: Redis, seconds: number) => c.blpop(`hold:${randomUUID()}`, seconds);
+  const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
   it('calls made while a script is in flight go together as the next script, in order (group commit)', async () => {
-    const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-    const limiter = new RedisLimiter(client, { timeoutMs: 5_000 });
-    const key = `${RUN}:group-${randomUUID()}`;
-    const call = [{ key, capacity: 10, perSeconds: 60 }];
-    await limiter.consume(call); // defines the script on the connection: later sends are single EVALSHAs
-    let sent = 0;
-    const send = client.sendCommand.bind(client);
-    client.sendCommand = ((command: Parameters<Redis['sendCommand']>[0]) => {
-      if (/^eval/i.test(command.name)) sent++;
-      return send(command);
-    }) as Redis['sendCommand'];
+    const limiter = new RedisLimiter(connect(), { ownsClient: false, timeoutMs: 5_000 });
+    const call = [{ key: randomUUID(), capacity: 10, perSeconds: 60 }];
+    await limiter.consume(call); // loads the script: the sends below are single EVALSHAs
+    const before = await scriptCalls(client);
     const held = holdConnection(client, 1);
-    const first = limiter.consume(call);
-    const later: Promise<unknown>[] = [];
+    const calls = [limiter.consume(call)];
     for (let i = 0; i < 4; i++) {
-      await turns(1); // each call in an event-loop turn of its own, the first script still waiting
-      later.push(limiter.consume(call));
+      await pause(20); // each call in an event-loop turn of its own, the first script still waiting
+      calls.push(limiter.consume(call));
     }
-    const outcomes = (await Promise.all([first, ...later])) as Awaited<typeof first>[];
+    const outcomes = await Promise.all(calls);
     await held;
-    expect(sent).toBe(2); // the first call's script, then one for the four calls made meanwhile
+    // The first call's script, then one for the four calls made meanwhile (one script per turn would make 5).
+    expect((await scriptCalls(client)).calls - before.calls).toBe(2);
     expect(outcomes.map((o) => o.buckets[0]!.remaining)).toEqual([8, 7, 6, 5, 4]);
-    await limiter.close();
   });
 
   it('calls waiting behind a script in flight get a StoreError within their own budget, then it recovers', async () => {
-    const client = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
-    const limiter = new RedisLimiter(client, { timeoutMs: 150 });
-    const call = [{ key: `${RUN}:budget-${randomUUID()}`, capacity: 10, perSeconds: 60 }];
+    const limiter = new RedisLimiter(connect(), { ownsClient: false, timeoutMs: 150 });
+    const call = buckets('budget');
     await limiter.consume(call);
     const held = holdConnection(client, 2);
     const started = performance.now();
     const first = limiter.consume(call).catch((e: unknown) => e);
-    await turns(1);
+    await pause(20);
     const waiting = limiter.consume(call).catch((e: unknown) => e);
-    const [a, b] = await Promise.all([first, waiting]);
-    expect(a).toBeInstanceOf(StoreError);
-    expect(b).toBeInstanceOf(StoreError);
+    expect(await first).toBeInstanceOf(StoreError);
+    expect(await waiting).toBeInstanceOf(StoreError);
     // The second call's budget ran from its own batch's start, not from the end of the first one's wait (2 s).
     expect(performance.now() - started).toBeLessThan(1500);
     await held;
     expect((await limiter.consume(call)).allowed).toBe(true);
-    await limiter.close();
   });
 
   it('a batch larger than one script holds is split, nothing lost', async () => {
