@@ -7,6 +7,7 @@ import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/ident
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
 import { deploymentPath } from '../edge/route.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
+import { requestTarget } from '../edge/request-target.ts';
 import type { Settings } from '../settings.ts';
 import type { Output } from '../output.ts';
 import type { Guard, Limit, Rule } from '../rules/types.ts';
@@ -130,10 +131,10 @@ function explainGuards(
   }
 }
 
-/** The path the edge matches and forwards (ESCAPED_SLASHES applied); a path it refuses says so. */
+/** The path the edge matches and forwards (ESCAPED_SLASHES applied); a target it refuses says so. */
 function edgePath(target: string, settings: Settings): string {
   try {
-    return normalizePath(target, settings.escapedSlashes);
+    return normalizePath(requestTarget(target), settings.escapedSlashes);
   } catch (err) {
     if (err instanceof InvalidPathError)
       throw new InvalidPathError(`the edge answers 400 invalid_path: ${err.message}`);

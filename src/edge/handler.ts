@@ -15,6 +15,7 @@ import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath, type EscapedSlashes } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
+import { requestTarget } from './request-target.ts';
 import { DEPLOYMENT_ID, type Destination } from './route.ts';
 import type { KeyCheck } from './key-check.ts';
 import { clientIp, unmapIPv4, type TrustedProxies } from './client-ip.ts';
@@ -147,23 +148,6 @@ export function edgeHandler(options: EdgeOptions) {
       });
     }
   };
-}
-
-/**
- * The path-and-query of a request target; absolute form (`http://host/p?q`) is accepted as proxies send it. A
- * backslash in the path is refused: servers disagree on whether it separates segments.
- */
-function requestTarget(url: string): string {
-  const backslash = url.indexOf('\\');
-  const query = url.indexOf('?');
-  if (backslash !== -1 && (query === -1 || backslash < query))
-    throw badRequest('Backslash in request path', 'invalid_path');
-  if (url.startsWith('/')) return url;
-  if (/^https?:\/\//i.test(url)) {
-    const parsed = URL.canParse(url) ? new URL(url) : null;
-    if (parsed) return parsed.pathname + parsed.search;
-  }
-  throw badRequest(`Unsupported request target "${url.slice(0, 64)}"`, 'invalid_path');
 }
 
 /**

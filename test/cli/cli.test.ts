@@ -135,6 +135,17 @@ describe('gateway explain', () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/invalid percent-encoding/);
   });
+
+  it('refuses what the edge refuses before matching: a backslash in the path, a target that is not a path', async () => {
+    const backslash = await gateway('explain', 'GET', '/runs\\query');
+    expect(backslash.code).toBe(2);
+    expect(backslash.stderr).toMatch(/the edge answers 400 invalid_path: backslash in the path/);
+    expect((await gateway('explain', 'GET', 'runs/query')).stderr).toMatch(/unsupported request target/);
+    // A backslash in the query is data; the absolute form is taken as the edge takes it.
+    expect((await gateway('explain', 'GET', '/runs/query?q=a\\b', '--json')).code).toBe(0);
+    const absolute = await gateway('explain', 'POST', 'http://edge.test/runs/query', '-H', 'x-api-key: k', '--json');
+    expect((JSON.parse(absolute.stdout) as { rule: string }).rule).toBe('runs-query');
+  });
 });
 
 describe('the gateway program', () => {
