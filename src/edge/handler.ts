@@ -11,7 +11,7 @@ import {
   storeUnavailable,
 } from '../errors.ts';
 import type { Metrics } from '../metrics.ts';
-import { forward, type ForwardOptions, type Upstream } from '../proxy/forward.ts';
+import { forward, type ForwardOptions, type Forwarding, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath, type EscapedSlashes } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
@@ -117,8 +117,17 @@ export function edgeHandler(options: EdgeOptions) {
       // The stripped prefix, for an app that builds absolute links (X-Forwarded-Prefix, as other proxies send it).
       if (destination.kind === 'deployment' && destination.prefix !== '')
         forwarded['x-forwarded-prefix'] = destination.prefix;
-      const sent = destination.path + query;
-      status = (await forward(upstream, req, res, sent, forwarded, extra, options.forward, metrics)).status;
+      // A refused request is sent again to where its destination is then (a rollover may have moved it).
+      const to: Forwarding = {
+        upstream,
+        again: destination.upstream,
+        req,
+        res,
+        path: destination.path + query,
+        headers: forwarded,
+        extraHeaders: extra,
+      };
+      status = (await forward(to, options.forward, metrics)).status;
     } catch (err) {
       const error = asGatewayError(err);
       status = error.status;

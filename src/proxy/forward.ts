@@ -49,19 +49,29 @@ export interface ForwardResult {
   readonly aborted: boolean;
 }
 
+/** One request to forward. */
+export interface Forwarding {
+  readonly upstream: Upstream;
+  /**
+   * Where a refused request is sent again (see Exchange): the upstream of its destination at that moment, which after
+   * a deployment's rollover is its new revision's, or null to give up. Default: `upstream` again.
+   */
+  readonly again?: () => Upstream | null;
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  /** The normalised path plus query, under the upstream's base path. */
+  readonly path: string;
+  readonly headers: Record<string, string | string[]>;
+  /** Added to the upstream's response headers (rate-limit headers, request id). */
+  readonly extraHeaders: OutgoingHttpHeaders;
+}
+
 /**
- * Forwards `req` to `upstream` at `path` (the normalised path plus query)
- * and writes the answer to `res`, with `extraHeaders` (rate-limit headers,
- * request id) added. Rejects with a GatewayError (413, 502, 504) when nothing
- * was written yet; once the response has started, a failure ends it instead.
+ * Forwards `req` to its upstream at `path` and writes the answer to `res`, with `extraHeaders` added. Rejects with a
+ * GatewayError (413, 502, 504) when nothing was written yet; once the response has started, a failure ends it instead.
  */
 export function forward(
-  upstream: Upstream,
-  req: IncomingMessage,
-  res: ServerResponse,
-  path: string,
-  headers: Record<string, string | string[]>,
-  extraHeaders: OutgoingHttpHeaders,
+  { upstream, again, req, res, path, headers, extraHeaders }: Forwarding,
   options: ForwardOptions,
   metrics?: Metrics,
 ): Promise<ForwardResult> {
@@ -78,10 +88,10 @@ export function forward(
     bodyTimeout: 0, // streams may idle between events; the client's close ends them
   };
   return new Promise((resolve, reject) => {
-    const exchange = new Exchange(upstream, request, res, extraHeaders, metrics, (err) => {
+    const exchange = new Exchange(upstream, again, request, res, extraHeaders, metrics, (err) => {
       if (err === null) return resolve({ status: exchange.status, aborted: false });
       if (exchange.clientGone) return resolve({ status: exchange.status || 499, aborted: true });
-      if (!res.headersSent) return reject(asGatewayError(err, upstream, options));
+      if (!res.headersSent) return reject(asGatewayError(err, exchange.upstream, options));
       endStarted(res, exchange.eventStream);
       resolve({ status: exchange.status, aborted: false });
     });
@@ -107,8 +117,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   private readonly started = performance.now();
 
   constructor(
-    private readonly upstream: Upstream,
-    private readonly request: Dispatcher.DispatchOptions,
+    public upstream: Upstream,
+    private readonly again: (() => Upstream | null) | undefined,
+    private request: Dispatcher.DispatchOptions,
     private readonly res: ServerResponse,
     private readonly extraHeaders: OutgoingHttpHeaders,
     private readonly metrics: Metrics | undefined,
@@ -162,8 +173,15 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     if (this.retryable && !this.clientGone && isRefused(err)) {
       this.retryable = false;
-      this.start();
-      return;
+      // Refused: its destination may have moved meanwhile (a rollover retires the old revision's pool).
+      const next = this.again === undefined ? this.upstream : this.again();
+      if (next !== null) {
+        const path = next.basePath + this.request.path.slice(this.upstream.basePath.length);
+        if (next !== this.upstream) this.request = { ...this.request, path };
+        this.upstream = next;
+        this.start();
+        return;
+      }
     }
     this.settle(err);
   }

@@ -55,6 +55,8 @@ function expectJsonError(s: Pick<Sample, 'status' | 'body' | 'id'>, status: numb
   expect(JSON.parse(s.body ?? 'null'), s.id).toEqual({ detail: expect.any(String), code });
 }
 
+const FORWARD = { headersTimeoutMs: 5000, maxBodyBytes: 1024 };
+
 describe('an upstream killed under load', () => {
   it('its new requests answer 502 JSON while the other upstream keeps serving; started again on its port, traffic flows again', async () => {
     const agent = await upstreamProcess('agent-server');
@@ -250,7 +252,7 @@ describe('connections refused: retried only where safe', () => {
       const edge = createServer((req, res) => {
         const headers: Record<string, string> = { 'x-request-id': method };
         if (req.headers['content-length']) headers['content-length'] = req.headers['content-length'];
-        forward(upstream, req, res, req.url ?? '/', headers, {}, { headersTimeoutMs: 5000, maxBodyBytes: 1024 }).catch(
+        forward({ upstream, req, res, path: req.url ?? '/', headers, extraHeaders: {} }, FORWARD).catch(
           (err: unknown) => {
             const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
             res.writeHead(e.status, { 'content-type': 'application/json' });
@@ -281,5 +283,47 @@ describe('connections refused: retried only where safe', () => {
     expectJsonError({ id: 'POST', ...post }, 502, 'upstream_unreachable');
     expect(post.attempts).toBe(1);
     expect(up.seen.filter((r) => r.headers['x-request-id'] === 'POST')).toHaveLength(0);
+  });
+
+  /**
+   * A deployment's request can be refused by the revision it was sent to after its route moved on (the old revision
+   * stopped listening after a rollover): sent again, it goes where its destination is now, under that upstream's
+   * base path, not back to the retired pool.
+   */
+  it('forward(): a refused GET is sent again where its destination is now; nowhere left is a 502', async () => {
+    const now = await inProcessUpstream(echoJson);
+    const gone = await closedPort();
+    const old: Upstream = { name: 'deployment', basePath: '', pool: new Pool(`http://127.0.0.1:${gone}`) };
+    const moved: Upstream = { name: 'deployment', basePath: '/base', pool: new Pool(now.url) };
+    let current: Upstream | null = moved;
+    const edge = createServer((req, res) => {
+      const to = { upstream: old, again: () => current, req, res, path: req.url ?? '/', extraHeaders: {} };
+      forward({ ...to, headers: { 'x-request-id': req.url ?? '' } }, FORWARD).catch((err: unknown) => {
+        const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
+        res.writeHead(e.status, { 'content-type': 'application/json' }).end(JSON.stringify(e));
+      });
+    });
+    await new Promise<void>((resolve) => edge.listen(0, '127.0.0.1', () => resolve()));
+    const url = `http://127.0.0.1:${(edge.address() as AddressInfo).port}`;
+    try {
+      const res = await request(`${url}/threads?x=1`, { headersTimeout: 5000 });
+      expect(res.statusCode).toBe(200);
+      await res.body.dump();
+      expect(now.seen.filter((r) => r.headers['x-request-id'] === '/threads?x=1').map((r) => r.url)).toEqual([
+        '/base/threads?x=1',
+      ]);
+
+      current = null; // the deployment has no route any more
+      const lost = await request(`${url}/gone`, { headersTimeout: 5000 });
+      expectJsonError(
+        { id: 'gone', status: lost.statusCode, body: await lost.body.text() },
+        502,
+        'upstream_unreachable',
+      );
+      expect(now.seen.filter((r) => r.headers['x-request-id'] === '/gone')).toHaveLength(0);
+    } finally {
+      await Promise.all([old.pool.close(), moved.pool.close()]);
+      await new Promise<void>((resolve) => edge.close(() => resolve()));
+    }
   });
 });
