@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { buildConnector, Pool, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { GatewayError } from '../../src/errors.ts';
-import { forward, type Upstream } from '../../src/proxy/forward.ts';
+import { forward, type Forwarding, type Upstream } from '../../src/proxy/forward.ts';
 import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { sleep, startLoad, statusCounts, type Sample } from '../helpers/load.ts';
 import { metricValue, scrapeMetrics } from '../helpers/scrape-metrics.ts';
@@ -55,7 +55,13 @@ function expectJsonError(s: Pick<Sample, 'status' | 'body' | 'id'>, status: numb
   expect(JSON.parse(s.body ?? 'null'), s.id).toEqual({ detail: expect.any(String), code });
 }
 
-const FORWARD = { headersTimeoutMs: 5000, maxBodyBytes: 1024 };
+/** `forward()` as the edge calls it, its rejection answered as the edge answers it (JSON with the error's status). */
+function forwardOrAnswer(to: Omit<Forwarding, 'extraHeaders'>): void {
+  forward({ ...to, extraHeaders: {} }, { headersTimeoutMs: 5000, maxBodyBytes: 1024 }).catch((err: unknown) => {
+    const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
+    to.res.writeHead(e.status, { 'content-type': 'application/json' }).end(JSON.stringify(e));
+  });
+}
 
 describe('an upstream killed under load', () => {
   it('its new requests answer 502 JSON while the other upstream keeps serving; started again on its port, traffic flows again', async () => {
@@ -252,13 +258,7 @@ describe('connections refused: retried only where safe', () => {
       const edge = createServer((req, res) => {
         const headers: Record<string, string> = { 'x-request-id': method };
         if (req.headers['content-length']) headers['content-length'] = req.headers['content-length'];
-        forward({ upstream, req, res, path: req.url ?? '/', headers, extraHeaders: {} }, FORWARD).catch(
-          (err: unknown) => {
-            const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
-            res.writeHead(e.status, { 'content-type': 'application/json' });
-            res.end(JSON.stringify(e));
-          },
-        );
+        forwardOrAnswer({ upstream, req, res, path: req.url ?? '/', headers });
       });
       await new Promise<void>((resolve) => edge.listen(0, '127.0.0.1', () => resolve()));
       try {
@@ -297,11 +297,8 @@ describe('connections refused: retried only where safe', () => {
     const moved: Upstream = { name: 'deployment', basePath: '/base', pool: new Pool(now.url) };
     let current: Upstream | null = moved;
     const edge = createServer((req, res) => {
-      const to = { upstream: old, again: () => current, req, res, path: req.url ?? '/', extraHeaders: {} };
-      forward({ ...to, headers: { 'x-request-id': req.url ?? '' } }, FORWARD).catch((err: unknown) => {
-        const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
-        res.writeHead(e.status, { 'content-type': 'application/json' }).end(JSON.stringify(e));
-      });
+      const path = req.url ?? '/';
+      forwardOrAnswer({ upstream: old, again: () => current, req, res, path, headers: { 'x-request-id': path } });
     });
     await new Promise<void>((resolve) => edge.listen(0, '127.0.0.1', () => resolve()));
     const url = `http://127.0.0.1:${(edge.address() as AddressInfo).port}`;
