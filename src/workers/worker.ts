@@ -37,8 +37,10 @@ export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: n
   });
   reload = () => serving.reload();
   const host = (serving.edge.server.address() as AddressInfo).address;
-  send({ gateway: 'ready', host, port: serving.edge.port, readiness: serving.readiness() });
+  // Written before the primary hears of it: its `gateway listening` then follows every worker's line in the log.
   log.info({ pid: process.pid, port: serving.edge.port }, 'edge worker serving');
+  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  send({ gateway: 'ready', host, port: serving.edge.port, readiness: serving.readiness() });
 
   await new Promise((resolve) => process.once('SIGTERM', resolve));
   process.once('SIGTERM', () => process.exit(1));

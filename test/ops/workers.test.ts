@@ -149,6 +149,9 @@ describe('WORKERS=2 (gateway process, shared Redis)', () => {
     expect(new Set([gw.pid, ...pids.values()]).size).toBe(3);
     const listening = await gw.waitForLine((l) => l.msg === 'gateway listening');
     expect(listening).toMatchObject({ workers: 2, store: 'redis' });
+    // Every worker's line is in the log before the gateway says it listens (what the other tests read at start).
+    const order = gw.lines().map((l) => l.msg);
+    expect(order.lastIndexOf('edge worker serving')).toBeLessThan(order.indexOf('gateway listening'));
 
     const ready = await request(`${gw.adminUrl}/readyz`);
     expect(ready.statusCode).toBe(200);
