@@ -15,6 +15,7 @@
  *   BENCH_ROUNDS=3 BENCH_ONLY=edge-redis,fastify-redis npm run bench:edge
  *   BENCH_PROFILE=edge-redis,fastify-redis ...  --cpu-prof on those targets, top self time printed
  *   BENCH_EDGE_ALT=/path/to/other/checkout ...  also that tree's edge on Redis (edge-redis-alt), side by side
+ *   BENCH_SIDE_BY_SIDE=1 BENCH_ONLY=bare-proxy,edge-redis,fastify-redis ...  those at the same time on one core
  *   BENCH_FAIL_MODE=open, BENCH_STORE_TIMEOUT_MS=1000   the edges' FAIL_MODE (default closed) and STORE_TIMEOUT_MS
  *
  * This file runs the benchmark; bench/peers/ holds its settings and scenarios (edge-settings.ts), the processes
@@ -41,6 +42,7 @@ import {
   runId,
   SCENARIOS,
   SECONDS,
+  SIDE_BY_SIDE,
   WARMUP_SECONDS,
   benchRules,
   isWorkersTarget,
@@ -59,6 +61,12 @@ import { startPrivateRedis } from './peers/private-redis.ts';
 // ---- setup -----------------------------------------------------------------
 
 process.chdir(ROOT); // the children are started with paths relative to the repository
+if (SIDE_BY_SIDE && SCENARIOS.some((s) => s.target === 'direct' || isWorkersTarget(s.target))) {
+  console.error(
+    'FAIL BENCH_SIDE_BY_SIDE runs the proxies together on one core: leave out direct and the workers targets (BENCH_ONLY)',
+  );
+  process.exit(1);
+}
 const pinning = pinningCpus();
 const [proxyCpu, loadCpu] = pinning ?? [null, null];
 const workersCpus = workersPinning();
@@ -153,6 +161,7 @@ console.log(
 
 console.log(
   `${SCENARIOS.length} scenarios × ${ROUNDS} round(s), ${SECONDS} s each after ${WARMUP_SECONDS} s warm-up (+${FIRST_WARMUP_SECONDS} s the first time per process), ${CONNECTIONS} connections; ` +
+    (SIDE_BY_SIDE ? 'side by side (same keys at the same time, sharing the tested core); ' : '') +
     (pinning
       ? `pinned with taskset: process under test on CPU ${proxyCpu}, load generator + upstream + this runner${privateRedis ? ' + Redis (private)' : ''} on CPU ${loadCpu}`
       : 'NOT pinned (no taskset or fewer than 2 CPUs)') +
@@ -162,32 +171,45 @@ console.log(
     (PROFILE.length > 0 ? `; under --cpu-prof: ${PROFILE.join(', ')} (their figures are lower than unprofiled)` : ''),
 );
 const warmed = new Set<TargetName>();
+/** Measures scenario `i` (its own load generator, started now). */
+async function measureScenario(i: number): Promise<Measured> {
+  const { target, keys } = SCENARIOS[i]!;
+  const service = services.get(target)!;
+  const m = await measure({
+    spec: {
+      url: service.url,
+      path: (keys === 1 ? ONE_KEY : ROTATING).path,
+      connections: CONNECTIONS,
+      warmupSeconds: WARMUP_SECONDS + (warmed.has(target) ? 0 : FIRST_WARMUP_SECONDS),
+      seconds: SECONDS,
+      keys,
+      keyPrefix: `bench-${runId}-${target}-${keys}`,
+    },
+    pids: { proxy: service.pid, upstream: target === 'direct' ? null : upstream!.pid, redis: redisPid },
+    ...(isWorkersTarget(target)
+      ? { proxyTree: true, proxyCpu: null, loadCpu: workersCpus.loadCpu }
+      : { proxyCpu, loadCpu }),
+  });
+  warmed.add(target);
+  console.log(
+    `  ${LABELS[target]}, ${keys === 1 ? 'one key' : `${keys} keys`}: ${Math.round(m.rps_mean)} req/s, p99 ${m.latency_ms.p99} ms`,
+  );
+  return m;
+}
+/** Scenarios measured together: one at a time, or side by side those with the same keys. */
+const groups: number[][] = [];
+SCENARIOS.forEach(({ keys }, i) => {
+  const group = SIDE_BY_SIDE ? groups.find((g) => SCENARIOS[g[0]!]!.keys === keys) : undefined;
+  if (group) group.push(i);
+  else groups.push([i]);
+});
 const rounds: Measured[][] = [];
 try {
   for (let r = 0; r < ROUNDS; r++) {
     const round: Measured[] = [];
-    for (const { target, keys } of SCENARIOS) {
-      const service = services.get(target)!;
-      const m = await measure({
-        spec: {
-          url: service.url,
-          path: (keys === 1 ? ONE_KEY : ROTATING).path,
-          connections: CONNECTIONS,
-          warmupSeconds: WARMUP_SECONDS + (warmed.has(target) ? 0 : FIRST_WARMUP_SECONDS),
-          seconds: SECONDS,
-          keys,
-          keyPrefix: `bench-${runId}-${target}-${keys}`,
-        },
-        pids: { proxy: service.pid, upstream: target === 'direct' ? null : upstream!.pid, redis: redisPid },
-        ...(isWorkersTarget(target)
-          ? { proxyTree: true, proxyCpu: null, loadCpu: workersCpus.loadCpu }
-          : { proxyCpu, loadCpu }),
-      });
-      warmed.add(target);
-      console.log(
-        `  ${LABELS[target]}, ${keys === 1 ? 'one key' : `${keys} keys`}: ${Math.round(m.rps_mean)} req/s, p99 ${m.latency_ms.p99} ms`,
-      );
-      round.push(m);
+    for (const group of groups) {
+      const measured = await Promise.all(group.map(measureScenario));
+      group.forEach((i, j) => (round[i] = measured[j]!));
     }
     rounds.push(round);
   }

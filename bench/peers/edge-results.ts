@@ -20,6 +20,7 @@ import {
   ROUNDS,
   SCENARIOS,
   SECONDS,
+  SIDE_BY_SIDE,
   STORE_TIMEOUT_MS,
   TARGET_BARE_RATIO,
   TARGET_P99_MS,
@@ -48,11 +49,13 @@ type PairName = keyof typeof PAIRS;
 
 /** Prints the ratios, the verdicts against the targets and the notes on the machine; returns them for the JSON. */
 export function printVerdicts(results: readonly Row[]) {
-  const { ratios, perCpu: perCpuRatios, perRound: ratioRounds } = pairRatios(PAIRS, results);
+  const { ratios, perCpu: perCpuRatios, perRound: ratioRounds, perCpuRound } = pairRatios(PAIRS, results);
   const line = (title: string, name: PairName) =>
     console.log(
       `${title.padEnd(44)} ${showRatio(ratios[name])} 2xx/s, ${showRatio(perCpuRatios[name])} per CPU-second` +
-        (ROUNDS > 1 ? `; rounds ${ratioRounds[name].map(showRatio).join(' ')}` : ''),
+        (ROUNDS > 1
+          ? `; rounds ${ratioRounds[name].map(showRatio).join(' ')} (per CPU-second ${perCpuRound[name].map(showRatio).join(' ')})`
+          : ''),
     );
   line('edge-memory / direct, 1,000 keys:', 'edge_memory_over_direct_1000_keys');
   line('edge-memory / direct, one key:', 'edge_memory_over_direct_one_key');
@@ -70,7 +73,8 @@ export function printVerdicts(results: readonly Row[]) {
   const pass = {
     bare_ratio: bareRatio === null ? null : bareRatio >= TARGET_BARE_RATIO,
     ratio: headRatio === null ? null : headRatio >= TARGET_RATIO,
-    p99: headline ? headline.p99_ms <= TARGET_P99_MS : null,
+    // Side by side, a request waits for the other processes on the core: its latency says nothing of the edge's.
+    p99: headline && !SIDE_BY_SIDE ? headline.p99_ms <= TARGET_P99_MS : null,
     errors: headline ? headline.errors === 0 && headline.non2xx === 0 : null,
   };
   const verdict = (ok: boolean | null) => (ok === null ? 'SKIP' : ok ? 'PASS' : 'FAIL');
@@ -82,13 +86,13 @@ export function printVerdicts(results: readonly Row[]) {
     `${verdict(pass.ratio)} edge-redis >= ${TARGET_RATIO}x fastify-redis 2xx/s, 1,000 keys (${showRatio(headRatio)})`,
   );
   console.log(
-    `${verdict(pass.p99)} edge-redis p99 <= ${TARGET_P99_MS} ms, 1,000 keys (${headline?.p99_ms ?? 'n/a'} ms)`,
+    `${verdict(pass.p99)} edge-redis p99 <= ${TARGET_P99_MS} ms, 1,000 keys (${headline?.p99_ms ?? 'n/a'} ms${SIDE_BY_SIDE ? ', side by side: not judged' : ''})`,
   );
   console.log(
     `${verdict(pass.errors)} edge-redis zero errors, 1,000 keys (${headline ? `${headline.errors} connection errors/timeouts, ${headline.non2xx} non-2xx` : 'n/a'})`,
   );
-  for (const note of machineNotes(results)) console.log(note);
-  return { ratios, perCpuRatios, ratioRounds, pass };
+  for (const note of machineNotes(results, { sideBySide: SIDE_BY_SIDE })) console.log(note);
+  return { ratios, perCpuRatios, ratioRounds, perCpuRound, pass };
 }
 
 /**
@@ -170,6 +174,7 @@ export function writeResult(run: EdgeRun): void {
     warmup_seconds: WARMUP_SECONDS,
     first_warmup_seconds: FIRST_WARMUP_SECONDS,
     rounds: ROUNDS,
+    side_by_side: SIDE_BY_SIDE,
     connections: CONNECTIONS,
     rotating_keys: ROTATING_KEYS,
     edge_fail_mode: FAIL_MODE,
@@ -193,6 +198,7 @@ export function writeResult(run: EdgeRun): void {
     ratios: verdicts.ratios,
     ratios_per_cpu_second: verdicts.perCpuRatios,
     ratio_rounds: verdicts.ratioRounds,
+    ratio_rounds_per_cpu_second: verdicts.perCpuRound,
     targets: {
       edge_redis_over_bare_proxy_1000_keys: TARGET_BARE_RATIO,
       edge_redis_over_fastify_redis_1000_keys: TARGET_RATIO,

@@ -21,6 +21,8 @@ const goodRps = (m: Measured) => {
   const ok = Object.entries(m.status).reduce((n, [code, count]) => (code.startsWith('2') ? n + count : n), 0);
   return m.requests > 0 ? (m.rps_mean * ok) / m.requests : 0;
 };
+/** 2xx answers per CPU-second of the process under test, or null when its CPU time was not read. */
+const goodPerCpu = (m: Measured) => (m.proxy_cpu_percent ? goodRps(m) / (m.proxy_cpu_percent / 100) : null);
 
 /** One scenario over its rounds: the median of each figure; counts of failures summed. */
 export function scenarioRow<S extends string>(scenario: S, label: string, keys: number, all: readonly Measured[]) {
@@ -36,9 +38,7 @@ export function scenarioRow<S extends string>(scenario: S, label: string, keys: 
     errors: all.reduce((n, m) => n + m.errors + m.timeouts, 0),
     proxy_cpu_percent: medianOrNull(all.map((m) => m.proxy_cpu_percent)),
     /** Requests per CPU-second of the process under test: its cost per request, whatever else held its core. */
-    rps_per_cpu: medianOrNull(
-      all.map((m) => (m.proxy_cpu_percent ? Math.round(goodRps(m) / (m.proxy_cpu_percent / 100)) : null)),
-    ),
+    rps_per_cpu: medianOrNull(all.map((m) => (goodPerCpu(m) === null ? null : Math.round(goodPerCpu(m)!)))),
     proxy_core_others_percent: medianOrNull(all.map((m) => m.proxy_core_others_percent)),
     proxy_core_irq_percent: medianOrNull(all.map((m) => m.proxy_core_irq_percent)),
     proxy_core_steal_percent: medianOrNull(all.map((m) => m.proxy_core_steal_percent)),
@@ -75,10 +75,11 @@ export function printTable(rows: readonly Row[]): void {
 type Pair = readonly [string, number, string, number];
 
 /**
- * Each pair's ratio three ways: of the medians' req/s; of their requests per
- * CPU-second (immune to what else ran on the core); and within each round
- * (both sides measured minutes apart at most: the spread says how far to
- * trust the median). A pair with a side that did not run is null / [].
+ * Each pair's ratio four ways: of the medians' req/s; of their requests per
+ * CPU-second (immune to what else ran on the core); and within each round,
+ * of both (both sides measured minutes apart at most, or at the same time
+ * side by side: the spread says how far to trust the median). A pair with a
+ * side that did not run is null / [].
  */
 export function pairRatios<P extends Record<string, Pair>>(pairs: P, rows: readonly Row[]) {
   const find = (scenario: string, keys: number) => rows.find((r) => r.scenario === scenario && r.keys === keys);
@@ -90,13 +91,21 @@ export function pairRatios<P extends Record<string, Pair>>(pairs: P, rows: reado
     ratios: each((x, y) => (x && y && y.rps > 0 ? fix3(x.rps / y.rps) : null)),
     perCpu: each((x, y) => (x?.rps_per_cpu && y?.rps_per_cpu ? fix3(x.rps_per_cpu / y.rps_per_cpu) : null)),
     perRound: each((x, y) => (x && y ? x.rounds.map((m, i) => fix3(goodRps(m) / goodRps(y.rounds[i]!))) : [])),
+    perCpuRound: each((x, y) =>
+      x && y
+        ? x.rounds.map((m, i) => {
+            const [a, b] = [goodPerCpu(m), goodPerCpu(y.rounds[i]!)];
+            return a === null || b === null ? null : fix3(a / b);
+          })
+        : [],
+    ),
   };
 }
 
 export const showRatio = (x: number | null | undefined) => (x == null ? 'n/a' : `${x.toFixed(2)}x`);
 
 /** What else shaped the figures: non-2xx answers, other work on the tested core, and the hypervisor's steal. */
-export function machineNotes(rows: readonly Row[]): string[] {
+export function machineNotes(rows: readonly Row[], { sideBySide = false } = {}): string[] {
   const notes: string[] = [];
   const denied = rows.filter((r) => r.non2xx > 0);
   if (denied.length > 0) {
@@ -104,7 +113,8 @@ export function machineNotes(rows: readonly Row[]): string[] {
       `note: non-2xx answers in ${denied.map((r) => `${r.scenario}/${r.keys} (${JSON.stringify(r.rounds.map((m) => m.status))})`).join(', ')}`,
     );
   }
-  const crowded = rows.filter((r) => (r.proxy_core_others_percent ?? 0) > 10);
+  // Side by side, the others on the tested core are the other targets: that is the method, not noise.
+  const crowded = sideBySide ? [] : rows.filter((r) => (r.proxy_core_others_percent ?? 0) > 10);
   if (crowded.length > 0) {
     notes.push(
       `note: other work took more than 10 % of the tested core in ${crowded.length} of ${rows.length} scenarios ` +
