@@ -7,8 +7,10 @@ import { conditionProblem } from './path-condition.ts';
 import {
   FILE_KEYS,
   guardListSchema,
+  guardSchema,
   PATH_FIELDS,
   ruleListSchema,
+  ruleSchema,
   type RawAlternative,
   type RawMatch,
   type RawRule,
@@ -56,23 +58,24 @@ export function parseRuleFile(text: string, file: string): RuleSet {
   const shape = fileShape(data, lineOf, report);
   if (shape === null) throw new RuleFileError(problems);
   // Schema issues, by line: each part validated on its own, its issues' paths relative to it.
-  const check = <T>(schema: z.ZodType<T>, value: unknown, base: YamlPath, noun: string): T | null => {
+  const check = (schema: z.ZodType, value: unknown, base: YamlPath, noun: string): void => {
     const parsed = schema.safeParse(value, { reportInput: true });
-    if (parsed.success) return parsed.data;
+    if (parsed.success) return;
     const whole = base.length === 0 ? 'the file' : `"${base[0]}"`;
     for (const issue of parsed.error.issues) {
       const key = issue.code === 'unrecognized_keys' ? issue.keys[0] : undefined;
       const reason = withItem(value, issue.path, describeIssue(issue, whole), noun);
       report(lineOf([...base, ...(issue.path as YamlPath)], key), reason);
     }
-    return null;
   };
-  const rawRules = check(ruleListSchema, shape.rules, shape.base, 'rule');
-  const rawGuards = shape.guards === undefined ? [] : check(guardListSchema, shape.guards, ['guards'], 'guard');
-  if (rawRules === null || rawGuards === null) throw new RuleFileError(problems);
+  // Every problem of the file in one report: the items the schema accepts are still checked for what it cannot say.
+  check(ruleListSchema, shape.rules, shape.base, 'rule');
+  if (shape.guards !== undefined) check(guardListSchema, shape.guards, ['guards'], 'guard');
+  const rawRules = accepted(ruleSchema, shape.rules);
+  const rawGuards = accepted(guardSchema, shape.guards);
 
   const seen = new Map<string, number>();
-  const rules = rawRules.map((raw, i) => {
+  const rules = rawRules.map(({ raw, i }) => {
     const line = lineOf([...shape.base, i]);
     const at = (path: YamlPath, reason: string, key?: string) =>
       report(lineOf([...shape.base, i, ...path], key), `rule "${raw.id}": ${reason}`);
@@ -83,12 +86,36 @@ export function parseRuleFile(text: string, file: string): RuleSet {
       at(['id'], `the id "${RESERVED_RULE_ID}" is reserved (guards' policies are named "guard.<id>")`);
     return buildRule(raw, { file, line }, at);
   });
-  const guards = buildGuards(rawGuards, new Set(rawRules.map((r) => r.id)), {
-    at: (i, path, reason) => report(lineOf(['guards', i, ...path]), `guard "${rawGuards[i]!.id}": ${reason}`),
-    source: (i) => ({ file, line: lineOf(['guards', i]) }),
-  });
-  if (problems.length > 0) throw new RuleFileError(problems);
+  // A guard may name a rule the schema refused: that rule's own problem is reported, not the guard's.
+  const guards = buildGuards(
+    rawGuards.map((g) => g.raw),
+    new Set(itemIds(shape.rules)),
+    {
+      at: (k, path, reason) =>
+        report(lineOf(['guards', rawGuards[k]!.i, ...path]), `guard "${rawGuards[k]!.raw.id}": ${reason}`),
+      source: (k) => ({ file, line: lineOf(['guards', rawGuards[k]!.i]) }),
+    },
+  );
+  if (problems.length > 0) throw new RuleFileError(problems.sort((a, b) => a.line - b.line));
   return { file, rules, guards };
+}
+
+/** The items of `list` that `schema` accepts on their own, with their index in it (none when it is not a list). */
+function accepted<T>(schema: z.ZodType<T>, list: unknown): { raw: T; i: number }[] {
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((item, i) => {
+    const parsed = schema.safeParse(item);
+    return parsed.success ? [{ raw: parsed.data, i }] : [];
+  });
+}
+
+/** The string ids of a list's items, whatever else is wrong with them. */
+function itemIds(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((item) => {
+    const id = (item as { id?: unknown } | null)?.id;
+    return typeof id === 'string' ? [id] : [];
+  });
 }
 
 /**

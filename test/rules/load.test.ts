@@ -114,6 +114,47 @@ describe('loadRuleFile rejects a bad file, naming file and line', () => {
     ]);
   });
 
+  it('reports schema problems and the problems of the rules the schema accepted together, by line', () => {
+    const text = [
+      'guards:',
+      '  - { id: g1, by: ip, count: 0, per: 1m, category: G }',
+      '  - { id: g2, by: ip, count: 5, per: 1m, category: G, rules: [a, nowhere] }',
+      'rules:',
+      '  - id: a',
+      '    limits:',
+      '      - { by: ip, count: 1, per: 10x, category: C }',
+      '  - id: b',
+      '    match: { path: /runs//query }',
+      '    limits:',
+      '      - { by: ip, count: 1, per: 10s, category: C }',
+      '  - id: b',
+      '    limits:',
+      '      - { by: session, count: 1, per: 10s, category: C }',
+      '  - id: c',
+      '    limits:',
+      '      - { by: ip, count: 1, per: 10s, category: C }',
+      '  - id: c',
+      '    limits:',
+      '      - { by: ip, count: 1, per: 10s, category: C }',
+    ].join('\n');
+    let err: unknown;
+    try {
+      parseRuleFile(text, 'all.yaml');
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(RuleFileError);
+    const lines = (err as Error).message.split('\n');
+    expect(lines.map((l) => l.split(':')[1])).toEqual(['2', '3', '7', '9', '14', '18']);
+    expect(lines[0]).toMatch(/^all\.yaml:2: guard "g1": count must be at least 1, got 0$/);
+    // Rule "a" fails the schema: the guard naming it is not blamed, the one naming nothing is.
+    expect(lines[1]).toBe('all.yaml:3: guard "g2": rules[1] names no rule of this file: "nowhere"');
+    expect(lines[2]).toMatch(/^all\.yaml:7: rule "a": limits\[0\]\.per: bad duration/);
+    expect(lines[3]).toMatch(/^all\.yaml:9: rule "b": /);
+    expect(lines[4]).toMatch(/^all\.yaml:14: rule "b": limits\[0\]\.by must be one of/);
+    expect(lines[5]).toBe('all.yaml:18: rule "c": duplicate id (first defined on line 15)');
+  });
+
   it('treats a file of comments only as empty', () => {
     expect(() => parseRuleFile('# nothing here\n', 'c.yaml')).toThrow(/^c\.yaml:1: the file is empty/);
   });
