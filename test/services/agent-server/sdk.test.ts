@@ -128,6 +128,13 @@ describe('runs through the edge', () => {
     ]);
   });
 
+  it('streams values for an empty list of modes (what React useStream sends when nothing reads the stream)', async () => {
+    const { client: c } = client();
+    const chunks = (await collect(c.runs.stream(null, 'agent', { input: userInput('e'), streamMode: [] }))) as Chunk[];
+    expect(new Set(events(chunks))).toEqual(new Set(['metadata', 'values']));
+    expect(chunks.at(-1)!.data.messages.map((m: any) => m.type)).toEqual(['human', 'ai', 'ai']);
+  });
+
   it('runs on a thread, keeps its state across runs, and waits for results', async () => {
     const { client: c } = client();
     const thread = await c.threads.create({ metadata: { purpose: 'chat' } });

@@ -4,11 +4,12 @@ import type { CorsConfig } from '../../shared/langgraph-config.ts';
 
 /**
  * CORS, as the official server answers it, before authentication (a browser's preflight carries no credentials).
- * Without `http.cors` in langgraph.json: any origin, exposing `Content-Location` (where the JS client finds a run's
- * id) and `X-Pagination-Total`. With it: its `allow_origins` (or `allow_origin_regex`), methods, headers, credentials
- * and max age; those two exposed headers are always added to its `expose_headers`.
+ * Without `http.cors` in langgraph.json: any origin, exposing the headers the JS client reads: `Content-Location`
+ * (a run's id), `Location` (where a broken run stream is joined again), `X-Pagination-Total` and `X-Pagination-Next`
+ * (search pages). With it: its `allow_origins` (or `allow_origin_regex`), methods, headers, credentials and max age;
+ * those exposed headers are always added to its `expose_headers`.
  */
-const ALWAYS_EXPOSED = ['content-location', 'x-pagination-total'];
+const ALWAYS_EXPOSED = ['content-location', 'location', 'x-pagination-total', 'x-pagination-next'];
 
 export function corsMiddleware(config: CorsConfig | null): MiddlewareHandler {
   if (config === null) return cors({ origin: '*', exposeHeaders: ALWAYS_EXPOSED });

@@ -23,9 +23,11 @@ export const runCreate = z.object({
     .nullish(),
   context: object().nullish(),
   stream_mode: z
-    .union([streamMode, z.array(streamMode).min(1)])
+    .union([streamMode, z.array(streamMode)])
     .nullish()
-    .describe('Default: values (for a background run: every mode).'),
+    .describe(
+      'Default (also for an empty list, which React useStream sends when nothing reads the stream): values (for a background run: every mode).',
+    ),
   stream_subgraphs: z.boolean().nullish(),
   stream_resumable: z
     .boolean()

@@ -57,11 +57,8 @@ export async function startRun(
     else if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', threadId);
   }
 
-  const modes = [
-    ...new Set<StreamMode>(
-      body.stream_mode == null ? (background ? BACKGROUND_STREAM_MODES : ['values']) : [body.stream_mode].flat(),
-    ),
-  ];
+  const asked = [body.stream_mode ?? []].flat();
+  const modes = [...new Set<StreamMode>(asked.length > 0 ? asked : background ? BACKGROUND_STREAM_MODES : ['values'])];
   const runThreadId = threadId ?? newId();
   const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
   const metadata = {

@@ -43,7 +43,13 @@ describe('the http block of langgraph.json', () => {
       });
       expect(created.status).toBe(200);
       expect(created.headers.get('access-control-allow-origin')).toBe('*');
-      expect(created.headers.get('access-control-expose-headers')).toContain('content-location');
+      // What the JS client reads in a browser: a run's id, where to rejoin a stream, search pages.
+      expect(created.headers.get('access-control-expose-headers')?.split(',')).toEqual([
+        'content-location',
+        'location',
+        'x-pagination-total',
+        'x-pagination-next',
+      ]);
     } finally {
       await agent.close();
     }
@@ -62,7 +68,7 @@ describe('the http block of langgraph.json', () => {
       expect(allowed.status).toBe(200);
       expect(allowed.headers.get('access-control-allow-origin')).toBe('https://studio.example.com');
       expect(allowed.headers.get('access-control-expose-headers')).toBe(
-        'x-request-id,content-location,x-pagination-total',
+        'x-request-id,content-location,location,x-pagination-total,x-pagination-next',
       );
       expect((await from('https://evil.example.net')).headers.get('access-control-allow-origin')).toBeNull();
 
