@@ -15,7 +15,7 @@
  *   BENCH_ROUNDS=3 BENCH_ONLY=edge-redis,fastify-redis npm run bench:edge
  *   BENCH_PROFILE=edge-redis,fastify-redis ...  --cpu-prof on those targets, top self time printed
  *   BENCH_EDGE_ALT=/path/to/other/checkout ...  also that tree's edge on Redis (edge-redis-alt), side by side
- *   BENCH_SIDE_BY_SIDE=1 BENCH_ONLY=bare-proxy,edge-redis,fastify-redis ...  those at the same time on one core
+ *   BENCH_SIDE_BY_SIDE=1 BENCH_EDGE_ALT=... BENCH_ONLY=edge-redis,edge-redis-alt ...  both at once on one core
  *   BENCH_FAIL_MODE=open, BENCH_STORE_TIMEOUT_MS=1000   the edges' FAIL_MODE (default closed) and STORE_TIMEOUT_MS
  *
  * This file runs the benchmark; bench/peers/ holds its settings and scenarios (edge-settings.ts), the processes

@@ -19,7 +19,8 @@ export const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 1);
 /**
  * BENCH_SIDE_BY_SIDE=1: the scenarios with the same keys run at the same time, every process under test on the one
  * tested core, each with its own load generator. The machine's noise then falls on all of them alike, and req per
- * CPU-second compares steadily; latency is the shared core's and is not judged.
+ * CPU-second compares two versions of the edge steadily (different programs lose differently at the lower rate each
+ * then runs at: bench/README.md); latency is the shared core's and is not judged.
  */
 export const SIDE_BY_SIDE = process.env.BENCH_SIDE_BY_SIDE === '1';
 export const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50);
