@@ -25,7 +25,7 @@ export type CronCreate = z.output<typeof cronCreate>;
 export const cronPatch = z.object({
   schedule: schedule.optional(),
   ...cronFields,
-  input: object().nullish(),
+  input: runCreate.shape.input,
   metadata: object().nullish(),
   config: runCreate.shape.config,
   context: object().nullish(),

@@ -8,7 +8,12 @@ const interruptAt = z.union([z.literal('*'), z.array(z.string())]).nullish();
 
 export const runCreate = z.object({
   assistant_id: z.string().min(1).describe('An assistant UUID, or a graph name (its default assistant).'),
-  input: object().nullish().describe('Graph input, e.g. {"messages": [{"role": "user", "content": "hi"}]}.'),
+  input: z
+    .unknown()
+    .optional()
+    .describe(
+      'Graph input, e.g. {"messages": [{"role": "user", "content": "hi"}]}; any JSON value (a functional-API entrypoint may take a string).',
+    ),
   command: z
     .object({ resume: z.unknown().optional(), update: z.unknown().optional(), goto: z.unknown().optional() })
     .nullish()
