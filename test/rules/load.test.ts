@@ -7,6 +7,17 @@ import { parseRuleFile, RuleFileError } from '../../src/rules/parse.ts';
 const fixture = (name: string) => fileURLToPath(new URL(`../fixtures/${name}`, import.meta.url));
 const rulesDir = fileURLToPath(new URL('../../rules/', import.meta.url));
 
+/** Parses `text` (named `file`) expecting a RuleFileError, and returns it. */
+function parseError(text: string, file: string): RuleFileError {
+  try {
+    parseRuleFile(text, file);
+  } catch (err) {
+    expect(err).toBeInstanceOf(RuleFileError);
+    return err as RuleFileError;
+  }
+  throw new Error(`${file} parsed, but it should be rejected`);
+}
+
 /** Loads `file` expecting a RuleFileError, and returns it. */
 function loadError(file: string): RuleFileError {
   try {
@@ -99,15 +110,9 @@ describe('loadRuleFile rejects a bad file, naming file and line', () => {
       '  limits:',
       '    - { by: ip, count: 1, per: 10s, category: C }',
     ].join('\n');
-    let err: unknown;
-    try {
-      parseRuleFile(text, 'inline.yaml');
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(RuleFileError);
-    expect((err as RuleFileError).problems.map((p) => p.line)).toEqual([3, 6, 7]);
-    expect((err as Error).message.split('\n')).toEqual([
+    const err = parseError(text, 'inline.yaml');
+    expect(err.problems.map((p) => p.line)).toEqual([3, 6, 7]);
+    expect(err.message.split('\n')).toEqual([
       'inline.yaml:3: rule "a": bad template "/runs/{foo}": unknown placeholder {foo} (known: {uuid}, {id}, {int})',
       'inline.yaml:6: rule "a": duplicate id (first defined on line 1)',
       'inline.yaml:7: rule "a": path "/x/" must not end with "/" (trailing slashes are ignored when matching)',
@@ -137,14 +142,7 @@ describe('loadRuleFile rejects a bad file, naming file and line', () => {
       '    limits:',
       '      - { by: ip, count: 1, per: 10s, category: C }',
     ].join('\n');
-    let err: unknown;
-    try {
-      parseRuleFile(text, 'all.yaml');
-    } catch (e) {
-      err = e;
-    }
-    expect(err).toBeInstanceOf(RuleFileError);
-    const lines = (err as Error).message.split('\n');
+    const lines = parseError(text, 'all.yaml').message.split('\n');
     expect(lines.map((l) => l.split(':')[1])).toEqual(['2', '3', '7', '9', '14', '18']);
     expect(lines[0]).toMatch(/^all\.yaml:2: guard "g1": count must be at least 1, got 0$/);
     // Rule "a" fails the schema: the guard naming it is not blamed, the one naming nothing is.
