@@ -24,6 +24,9 @@ export const runCreate = z.object({
       tags: z.array(z.string()).optional(),
       recursion_limit: z.number().int().min(1).optional(),
       configurable: object().optional(),
+      metadata: object().optional(),
+      run_name: z.string().optional(),
+      max_concurrency: z.number().int().min(1).optional(),
     })
     .nullish(),
   context: object().nullish(),

@@ -61,7 +61,9 @@ export async function startRun(
   const modes = [...new Set<StreamMode>(asked.length > 0 ? asked : background ? BACKGROUND_STREAM_MODES : ['values'])];
   const runThreadId = threadId ?? newId();
   const assistantConfig = assistant.config as { configurable?: Json; tags?: string[]; recursion_limit?: number };
+  // The config's metadata reaches the graph (and its tracer) under the run's; the run's own ids win over both.
   const metadata = {
+    ...body.config?.metadata,
     ...(value.metadata as Json),
     run_id: runId,
     assistant_id: assistant.assistant_id,
@@ -85,6 +87,8 @@ export async function startRun(
     metadata,
     tags: [...(assistantConfig.tags ?? []), ...(body.config?.tags ?? [])],
     recursionLimit: body.config?.recursion_limit ?? assistantConfig.recursion_limit ?? 25,
+    ...(body.config?.run_name ? { runName: body.config.run_name } : {}),
+    ...(body.config?.max_concurrency ? { maxConcurrency: body.config.max_concurrency } : {}),
     ...(Object.keys(context).length > 0 ? { context } : {}),
     ...(body.interrupt_before ? { interruptBefore: body.interrupt_before } : {}),
     ...(body.interrupt_after ? { interruptAfter: body.interrupt_after } : {}),

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { captureLog, eventually, newKey, sdk, startStack, userInput, type Stack } from '../helpers.ts';
+import { captureLog, collect, eventually, newKey, sdk, startStack, userInput, type Stack } from '../helpers.ts';
 
 /**
  * The fidelity fixture app (fixtures/fidelity-app) through the edge, with the unmodified public client: what reaches a
@@ -90,6 +90,35 @@ describe('apps load and run as on the official server', () => {
       await as('ann').runs.wait(null, 'inputs', { input: userInput('hi'), context: { mood: 'curious' } }),
     );
     expect(seen.context).toEqual({ tone: 'dry', mood: 'curious' });
+  });
+
+  it("passes the run's config on to the graph: tags, metadata, concurrency, and the run's name", async () => {
+    const config = {
+      tags: ['nightly'],
+      metadata: { source: 'batch', ticket: 'ignored' },
+      run_name: 'nightly-report',
+      max_concurrency: 2,
+    };
+    const client = as('ann');
+    const seen = lastMessage(
+      await client.runs.wait(null, 'inputs', {
+        input: userInput('hi'),
+        metadata: { ticket: 'T-1' },
+        config: config as never,
+      }),
+    );
+    expect(seen.maxConcurrency).toBe(2);
+    expect(seen.tags).toContain('nightly');
+    // The run's metadata wins over the config's; the run's ids over both.
+    expect(seen.metadata).toMatchObject({ source: 'batch', ticket: 'T-1', graph_id: 'inputs' });
+    // The name is the whole run's (a node sees its own): it names the first event.
+    const events = (await collect(
+      client.runs.stream(null, 'inputs', { input: userInput('hi'), streamMode: 'events', config: config as never }),
+    )) as { event: string; data: { event?: string; name?: string } }[];
+    expect(events.find((e) => e.event === 'events')?.data).toMatchObject({
+      event: 'on_chain_start',
+      name: 'nightly-report',
+    });
   });
 
   it('registers the SDK logger before the app loads, and writes what graphs log to the server log', async () => {
