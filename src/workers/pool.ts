@@ -207,6 +207,7 @@ export class WorkerPool {
     if (m.gateway === 'ready') {
       s.readiness = m.readiness;
       this.address ??= { host: m.host, port: m.port };
+      this.log.info({ worker: s.slot, pid: s.worker?.process.pid, port: m.port }, 'edge worker serving');
     } else if (m.gateway === 'readiness') {
       if (s.readiness !== null) s.readiness = m.readiness;
     } else if (m.gateway === 'metrics') {

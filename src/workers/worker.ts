@@ -37,9 +37,7 @@ export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: n
   });
   reload = () => serving.reload();
   const host = (serving.edge.server.address() as AddressInfo).address;
-  // Written before the primary hears of it: its `gateway listening` then follows every worker's line in the log.
-  log.info({ pid: process.pid, port: serving.edge.port }, 'edge worker serving');
-  await new Promise<void>((resolve) => log.flush(() => resolve()));
+  // The primary logs `edge worker serving`: one process writes it and `gateway listening`, so the log has them in order.
   send({ gateway: 'ready', host, port: serving.edge.port, readiness: serving.readiness() });
 
   await new Promise((resolve) => process.once('SIGTERM', resolve));
