@@ -21,8 +21,8 @@ const goodRps = (m: Measured) => {
   const ok = Object.entries(m.status).reduce((n, [code, count]) => (code.startsWith('2') ? n + count : n), 0);
   return m.requests > 0 ? (m.rps_mean * ok) / m.requests : 0;
 };
-/** 2xx answers per CPU-second of the process under test, or null when its CPU time was not read. */
-const goodPerCpu = (m: Measured) => (m.proxy_cpu_percent ? goodRps(m) / (m.proxy_cpu_percent / 100) : null);
+/** 2xx answers per CPU-second of the process under test (whole), or null when its CPU time was not read. */
+const goodPerCpu = (m: Measured) => (m.proxy_cpu_percent ? Math.round(goodRps(m) / (m.proxy_cpu_percent / 100)) : null);
 
 /** One scenario over its rounds: the median of each figure; counts of failures summed. */
 export function scenarioRow<S extends string>(scenario: S, label: string, keys: number, all: readonly Measured[]) {
@@ -38,7 +38,7 @@ export function scenarioRow<S extends string>(scenario: S, label: string, keys: 
     errors: all.reduce((n, m) => n + m.errors + m.timeouts, 0),
     proxy_cpu_percent: medianOrNull(all.map((m) => m.proxy_cpu_percent)),
     /** Requests per CPU-second of the process under test: its cost per request, whatever else held its core. */
-    rps_per_cpu: medianOrNull(all.map((m) => (goodPerCpu(m) === null ? null : Math.round(goodPerCpu(m)!)))),
+    rps_per_cpu: medianOrNull(all.map(goodPerCpu)),
     proxy_core_others_percent: medianOrNull(all.map((m) => m.proxy_core_others_percent)),
     proxy_core_irq_percent: medianOrNull(all.map((m) => m.proxy_core_irq_percent)),
     proxy_core_steal_percent: medianOrNull(all.map((m) => m.proxy_core_steal_percent)),
