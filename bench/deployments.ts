@@ -20,7 +20,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { RedisRouteTable } from '../src/deployment-routes/redis-route-table.ts';
+import { RedisRouteTable } from '../src/routing/redis-route-table.ts';
 import { get } from './peers/checks.ts';
 import {
   benchRules,

@@ -39,7 +39,7 @@ interface Side {
 /** The Agent Server of the tree at `root`, serving the example graph, on a free loopback port. */
 async function serve(name: string, root: string): Promise<Side> {
   const { createAgentServer } = await import(pathToFileURL(join(root, 'src/services/agent-server/app.ts')).href);
-  const { listen } = await import(pathToFileURL(join(root, 'src/listen.ts')).href);
+  const { listen } = await import(pathToFileURL(join(root, 'src/listen/listen.ts')).href);
   const server = await createAgentServer({
     configPath: join(root, 'examples/app/langgraph.api-key.json'),
     verifyApiKey: async () => ({ org: 'bench', workspace: 'bench-ws' }),

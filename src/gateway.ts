@@ -1,25 +1,25 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { adminApp, type Readiness } from './admin/app.ts';
-import type { DeploymentAddressing } from './deployment-routes/deployment-url.ts';
-import { routeTableFromSettings } from './deployment-routes/from-settings.ts';
-import type { RouteTable } from './deployment-routes/route-table.ts';
-import { DeploymentUpstreams } from './edge/deployment-upstreams.ts';
+import type { DeploymentAddressing } from './routing/deployment-url.ts';
+import { routeTableFromSettings } from './routing/from-settings.ts';
+import type { RouteTable } from './routing/route-table.ts';
+import { DeploymentUpstreams } from './routing/deployment-upstreams.ts';
 import { clientIpSettings } from './edge/client-ip-settings.ts';
 import { edgeHandler } from './edge/handler.ts';
 import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
-import { router } from './edge/route.ts';
+import { router } from './routing/router.ts';
 import { BreakerLimiter } from './limiter/breaker.ts';
 import { storeFromSettings } from './limiter/from-settings.ts';
 import { MemoryLimiter } from './limiter/memory-limiter.ts';
-import { listen, type Listening } from './listen.ts';
-import { createMetrics, type Metrics } from './metrics.ts';
+import { listen, type Listening } from './listen/listen.ts';
+import { createMetrics, type Metrics } from './metrics/metrics.ts';
 import { createUpstream, type Upstream } from './proxy/forward.ts';
 import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
 import { BundledServices, type BundledService } from './services/bundled.ts';
-import type { Settings } from './settings.ts';
+import type { Settings } from './settings/settings.ts';
 import { SettingsError } from './settings/env.ts';
 
 /** The edge without an admin listener: what `gateway start` runs in one process, and in each edge worker. */

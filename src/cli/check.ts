@@ -1,7 +1,7 @@
 import { lint } from '../rules/lint.ts';
 import { loadRuleFile } from '../rules/load.ts';
 import { RuleFileError } from '../rules/parse.ts';
-import type { Output } from '../output.ts';
+import type { Output } from '../process/output.ts';
 
 /**
  * `gateway check <rule files>`: validate, then lint.

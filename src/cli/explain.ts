@@ -5,11 +5,11 @@ import { covers } from '../rules/guards.ts';
 import type { Region } from '../region.ts';
 import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/identity.ts';
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
-import { deploymentPath } from '../edge/route.ts';
+import { deploymentPath } from '../routing/router.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import { requestTarget } from '../edge/request-target.ts';
-import type { Settings } from '../settings.ts';
-import type { Output } from '../output.ts';
+import type { Settings } from '../settings/settings.ts';
+import type { Output } from '../process/output.ts';
 import type { Guard, Limit, Rule } from '../rules/types.ts';
 
 export interface ExplainRequest {

@@ -5,7 +5,7 @@ import { KeyRegistryError, type KeyRegistry } from '../keys/types.ts';
 import { closeRedis, createRedisClient } from '../redis-client.ts';
 import { SettingsError } from '../settings/env.ts';
 import { loadKeyRegistrySettings } from '../settings/key-registry.ts';
-import type { Output } from '../output.ts';
+import type { Output } from '../process/output.ts';
 
 export const KEYS_USAGE = `usage: gateway keys create --org <organisation> --workspace <workspace> [--json]
 

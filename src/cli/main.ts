@@ -3,11 +3,11 @@ import { parseArgs } from 'node:util';
 import { REGIONS, type Region } from '../region.ts';
 import { InvalidPathError } from '../rules/normalize-path.ts';
 import { RuleFileError } from '../rules/parse.ts';
-import { loadSettings } from '../settings.ts';
+import { loadSettings } from '../settings/settings.ts';
 import { SettingsError } from '../settings/env.ts';
 import { check } from './check.ts';
 import { explain } from './explain.ts';
-import { consoleOutput, type Output } from '../output.ts';
+import { consoleOutput, type Output } from '../process/output.ts';
 import { keysCommand } from './keys.ts';
 
 const USAGE = `usage: gateway <command>

@@ -1,17 +1,17 @@
 import cluster from 'node:cluster';
 import { startGateway } from '../gateway.ts';
 import { createLogger } from '../log.ts';
-import { installProcessGuards } from '../process-guards.ts';
-import { loadSettings } from '../settings.ts';
+import { installProcessGuards } from '../process/guards.ts';
+import { loadSettings } from '../settings/settings.ts';
 import { WORKER_SLOT_VARIABLE } from '../workers/messages.ts';
 import { runPrimary } from '../workers/primary.ts';
 import { runEdgeWorker } from '../workers/worker.ts';
-import type { Output } from '../output.ts';
+import type { Output } from '../process/output.ts';
 
 /**
  * `gateway start`: serve until SIGTERM/SIGINT, then drain (DRAIN_SECONDS) and
  * exit 0; a second signal exits at once. SIGHUP reloads the rule file. An unhandled rejection is logged and
- * the gateway keeps serving; an uncaught exception is logged and exits 70 (see process-guards.ts).
+ * the gateway keeps serving; an uncaught exception is logged and exits 70 (see process/guards.ts).
  * With WORKERS > 1 this process is the primary of that many edge workers (src/workers/), each of which runs this
  * command again as a cluster worker.
  */

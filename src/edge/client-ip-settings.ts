@@ -1,4 +1,4 @@
-import type { Settings } from '../settings.ts';
+import type { Settings } from '../settings/settings.ts';
 import { SettingsError } from '../settings/env.ts';
 import { trustedProxies, type TrustedProxies } from './client-ip.ts';
 

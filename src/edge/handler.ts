@@ -10,13 +10,13 @@ import {
   internalError,
   storeUnavailable,
 } from '../errors.ts';
-import type { Metrics } from '../metrics.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { forward, type ForwardOptions, type Forwarding, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath, type EscapedSlashes } from '../rules/normalize-path.ts';
 import { accessLog } from './access-log.ts';
 import { requestTarget } from './request-target.ts';
-import { DEPLOYMENT_ID, type Destination } from './route.ts';
+import { DEPLOYMENT_ID, type Destination } from '../routing/router.ts';
 import type { KeyCheck } from './key-check.ts';
 import { clientIp, unmapIPv4, type TrustedProxies } from './client-ip.ts';
 import type { Verdict } from './limit.ts';

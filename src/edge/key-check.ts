@@ -1,7 +1,7 @@
 import { canBeKey } from '../keys/key-format.ts';
 import type { KeyRegistry } from '../keys/types.ts';
-import { memoKey } from '../memo-key.ts';
-import { RecentlyUsed } from '../recently-used.ts';
+import { memoKey } from '../memo/memo-key.ts';
+import { RecentlyUsed } from '../memo/recently-used.ts';
 
 /** True when the registry knows the key; a promise only when the answer is not remembered yet. */
 export type KeyCheck = (key: string) => boolean | Promise<boolean>;

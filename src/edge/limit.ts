@@ -1,6 +1,6 @@
 import { cachedBucketKeys, type KeyScheme } from '../limiter/bucket-key.ts';
 import { StoreError, type Bucket, type Limiter, type LimitOutcome } from '../limiter/types.ts';
-import type { Metrics } from '../metrics.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { Match, Matcher, MatchRequest } from '../rules/compile.ts';
 import { identityOf } from '../rules/identity.ts';
 import type { Limit } from '../rules/types.ts';

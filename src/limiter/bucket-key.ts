@@ -1,6 +1,6 @@
 import { createHmac } from 'node:crypto';
-import { memoKey } from '../memo-key.ts';
-import { RecentlyUsed } from '../recently-used.ts';
+import { memoKey } from '../memo/memo-key.ts';
+import { RecentlyUsed } from '../memo/recently-used.ts';
 import type { IdentityKind } from '../rules/identity.ts';
 
 /**

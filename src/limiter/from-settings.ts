@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import { createRedisClient, createRedisCluster, type RedisClientOptions } from '../redis-client.ts';
-import type { Settings } from '../settings.ts';
+import type { Settings } from '../settings/settings.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
 import { RedisLimiter } from './redis-limiter.ts';
 import type { Limiter } from './types.ts';

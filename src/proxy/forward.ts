@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerR
 import { Transform, type Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
-import type { Metrics } from '../metrics.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import { clientResponseHeaders } from './headers.ts';
 
 /**

@@ -5,7 +5,7 @@ import { DEFAULT_ORG, DEFAULT_WORKSPACE, describeDevelopmentKey } from '../keys/
 import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import type { KeyRegistry } from '../keys/types.ts';
-import { listen } from '../listen.ts';
+import { listen } from '../listen/listen.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../redis-client.ts';
 import { SettingsError } from '../settings/env.ts';
 import { createAgentServer } from './agent-server/app.ts';
@@ -14,7 +14,7 @@ import { RedisCheckpointer } from './agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from './agent-server/store/redis-item-store.ts';
 import { RedisAgentStore } from './agent-server/store/redis-agent-store.ts';
 import { loadAgentServerSettings } from './agent-server/settings.ts';
-import { registerDefaultDeployment } from './control-plane/default-deployment.ts';
+import { registerDefaultDeployment } from './control-plane/serving/default-deployment.ts';
 import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
 import { loadControlPlaneSettings } from './control-plane/settings.ts';
 

@@ -1,13 +1,13 @@
 import type { Logger } from 'pino';
 import { adminApp } from '../admin/app.ts';
 import { keyCheckOn } from '../gateway.ts';
-import { listen } from '../listen.ts';
+import { listen } from '../listen/listen.ts';
 import { regionRuleFile } from '../rules/load.ts';
 import { RuleSource } from '../rules/rule-source.ts';
-import type { DeploymentAddressing } from '../deployment-routes/deployment-url.ts';
-import { routeTableFromSettings } from '../deployment-routes/from-settings.ts';
+import type { DeploymentAddressing } from '../routing/deployment-url.ts';
+import { routeTableFromSettings } from '../routing/from-settings.ts';
 import { BundledServices, type BundledService } from '../services/bundled.ts';
-import type { Settings } from '../settings.ts';
+import type { Settings } from '../settings/settings.ts';
 import { SettingsError } from '../settings/env.ts';
 import { WorkerPool, WorkerStartError } from './pool.ts';
 

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Logger } from 'pino';
 import { startEdge, type Edge } from '../gateway.ts';
-import type { Settings } from '../settings.ts';
+import type { Settings } from '../settings/settings.ts';
 import type { PrimaryMessage, WorkerMessage } from './messages.ts';
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { route } from '../deployment-routes/contract.ts';
+import { route } from '../routing/contract.ts';
 import { deferred, within } from '../helpers/async.ts';
 import { startDeployment, type TestDeployment } from '../helpers/deployment-upstream.ts';
 import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';

@@ -2,7 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { route } from '../deployment-routes/contract.ts';
+import { route } from '../routing/contract.ts';
 import { startDeployment, type TestDeployment } from '../helpers/deployment-upstream.ts';
 import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';

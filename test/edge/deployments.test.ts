@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { route } from '../deployment-routes/contract.ts';
+import { route } from '../routing/contract.ts';
 import { startDeployment, type TestDeployment } from '../helpers/deployment-upstream.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';

@@ -8,7 +8,7 @@ import { MemoryKeyRegistry } from '../../src/keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../../src/keys/redis-registry.ts';
 import { startGateway } from '../../src/gateway.ts';
 import { createLogger } from '../../src/log.ts';
-import { loadSettings } from '../../src/settings.ts';
+import { loadSettings } from '../../src/settings/settings.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';

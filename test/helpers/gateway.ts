@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { startGateway, type Gateway } from '../../src/gateway.ts';
 import { createLogger } from '../../src/log.ts';
-import { loadSettings } from '../../src/settings.ts';
+import { loadSettings } from '../../src/settings/settings.ts';
 import { withRunPrefixes } from './run-prefixes.ts';
 
 /**

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Hono } from 'hono';
 import { Client } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { listen, type Listening } from '../../src/listen.ts';
+import { listen, type Listening } from '../../src/listen/listen.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { rawRequest } from '../helpers/raw-http.ts';
 

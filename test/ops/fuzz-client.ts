@@ -6,7 +6,7 @@ import type { FuzzCase } from './fuzz-cases.ts';
  * client that never finishes its head.
  */
 
-/** The production listener's headersTimeout (src/listen.ts). */
+/** The production listener's headersTimeout (src/listen/listen.ts). */
 export const HEADERS_TIMEOUT_MS = 10_000;
 
 export interface Outcome {

@@ -1,6 +1,6 @@
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { HotCounter, HotHistogram } from '../../src/hot-metrics.ts';
+import { HotCounter, HotHistogram } from '../../src/metrics/hot-metrics.ts';
 
 /**
  * The request-path metrics must read exactly like prom-client's own: the

@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings.ts';
+import { loadSettings } from '../../src/settings/settings.ts';
 import { SettingsError } from '../../src/settings/env.ts';
 import { cgroupCpuQuota, usableCpus } from '../../src/workers/cpu-count.ts';
 import { restartDelayMs } from '../../src/workers/restart-delay.ts';

@@ -2,7 +2,7 @@ import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings.ts';
+import { loadSettings } from '../../src/settings/settings.ts';
 import { SettingsError } from '../../src/settings/env.ts';
 import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';

@@ -2,7 +2,7 @@ import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { normalizePath } from '../../src/rules/normalize-path.ts';
-import { loadSettings } from '../../src/settings.ts';
+import { loadSettings } from '../../src/settings/settings.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
 

@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { UNCAUGHT_EXIT_CODE } from '../../src/process-guards.ts';
+import { UNCAUGHT_EXIT_CODE } from '../../src/process/guards.ts';
 
 /**
  * Finding "one request ends the whole process", its process-level policy: an unhandled rejection is logged (fatal,

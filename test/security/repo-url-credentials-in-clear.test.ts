@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Builder, BuildRequest } from '../../src/services/control-plane/builder.ts';
-import { redactRepoUrl } from '../../src/services/control-plane/repo-url.ts';
+import type { Builder, BuildRequest } from '../../src/services/control-plane/builds/builder.ts';
+import { redactRepoUrl } from '../../src/services/control-plane/builds/repo-url.ts';
 import {
   client,
   deploymentBody,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { deploymentUrl } from '../../src/deployment-routes/deployment-url.ts';
-import { loadSettings } from '../../src/settings.ts';
+import { deploymentUrl } from '../../src/routing/deployment-url.ts';
+import { loadSettings } from '../../src/settings/settings.ts';
 import { SettingsError } from '../../src/settings/env.ts';
 
 const refused = (env: Record<string, string>, variable: string) => {

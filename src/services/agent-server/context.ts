@@ -1,6 +1,6 @@
 import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Logger } from 'pino';
-import type { HeaderFilter } from './api/configurable-headers.ts';
+import type { HeaderFilter } from './api/runs/configurable-headers.ts';
 import type { GraphRegistry } from './graphs.ts';
 import type { Runner } from './runs/runner.ts';
 import type { AgentStore } from './store/agent-store.ts';

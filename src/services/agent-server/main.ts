@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { pathToFileURL } from 'node:url';
-import { consoleOutput, type Output } from '../../output.ts';
-import { listen } from '../../listen.ts';
+import { consoleOutput, type Output } from '../../process/output.ts';
+import { listen } from '../../listen/listen.ts';
 import { createLogger } from '../../log.ts';
-import { installProcessGuards } from '../../process-guards.ts';
+import { installProcessGuards } from '../../process/guards.ts';
 import { SettingsError } from '../../settings/env.ts';
 import { AppConfigError, GraphLoadError } from './app-config.ts';
 import { createAgentServer } from './app.ts';
@@ -23,7 +23,7 @@ import { loadAgentServerSettings } from './settings.ts';
 export async function runAgentServer(
   env: NodeJS.ProcessEnv = process.env,
   out: Output = consoleOutput,
-  /** Installs the process-level policy (process-guards.ts): the program's entry point does, a test does not. */
+  /** Installs the process-level policy (process/guards.ts): the program's entry point does, a test does not. */
   guard = false,
 ): Promise<number> {
   let settings;

@@ -1,10 +1,10 @@
 import { pathToFileURL } from 'node:url';
 import type { Logger } from 'pino';
-import { consoleOutput, type Output } from '../../output.ts';
+import { consoleOutput, type Output } from '../../process/output.ts';
 import { describeDevelopmentKey } from '../../keys/bootstrap.ts';
-import { listen } from '../../listen.ts';
+import { listen } from '../../listen/listen.ts';
 import { createLogger } from '../../log.ts';
-import { installProcessGuards } from '../../process-guards.ts';
+import { installProcessGuards } from '../../process/guards.ts';
 import { SettingsError } from '../../settings/env.ts';
 import { createControlPlane } from './control-plane.ts';
 import { loadControlPlaneSettings } from './settings.ts';
@@ -29,7 +29,7 @@ export async function runControlPlane(
     stop?: Promise<unknown>;
     listening?: (url: string) => void;
     log?: Logger;
-    /** Installs the process-level policy (process-guards.ts): the program's entry point does, a test does not. */
+    /** Installs the process-level policy (process/guards.ts): the program's entry point does, a test does not. */
     guard?: boolean;
   } = {},
 ): Promise<number> {

@@ -1,16 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Builds } from './builds.ts';
-import { deploymentUrl, type DeploymentAddressing } from '../../deployment-routes/deployment-url.ts';
+import type { Builds } from './builds/builds.ts';
+import { deploymentUrl, type DeploymentAddressing } from '../../routing/deployment-url.ts';
 import { badRequest, conflict, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
 import { queuedRevision } from './revision-state.ts';
-import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './schemas.ts';
-import type { RepoHostPolicy } from './repo-hosts.ts';
-import { storeRepoUrl } from './repo-url.ts';
-import { secretOwner, type SecretBox } from './secrets.ts';
+import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './api/schemas.ts';
+import type { RepoHostPolicy } from './builds/repo-hosts.ts';
+import { storeRepoUrl } from './builds/repo-url.ts';
+import { secretOwner, type SecretBox } from './store/secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
 import { isGitSource, type SourceRevisionConfig, type StoredDeployment, type StoredSecret } from './types.ts';
-import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './views.ts';
+import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './api/views.ts';
 
 /**
  * The control plane's operations, for one tenant (workspace) at a time.

@@ -15,11 +15,11 @@ import {
   type Env,
 } from '../../settings/env.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
-import { checkRepoHostsAllowed } from './repo-hosts.ts';
+import { checkRepoHostsAllowed } from './builds/repo-hosts.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 import { routesPrefixSetting } from '../../settings/deployment-routes.ts';
 // The edge's reading of PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both services.
-import { deploymentsDomain, publicUrl } from '../../settings.ts';
+import { deploymentsDomain, publicUrl } from '../../settings/settings.ts';
 
 /**
  * Environment → the control plane's frozen settings, read with the settings

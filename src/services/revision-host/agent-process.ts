@@ -3,7 +3,7 @@ import { dirname } from 'node:path';
 import pino from 'pino';
 import type { Redis } from 'ioredis';
 import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
-import { listen, type Listening } from '../../listen.ts';
+import { listen, type Listening } from '../../listen/listen.ts';
 import { createLogger } from '../../log.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
 import { createAgentServer, type AgentServer } from '../agent-server/app.ts';

@@ -10,7 +10,7 @@ import {
   type AgentServerOptions,
 } from '../../../src/services/agent-server/app.ts';
 import type { ApiKeyVerifier } from '../../../src/services/agent-server/auth/authenticate.ts';
-import { listen, type Listening } from '../../../src/listen.ts';
+import { listen, type Listening } from '../../../src/listen/listen.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 
 /** App configs the tests serve. */

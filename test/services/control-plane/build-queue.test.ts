@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BuildQueue } from '../../../src/services/control-plane/build-queue.ts';
+import { BuildQueue } from '../../../src/services/control-plane/builds/build-queue.ts';
 
 describe('BuildQueue', () => {
   const gate = () => {

@@ -3,8 +3,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BuildFailure, GitBuilder, type BuildRequest } from '../../../src/services/control-plane/builder.ts';
-import { git, GitError } from '../../../src/services/control-plane/git.ts';
+import { BuildFailure, GitBuilder, type BuildRequest } from '../../../src/services/control-plane/builds/builder.ts';
+import { git, GitError } from '../../../src/services/control-plane/builds/git.ts';
 import { closedPort } from '../../helpers/upstream.ts';
 import { GOOD_APP, makeRepo, type TestRepo } from './helpers.ts';
 

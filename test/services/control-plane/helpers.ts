@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { expect } from 'vitest';
-import { listen, type Listening } from '../../../src/listen.ts';
+import { listen, type Listening } from '../../../src/listen/listen.ts';
 import { createLogger } from '../../../src/log.ts';
 import {
   createControlPlane,

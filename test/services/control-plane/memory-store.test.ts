@@ -1,4 +1,4 @@
-import { MemoryControlPlaneStore } from '../../../src/services/control-plane/memory-store.ts';
+import { MemoryControlPlaneStore } from '../../../src/services/control-plane/store/memory-store.ts';
 import { storeContract } from './store-contract.ts';
 
 storeContract('memory', async () => {

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { StoreUnavailable } from '../../../src/services/control-plane/errors.ts';
-import { RedisControlPlaneStore } from '../../../src/services/control-plane/redis-store.ts';
+import { RedisControlPlaneStore } from '../../../src/services/control-plane/store/redis-store.ts';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
 import { startRedis } from '../../helpers/redis-server.ts';
 import { deploymentRecord, revisionRecord, storeContract } from './store-contract.ts';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runCommand } from '../../../src/services/control-plane/run-command.ts';
+import { runCommand } from '../../../src/services/control-plane/builds/run-command.ts';
 import { eventually } from './helpers.ts';
 
 /**

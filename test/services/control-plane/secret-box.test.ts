@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { SecretBox, SecretError } from '../../../src/services/control-plane/secrets.ts';
+import { SecretBox, SecretError } from '../../../src/services/control-plane/store/secrets.ts';
 
 describe('SecretBox (AES-256-GCM)', () => {
   const box = new SecretBox(randomBytes(32));

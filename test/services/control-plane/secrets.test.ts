@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SecretError } from '../../../src/services/control-plane/secrets.ts';
+import { SecretError } from '../../../src/services/control-plane/store/secrets.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
 import { client, imageBody, startControlPlane, waitForRevision, type TestControlPlane } from './helpers.ts';

@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { RouteTable } from '../../../src/deployment-routes/route-table.ts';
+import type { RouteTable } from '../../../src/routing/route-table.ts';
 import { Client } from '@langchain/langgraph-sdk';
 import { expect } from 'vitest';
 import type { TestControlPlane, Tenant, Client as ApiClient } from '../control-plane/helpers.ts';

@@ -5,8 +5,8 @@ import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { Redis } from 'ioredis';
 import pino from 'pino';
-import { routeTableFromSettings } from '../../../src/deployment-routes/from-settings.ts';
-import type { RouteTable } from '../../../src/deployment-routes/route-table.ts';
+import { routeTableFromSettings } from '../../../src/routing/from-settings.ts';
+import type { RouteTable } from '../../../src/routing/route-table.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
 import {

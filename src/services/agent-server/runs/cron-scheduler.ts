@@ -1,8 +1,8 @@
 import { allowAll } from '../auth/filters.ts';
 import type { ServerContext } from '../context.ts';
 import { nextRunDate } from './cron-expressions.ts';
-import { startRun } from '../api/start-run.ts';
-import { runCreate } from '../api/run-schemas.ts';
+import { startRun } from '../api/runs/start-run.ts';
+import { runCreate } from '../api/runs/schemas.ts';
 import type { Cron } from '../store/records.ts';
 
 /**

@@ -2,8 +2,8 @@ import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { z } from 'zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assistantPatch, assistantSearch } from '../../../../src/services/agent-server/api/assistant-schemas.ts';
-import { runCreate } from '../../../../src/services/agent-server/api/run-schemas.ts';
+import { assistantPatch, assistantSearch } from '../../../../src/services/agent-server/api/assistants/schemas.ts';
+import { runCreate } from '../../../../src/services/agent-server/api/runs/schemas.ts';
 import { STREAM_MODES } from '../../../../src/services/agent-server/runs/stream-modes.ts';
 import { newKey, startStack, type Stack } from '../helpers.ts';
 

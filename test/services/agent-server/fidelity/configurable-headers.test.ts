@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   configurableHeaderFilter,
   configurableHeaders,
-} from '../../../../src/services/agent-server/api/configurable-headers.ts';
+} from '../../../../src/services/agent-server/api/runs/configurable-headers.ts';
 
 /** Which request headers reach a run's `config.configurable` (the whole path is tested in app-fidelity.test.ts). */
 describe('configurable headers', () => {

@@ -1,0 +1,149 @@
+import { getRequestListener, RequestError } from '@hono/node-server';
+import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import type { Hono } from 'hono';
+import { badRequest, GatewayError, internalError } from '../errors.ts';
+import { closeAfterUnreadBody, readBodyFirst } from './unread-body.ts';
+
+export interface Listening {
+  readonly server: Server;
+  readonly port: number;
+  readonly url: string;
+  /** Stops accepting, lets open requests finish for up to `graceMs`, then cuts what is left. */
+  close(graceMs?: number): Promise<void>;
+}
+
+export interface ListenOptions {
+  /** Most open connections; further ones are refused at accept. */
+  readonly maxConnections?: number;
+  /**
+   * The app answers `Expect: 100-continue` itself, calling `writeContinue()` once it wants the body
+   * (the edge: only after the request is allowed). Otherwise Node sends `100 Continue` at once.
+   */
+  readonly deferContinue?: boolean;
+  /**
+   * Request bodies flow to the app as they arrive (the edge: it streams them upstream), and a response that starts
+   * before its body has arrived closes the connection. Otherwise (the services) every body is read whole, up to
+   * MAX_BUFFERED_BODY_BYTES, before the app runs (unread-body.ts).
+   */
+  readonly streamBodies?: boolean;
+}
+
+/**
+ * Largest body a service listener reads before its app runs: just above the services' own JSON body limits (10 MiB
+ * for the Agent Server, 1 MiB for the control plane), so a body no app would take is refused before it is all held.
+ */
+const MAX_BUFFERED_BODY_BYTES = 16 * 1024 * 1024;
+
+/** Errors Node's HTTP parser answers before any handler runs, as the gateway's JSON errors. */
+const PARSER_ERRORS: Record<string, [number, string, string]> = {
+  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'Request headers too large'],
+  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'Request not received in time'],
+  HPE_INVALID_METHOD: [400, 'bad_request', 'Invalid request method'],
+};
+
+/** How often Node checks open connections against headersTimeout / requestTimeout, ms. */
+const CONNECTION_SWEEP_MS = 1000;
+
+/** While closing, how often connections that went idle (their last request done) are closed, ms. */
+const IDLE_SWEEP_MS = 50;
+
+/**
+ * Requests @hono/node-server cannot turn into a Web Request (a backslash in the path, a target
+ * that is neither a path nor an absolute URL, an invalid Host) get the gateway's JSON 400 rather
+ * than the adapter's empty one; anything else it catches, a JSON 500.
+ */
+function adapterError(err: unknown): Response {
+  const error = err instanceof RequestError ? badRequest(`Malformed request: ${err.message}`) : internalError();
+  return new Response(JSON.stringify(error), { status: error.status, headers: { 'content-type': 'application/json' } });
+}
+
+/**
+ * Pipelined requests (sent behind one whose response is still being written) are handled one at a time, in order:
+ * Node hands such a request's response the socket (its `socket` event) only once the response before it has finished
+ * on a connection that stays open. After a response that closes the connection (a 400, a final answer to
+ * `Expect: 100-continue` without `100 Continue`, `Connection: close`) it never does, so nothing pipelined behind a
+ * closing response ever reaches the app, let alone an upstream. A request that is not pipelined (the response has its
+ * socket at once) costs one property read.
+ */
+function inOrder(handle: RequestListener): RequestListener {
+  return (req, res) => {
+    const socket = res.socket;
+    if (socket === null) res.once('socket', () => handle(req, res));
+    else if (!socket.writableEnded) handle(req, res);
+  };
+}
+
+/**
+ * What a listener serves: a Hono app (the services, the admin listener), through @hono/node-server; or a handler on
+ * Node's own request and response (the edge: the Web Request/Response layer costs a proxy more than its own work, and
+ * the edge needs none of it). A handler answers every request itself and never rejects.
+ */
+export type Served = Hono<any> | ((req: IncomingMessage, res: ServerResponse) => Promise<void>);
+
+/**
+ * Serves `app` and resolves once the port is bound. `host` null: every interface, IPv6 and IPv4 (`::` dual-stack), or
+ * `0.0.0.0` where the host has no IPv6 (Node's choice for an omitted host).
+ */
+export async function listen(
+  app: Served,
+  port: number,
+  host: string | null = '0.0.0.0',
+  options: ListenOptions = {},
+): Promise<Listening> {
+  const adapter: RequestListener =
+    typeof app === 'function'
+      ? (req, res) => void app(req, res)
+      : getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError });
+  // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
+  // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
+  const server = createServer(
+    // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter (or the edge's handler)
+    // refuses it as JSON instead.
+    { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
+    inOrder(options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter)),
+  );
+  // Slow clients: headers must arrive within 10 s and a whole request within 5 min;
+  // idle keep-alive sockets close after 65 s (above common load balancer idle timeouts).
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 300_000;
+  server.keepAliveTimeout = 65_000;
+  if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
+  // A final answer without 100 Continue makes Node close the connection after it (the body may or may not follow).
+  if (options.deferContinue) server.on('checkContinue', (req, res) => server.emit('request', req, res));
+  server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();
+    const [status, code, detail] = PARSER_ERRORS[err.code ?? ''] ?? [400, 'bad_request', 'Malformed request'];
+    const body = JSON.stringify(new GatewayError(status, code, detail));
+    socket.end(
+      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
+        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    if (host === null) server.listen(port, () => resolve());
+    else server.listen(port, host, () => resolve());
+  });
+  const { port: bound, address } = server.address() as AddressInfo;
+  const shown =
+    address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
+  return {
+    server,
+    port: bound,
+    url: `http://${shown}:${bound}`,
+    close: (graceMs = 0) =>
+      new Promise<void>((resolve) => {
+        const cut = setTimeout(() => server.closeAllConnections(), graceMs);
+        // server.close() closes the connections idle right now; a keep-alive connection whose request
+        // ends later goes idle and would hold the close until the cut: close those as they go idle.
+        const sweep = setInterval(() => server.closeIdleConnections(), IDLE_SWEEP_MS);
+        server.close(() => {
+          clearTimeout(cut);
+          clearInterval(sweep);
+          resolve();
+        });
+        server.closeIdleConnections();
+      }),
+  };
+}

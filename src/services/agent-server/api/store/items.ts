@@ -1,0 +1,241 @@
+import type { Item } from '@langchain/langgraph-checkpoint';
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { AgentEnv } from '../../auth/authenticate.ts';
+import type { Action } from '../../auth/filters.ts';
+import type { ServerContext } from '../../context.ts';
+import { invalid } from '../../errors.ts';
+import { operation, type Operation } from '../operations.ts';
+import { errorSchema, object } from '../common-schemas.ts';
+
+/**
+ * The long-term memory store (`client.store`): items (a JSON value under a
+ * namespace and a key) that graphs read and write as `config.store` and
+ * clients through these routes, shared by every thread. The `store`
+ * authorization handlers see `{namespace, key, ...}` for each action
+ * (`put`, `get`, `delete`, `search`, `list_namespaces`): they may allow,
+ * deny (403), or change the namespace (e.g. put each user's items under
+ * their own identity).
+ */
+const errors = {
+  401: { description: 'Not authenticated.', schema: errorSchema },
+  403: { description: 'Refused by the store authorization handler.', schema: errorSchema },
+  422: {
+    description: 'Invalid request (e.g. a namespace label with ":", or the reserved root "langgraph").',
+    schema: errorSchema,
+  },
+};
+const common = { tag: 'Store' } as const;
+
+/** A store namespace: its labels (each without `..`, the separator of the GET form). */
+const namespace = z.array(
+  z
+    .string()
+    .min(1)
+    .refine((label) => !label.includes('..'), 'a namespace label cannot contain ".."'),
+);
+
+const storePut = z.object({
+  namespace: namespace.min(1),
+  key: z.string().min(1),
+  value: object().describe('Any JSON object.'),
+  index: z
+    .union([z.literal(false), z.array(z.string())])
+    .nullish()
+    .describe('Accepted; this server keeps no search index.'),
+  ttl: z
+    .number()
+    .nullish()
+    .refine((v) => v == null, 'item expiry (ttl) is not supported by this server: omit ttl')
+    .describe('Not supported.'),
+});
+
+const storeGet = z.object({
+  namespace: z
+    .string()
+    .min(1)
+    .transform((text) => text.split('..'))
+    .describe('Labels joined by ".." (e.g. `users.u1`).'),
+  key: z.string().min(1),
+  refresh_ttl: z.string().optional().describe('Accepted; items do not expire.'),
+});
+
+const storeDelete = z.object({ namespace: namespace.min(1), key: z.string().min(1) });
+
+const storeSearch = z.object({
+  namespace_prefix: namespace.default([]).describe('Items in this namespace or under it; empty: every item.'),
+  filter: object()
+    .nullish()
+    .describe('Fields of the value: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt, $lte, $in, $nin).'),
+  limit: z.number().int().min(1).max(1000).default(10),
+  offset: z.number().int().min(0).default(0),
+  query: z
+    .string()
+    .nullish()
+    .describe('Accepted, not used: no semantic index (items come in namespace and key order).'),
+  refresh_ttl: z.boolean().nullish().describe('Accepted; items do not expire.'),
+});
+
+const storeNamespaces = z.object({
+  prefix: z.array(z.string()).nullish().describe('Labels the namespace starts with (`*`: any one label).'),
+  suffix: z.array(z.string()).nullish().describe('Labels the namespace ends with (`*`: any one label).'),
+  max_depth: z.number().int().min(1).nullish().describe('Cut namespaces to this many labels (duplicates merged).'),
+  limit: z.number().int().min(1).max(1000).default(100),
+  offset: z.number().int().min(0).default(0),
+});
+
+const storeItemSchema = z.object({
+  namespace: z.array(z.string()),
+  key: z.string(),
+  value: object(),
+  created_at: z.iso.datetime(),
+  updated_at: z.iso.datetime(),
+});
+
+const itemJson = (item: Item) => ({
+  namespace: item.namespace,
+  key: item.key,
+  value: item.value,
+  created_at: new Date(item.createdAt).toISOString(),
+  updated_at: new Date(item.updatedAt).toISOString(),
+});
+
+export function storeOperations({ items }: ServerContext): Operation[] {
+  /** Runs the `store:<action>` handler on `value` (it may change `value.namespace`); the namespace to use. */
+  const authorized = async (
+    c: Context<AgentEnv>,
+    action: Action,
+    value: Record<string, unknown>,
+    field = 'namespace',
+  ): Promise<string[]> => {
+    await c.get('auth').authorize('store', action, value);
+    const namespace = value[field];
+    if (!Array.isArray(namespace) || !namespace.every((label) => typeof label === 'string')) {
+      throw invalid({
+        loc: ['body', field],
+        msg: `the store authorization handler left ${field} not a list of labels`,
+        type: 'value_error',
+      });
+    }
+    return namespace as string[];
+  };
+  return [
+    operation({
+      ...common,
+      method: 'put',
+      path: '/store/items',
+      operationId: 'put_item',
+      summary: 'Store an item',
+      description: 'Creates or replaces the item at `namespace` and `key` (its `created_at` stays).',
+      body: storePut,
+      responses: { 204: { description: 'Stored.' }, ...errors },
+      async handler(c, { body }) {
+        const namespace = await authorized(c, 'put', { namespace: body.namespace, key: body.key, value: body.value });
+        await storeCall(() => items.put(namespace, body.key, body.value));
+        return c.body(null, 204);
+      },
+    }),
+    operation({
+      ...common,
+      method: 'get',
+      path: '/store/items',
+      operationId: 'get_item',
+      summary: 'Get an item',
+      description: 'The item, or `null` when there is none (as the JS client expects).',
+      query: storeGet,
+      responses: { 200: { description: 'The item, or null.', schema: storeItemSchema.nullable() }, ...errors },
+      async handler(c, { query }) {
+        const namespace = await authorized(c, 'get', { namespace: query.namespace, key: query.key });
+        const item = await storeCall(() => items.get(namespace, query.key));
+        return c.json(item === null ? null : itemJson(item));
+      },
+    }),
+    operation({
+      ...common,
+      method: 'delete',
+      path: '/store/items',
+      operationId: 'delete_item',
+      summary: 'Delete an item',
+      description: 'Deleting an item that does not exist changes nothing.',
+      body: storeDelete,
+      responses: { 204: { description: 'Deleted.' }, ...errors },
+      async handler(c, { body }) {
+        const namespace = await authorized(c, 'delete', { namespace: body.namespace, key: body.key });
+        await storeCall(() => items.delete(namespace, body.key));
+        return c.body(null, 204);
+      },
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/store/items/search',
+      operationId: 'search_items',
+      summary: 'Search items',
+      description:
+        'Items in or under `namespace_prefix` whose value passes `filter`, in namespace and key order, paged by `limit` and `offset`.',
+      body: storeSearch,
+      responses: {
+        200: {
+          description: 'The items.',
+          schema: z.object({ items: z.array(storeItemSchema.extend({ score: z.number().nullable() })) }),
+        },
+        ...errors,
+      },
+      async handler(c, { body }) {
+        const value = {
+          namespace: body.namespace_prefix,
+          filter: body.filter ?? null,
+          limit: body.limit,
+          offset: body.offset,
+          query: body.query ?? null,
+        };
+        const prefix = await authorized(c, 'search', value);
+        const found = await storeCall(() =>
+          items.search(prefix, { filter: body.filter ?? undefined, limit: body.limit, offset: body.offset }),
+        );
+        return c.json({ items: found.map((item) => ({ ...itemJson(item), score: item.score ?? null })) });
+      },
+    }),
+    operation({
+      ...common,
+      method: 'post',
+      path: '/store/namespaces',
+      operationId: 'list_namespaces',
+      summary: 'List namespaces',
+      description: 'Namespaces holding items, matching `prefix` and `suffix`, cut to `max_depth` labels, sorted.',
+      body: storeNamespaces,
+      responses: {
+        200: { description: 'The namespaces.', schema: z.object({ namespaces: z.array(z.array(z.string())) }) },
+        ...errors,
+      },
+      async handler(c, { body }) {
+        const value = {
+          namespace: body.prefix ?? [],
+          suffix: body.suffix ?? null,
+          max_depth: body.max_depth ?? null,
+          limit: body.limit,
+          offset: body.offset,
+        };
+        const prefix = await authorized(c, 'list_namespaces', value);
+        const options = {
+          prefix: prefix.length > 0 ? prefix : undefined,
+          suffix: body.suffix ?? undefined,
+          maxDepth: body.max_depth ?? undefined,
+          limit: body.limit,
+          offset: body.offset,
+        };
+        return c.json({ namespaces: await storeCall(() => items.listNamespaces(options)) });
+      },
+    }),
+  ];
+}
+
+/** A store call; a namespace the store refuses (InvalidNamespaceError) answers 422 with its reason. */
+async function storeCall<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    if ((err as Error).name !== 'InvalidNamespaceError') throw err;
+    throw invalid({ loc: ['body', 'namespace'], msg: (err as Error).message, type: 'value_error' });
+  }
+}

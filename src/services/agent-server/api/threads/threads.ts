@@ -1,0 +1,280 @@
+import type { Context } from 'hono';
+import { z } from 'zod';
+import type { AgentEnv, RequestAuth } from '../../auth/authenticate.ts';
+import { matchesFilter, type Action } from '../../auth/filters.ts';
+import type { ServerContext } from '../../context.ts';
+import { conflict, notFound } from '../../errors.ts';
+import { newId } from '../ids.ts';
+import { matchesExactly, pageAnswer } from '../listing.ts';
+import { operation, param, type Operation } from '../operations.ts';
+import { settleIfOrphaned } from '../../runs/orphans.ts';
+import { errorSchema } from '../common-schemas.ts';
+import { runSchema } from '../runs/schemas.ts';
+import { runList, threadCount, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
+import { copyCheckpoints } from '../../store/checkpoint-copy.ts';
+import { removeThread } from './removal.ts';
+import { applySupersteps, requireSuperstepGraph } from './supersteps.ts';
+import type { Json, Thread } from '../../store/records.ts';
+
+/**
+ * Threads: a conversation whose state the checkpointer keeps between runs.
+ * Reads go through the `threads` authorization handlers: a thread their
+ * filter excludes answers 404 and is left out of searches, so with an
+ * owner filter `GET /threads` lists only the caller's threads.
+ */
+const errors = {
+  401: { description: 'Not authenticated.', schema: errorSchema },
+  422: { description: 'Invalid request.', schema: errorSchema },
+};
+const notFoundAnswer = { 404: { description: 'Unknown thread (or not visible to the caller).', schema: errorSchema } };
+
+/** Creates a thread after the `threads:create` handler saw (and maybe changed) it. */
+export async function createThread(
+  auth: RequestAuth,
+  { store }: ServerContext,
+  request: {
+    thread_id?: string | null | undefined;
+    metadata?: Json | null | undefined;
+    if_exists?: 'raise' | 'do_nothing' | null | undefined;
+  },
+): Promise<Thread> {
+  const value: Json = {
+    thread_id: request.thread_id ?? newId(),
+    metadata: { ...request.metadata },
+    if_exists: request.if_exists ?? 'raise',
+  };
+  const filter = await auth.authorize('threads', 'create', value);
+  const id = String(value.thread_id);
+  const existing = await store.getThread(id);
+  if (existing !== null) {
+    // `do_nothing` answers the existing thread only to a caller who may read it: the create handler's filter alone
+    // (often none: it only stamps the owner) would hand anyone another user's thread. Otherwise 409, as for a clash.
+    if (request.if_exists === 'do_nothing' && matchesFilter(existing.metadata, filter)) {
+      const readable = await auth.authorize('threads', 'read', { thread_id: id });
+      if (matchesFilter(existing.metadata, readable)) return existing;
+    }
+    throw conflict(`Thread ${id} already exists`);
+  }
+  const now = new Date().toISOString();
+  const thread: Thread = {
+    thread_id: id,
+    created_at: now,
+    updated_at: now,
+    metadata: (value.metadata as Json) ?? {},
+    status: 'idle',
+    values: null,
+    config: {},
+    interrupts: {},
+  };
+  await store.putThread(thread);
+  return thread;
+}
+
+/**
+ * The thread, if it exists and the caller may `action` it; 404 otherwise.
+ * `value` is what the authorization handler sees (and may change in place).
+ */
+export async function visibleThread(
+  c: Context<AgentEnv>,
+  { store }: ServerContext,
+  id: string,
+  action: Action = 'read',
+  value: Json = { thread_id: id },
+): Promise<Thread> {
+  const filter = await c.get('auth').authorize('threads', action, value);
+  const thread = await store.getThread(id);
+  if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', id);
+  return thread;
+}
+
+export function threadOperations(ctx: ServerContext): Operation[] {
+  const { store } = ctx;
+  /** Threads matching `body` that the `threads:search` handler lets the caller see. */
+  const matching = async (
+    c: Context<AgentEnv>,
+    body: z.output<typeof threadCount> & { ids?: string[] | null | undefined },
+    paging: Json = {},
+  ) => {
+    const value: Json = {
+      metadata: body.metadata ?? {},
+      values: body.values ?? {},
+      status: body.status ?? null,
+      ...paging,
+    };
+    const filter = await c.get('auth').authorize('threads', 'search', value);
+    const ids = body.ids ? new Set(body.ids) : null;
+    return (await store.listThreads()).filter(
+      (t) =>
+        (ids === null || ids.has(t.thread_id)) &&
+        (body.status == null || t.status === body.status) &&
+        matchesExactly(t.metadata, body.metadata) &&
+        matchesExactly(t.values, body.values) &&
+        matchesFilter(t.metadata, filter),
+    );
+  };
+  const search = async (c: Context<AgentEnv>, body: z.output<typeof threadSearch>) =>
+    pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, {
+      sortBy: 'created_at',
+      tieBreak: 'thread_id',
+    });
+  const list = {
+    200: {
+      description: 'Matching threads.',
+      schema: z.array(threadSchema),
+      headers: { 'X-Pagination-Total': 'Number of matches.' },
+    },
+    ...errors,
+  };
+
+  return [
+    operation({
+      method: 'post',
+      path: '/threads',
+      operationId: 'create_thread',
+      summary: 'Create a thread',
+      tag: 'Threads',
+      body: threadCreate,
+      responses: {
+        200: { description: 'The thread.', schema: threadSchema },
+        ...errors,
+        409: { description: 'The thread id exists.', schema: errorSchema },
+      },
+      async handler(c, { body }) {
+        if (!body.supersteps?.length) return c.json(await createThread(c.get('auth'), ctx, body));
+        const graphId = requireSuperstepGraph(ctx, body.metadata);
+        const existing = body.thread_id ? await store.getThread(body.thread_id) : null;
+        const thread = await createThread(c.get('auth'), ctx, body);
+        // An existing thread (if_exists: do_nothing) is answered as it is.
+        return c.json(existing !== null ? thread : await applySupersteps(ctx, thread, graphId, body.supersteps));
+      },
+    }),
+    operation({
+      method: 'get',
+      path: '/threads',
+      operationId: 'list_threads',
+      summary: "List the caller's threads",
+      description:
+        'Newest first. With a custom auth handler that filters by owner, only threads of the authenticated user.',
+      tag: 'Threads',
+      query: threadList,
+      responses: list,
+      handler: (c, { query }) => search(c, threadSearch.parse({ limit: query.limit, offset: query.offset })),
+    }),
+    operation({
+      method: 'post',
+      path: '/threads/search',
+      operationId: 'search_threads',
+      summary: 'Search threads',
+      tag: 'Threads',
+      body: threadSearch,
+      responses: list,
+      handler: (c, { body }) => search(c, body),
+    }),
+    operation({
+      method: 'post',
+      path: '/threads/count',
+      operationId: 'count_threads',
+      summary: 'Count threads',
+      description: 'How many threads a search with the same filters would find (`threads.count`).',
+      tag: 'Threads',
+      body: threadCount,
+      responses: { 200: { description: 'The number of matching threads.', schema: z.number().int() }, ...errors },
+      handler: async (c, { body }) => c.json((await matching(c, body)).length),
+    }),
+    operation({
+      method: 'get',
+      path: '/threads/{thread_id}',
+      operationId: 'get_thread',
+      summary: 'Get a thread',
+      tag: 'Threads',
+      responses: { 200: { description: 'The thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      handler: async (c) => c.json(await visibleThread(c, ctx, param(c, 'thread_id'))),
+    }),
+    operation({
+      method: 'patch',
+      path: '/threads/{thread_id}',
+      operationId: 'patch_thread',
+      summary: 'Update a thread',
+      description: "Merges `metadata` into the thread's metadata (after the `threads:update` handler saw it).",
+      tag: 'Threads',
+      body: threadPatch,
+      responses: { 200: { description: 'The updated thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      async handler(c, { body }) {
+        const id = param(c, 'thread_id');
+        const value: Json = { thread_id: id, metadata: { ...body.metadata } };
+        const thread = await visibleThread(c, ctx, id, 'update', value);
+        const updated: Thread = {
+          ...thread,
+          metadata: { ...thread.metadata, ...(value.metadata as Json | undefined) },
+          updated_at: new Date().toISOString(),
+        };
+        await store.putThread(updated);
+        return c.json(updated);
+      },
+    }),
+    operation({
+      method: 'delete',
+      path: '/threads/{thread_id}',
+      operationId: 'delete_thread',
+      summary: 'Delete a thread',
+      description: 'Cancels its runs, then removes it, its runs and its state.',
+      tag: 'Threads',
+      responses: { 204: { description: 'Deleted.' }, ...errors, ...notFoundAnswer },
+      async handler(c) {
+        const thread = await visibleThread(c, ctx, param(c, 'thread_id'), 'delete');
+        await removeThread(ctx, thread.thread_id);
+        return c.body(null, 204);
+      },
+    }),
+    operation({
+      method: 'post',
+      path: '/threads/{thread_id}/copy',
+      operationId: 'copy_thread',
+      summary: 'Copy a thread',
+      description:
+        'A new thread with the same metadata (as the `threads:create` handler leaves it), values and every checkpoint, so the same history (`threads.copy`); runs are not copied.',
+      tag: 'Threads',
+      responses: { 200: { description: 'The new thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      async handler(c) {
+        const source = await visibleThread(c, ctx, param(c, 'thread_id'));
+        const made = await createThread(c.get('auth'), ctx, { metadata: source.metadata });
+        await copyCheckpoints(ctx.checkpointer, source.thread_id, made.thread_id);
+        const copy: Thread = {
+          ...made,
+          config: source.config,
+          values: source.values,
+          interrupts: source.interrupts,
+          status: source.status === 'busy' ? 'idle' : source.status,
+        };
+        await store.putThread(copy);
+        return c.json(copy);
+      },
+    }),
+    operation({
+      method: 'get',
+      path: '/threads/{thread_id}/runs',
+      operationId: 'list_runs',
+      summary: 'List the runs of a thread',
+      tag: 'Runs',
+      query: runList,
+      responses: {
+        200: { description: 'Runs, newest first.', schema: z.array(runSchema) },
+        ...errors,
+        ...notFoundAnswer,
+      },
+      async handler(c, { query }) {
+        const thread = await visibleThread(c, ctx, param(c, 'thread_id'));
+        const all = await Promise.all(
+          (await store.listRuns(thread.thread_id)).map((run) => settleIfOrphaned(ctx, run)),
+        );
+        const runs = all.filter((r) => query.status === undefined || r.status === query.status);
+        return pageAnswer(
+          c,
+          runs,
+          { limit: query.limit, offset: query.offset },
+          { sortBy: 'created_at', tieBreak: 'run_id' },
+        );
+      },
+    }),
+  ];
+}

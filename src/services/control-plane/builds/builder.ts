@@ -1,0 +1,146 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import { readAppConfig, BuildFailure } from './app-config.ts';
+import { git, GitError, redactCredentials } from './git.ts';
+import type { RepoHostPolicy } from './repo-hosts.ts';
+import { isGitSource, type Source } from '../types.ts';
+
+/**
+ * Builds one revision: for a git source, check `repo_ref` out of `repo_url`
+ * into the revision's work folder, record the commit, and validate the app
+ * config; for an image source, nothing to fetch. Throws BuildFailure with a
+ * reason a user can act on, or GitError('aborted') when cancelled.
+ */
+export interface BuildRequest {
+  readonly source: Source;
+  readonly repoUrl: string | null;
+  readonly repoRef: string | null;
+  readonly configPath: string;
+  readonly imageUri: string | null;
+  /** Created by the build; removed again when it fails. */
+  readonly workFolder: string;
+}
+
+export interface BuildResult {
+  readonly commitSha: string | null;
+  readonly graphs: Readonly<Record<string, string>> | null;
+  readonly authPath: string | null;
+}
+
+export interface Builder {
+  build(request: BuildRequest, signal: AbortSignal): Promise<BuildResult>;
+  /** The commit a branch or tag names now (`git ls-remote`), for `build_on_push`; null when it names none. */
+  remoteCommit?(repoUrl: string, ref: string, signal?: AbortSignal): Promise<string | null>;
+}
+
+const SHA = /^[0-9a-f]{7,40}$/i;
+
+export interface GitBuilderOptions {
+  readonly gitTimeoutMs: number;
+  /** Whether `repo_url` may be a path on this host (or a `file://` URL). Default: true. */
+  readonly localRepos?: boolean;
+  /** Where a network `repo_url` may point, checked (DNS resolved again) right before the clone. Default: anywhere. */
+  readonly repoHosts?: RepoHostPolicy;
+}
+
+export class GitBuilder implements Builder {
+  constructor(private readonly options: GitBuilderOptions) {}
+
+  async build(req: BuildRequest, signal: AbortSignal): Promise<BuildResult> {
+    if (!isGitSource(req.source)) {
+      if (!req.imageUri) throw new BuildFailure('source_revision_config.image_uri: required for an image source');
+      return { commitSha: null, graphs: null, authPath: null };
+    }
+    if (!req.repoUrl) throw new BuildFailure('source_config.repo_url: required for a git source');
+    if (!req.repoRef) throw new BuildFailure('source_revision_config.repo_ref: required for a git source');
+    if (req.repoRef.startsWith('-') || req.repoUrl.startsWith('-'))
+      throw new BuildFailure('repo_url and repo_ref must not start with "-"');
+    if (this.options.localRepos === false && isLocal(req.repoUrl)) {
+      throw new BuildFailure(
+        'repo_url: repositories on this host are not allowed here (LOCAL_REPOS=deny, the default with NODE_ENV=production)',
+      );
+    }
+    const refused = await this.options.repoHosts?.check(req.repoUrl);
+    if (refused) throw new BuildFailure(refused);
+    try {
+      const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal);
+      const config = await readAppConfig(req.workFolder, req.configPath, req.repoRef);
+      return { commitSha, graphs: config.graphs, authPath: config.authPath };
+    } catch (err) {
+      await rm(req.workFolder, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
+  async remoteCommit(repoUrl: string, ref: string, signal?: AbortSignal): Promise<string | null> {
+    if (repoUrl.startsWith('-') || ref.startsWith('-')) return null;
+    if (this.options.localRepos === false && isLocal(repoUrl)) return null;
+    if (await this.options.repoHosts?.check(repoUrl)) return null;
+    const out = await git(['ls-remote', '--', repoUrl, ref], {
+      timeoutMs: this.options.gitTimeoutMs,
+      signal,
+      localRepos: this.options.localRepos ?? true,
+    });
+    const lines = out.split('\n').map((l) => l.split('\t'));
+    const named = (full: string) => lines.find(([, name]) => name === full)?.[0];
+    return named(`refs/heads/${ref}`) ?? named(`refs/tags/${ref}^{}`) ?? named(`refs/tags/${ref}`) ?? null;
+  }
+
+  /**
+   * Clones `ref` of `url` into `folder` (replacing what is there) and answers
+   * the commit checked out. A branch or tag is one shallow clone; when the
+   * remote has no such name and `ref` looks like a commit, the full history
+   * is cloned and the commit checked out.
+   */
+  private async checkout(url: string, ref: string, folder: string, signal: AbortSignal): Promise<string> {
+    const shown = redactCredentials(url);
+    const opts = { timeoutMs: this.options.gitTimeoutMs, signal, localRepos: this.options.localRepos ?? true };
+    await rm(folder, { recursive: true, force: true });
+    await mkdir(dirname(folder), { recursive: true });
+    // No template: a build needs no sample hooks, and copying them is most of a local clone's time.
+    const clone = ['clone', '--quiet', '--template=', '--no-tags'];
+    try {
+      await git([...clone, '--depth', '1', '--branch', ref, '--', url, folder], opts);
+    } catch (err) {
+      if (!(err instanceof GitError) || err.kind !== 'failed' || !/remote branch .* not found/i.test(err.message)) {
+        throw this.failure(err, (m) => `repo_url: cannot read repository ${shown}: ${m}`);
+      }
+      if (!SHA.test(ref)) throw new BuildFailure(`repo_ref: "${ref}" is not a branch, tag or commit of ${shown}`);
+      await rm(folder, { recursive: true, force: true });
+      await this.run(
+        git([...clone, '--no-checkout', '--', url, folder], opts),
+        (m) => `repo_url: cannot clone ${shown}: ${m}`,
+      );
+      await this.run(
+        git(['checkout', '--quiet', '--detach', ref], { ...opts, cwd: folder }),
+        () => `repo_ref: commit ${ref} not found in ${shown}`,
+      );
+    }
+    return (
+      await this.run(
+        git(['rev-parse', 'HEAD'], { ...opts, cwd: folder }),
+        (m) => `cannot read the commit checked out: ${m}`,
+      )
+    ).trim();
+  }
+
+  /** Git failures as BuildFailure with `reason(git's message)`; a cancellation stays a GitError('aborted'). */
+  private async run(step: Promise<string>, reason: (message: string) => string): Promise<string> {
+    try {
+      return await step;
+    } catch (err) {
+      throw this.failure(err, reason);
+    }
+  }
+
+  private failure(err: unknown, reason: (message: string) => string): unknown {
+    return err instanceof GitError && err.kind !== 'aborted' ? new BuildFailure(reason(err.message)) : err;
+  }
+}
+
+/** A path on this host or a `file://` URL (the other forms schemas.ts accepts are network transports). */
+function isLocal(url: string): boolean {
+  return url.startsWith('/') || /^file:/i.test(url);
+}
+
+export { BuildFailure };

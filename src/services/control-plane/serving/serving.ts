@@ -1,0 +1,333 @@
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { dirname, join, posix } from 'node:path';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { RouteTable } from '../../../routing/route-table.ts';
+import type { KeyRegistry } from '../../../keys/types.ts';
+import type { RevisionHost, RunningRevision } from '../../revision-host/revision-host.ts';
+import { secretOwner, type SecretBox } from '../store/secrets.ts';
+import type { ControlPlaneStore } from '../store.ts';
+import type { StoredDeployment, StoredRevision } from '../types.ts';
+
+/**
+ * Which revision serves each deployment, and keeping it served: starts a
+ * revision's process through the RevisionHost (the load check of a build,
+ * a redeploy, a restart), moves the deployment's route to it once it is
+ * ready (the previous process drains, then stops), restarts a process that
+ * dies with backoff (and says so on the deployment when it keeps dying),
+ * and retires a deleted deployment (route, process, its Agent Server data).
+ */
+export interface ServingOptions {
+  readonly host: RevisionHost;
+  readonly routes: RouteTable;
+  readonly store: ControlPlaneStore;
+  readonly keys: Pick<KeyRegistry, 'workspaceOrg'>;
+  readonly box: SecretBox;
+  readonly log: Logger;
+  /** The build folder of a revision. */
+  readonly folderOf: (deploymentId: string, revisionId: string) => string;
+  readonly memoryMb: number;
+  readonly drainMs: number;
+  /** `<prefix>:<deployment id>:` holds a deployment's Agent Server data in Redis. */
+  readonly dataPrefix: string;
+  /** Redis holding that data, to remove it on delete; null = in memory (it goes with the process). */
+  readonly redis: Redis | null;
+  /** How long a replaced revision keeps accepting after its route moved (default 2 s). */
+  readonly routeSettleMs?: number;
+  /** First restart delay after a crash; doubles up to 30 s. */
+  readonly restartDelayMs?: number;
+}
+
+interface Served {
+  readonly deploymentId: string;
+  readonly tenantId: string;
+  readonly revisionId: string;
+  proc: RunningRevision | null;
+  crashes: number;
+  retired: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+/** Crashes in a row before the deployment shows it (`serving_error`). */
+const SHOWN_AFTER_CRASHES = 3;
+/** A process that lived this long was healthy: its crash count starts again. */
+const HEALTHY_AFTER_MS = 30_000;
+const MAX_RESTART_DELAY_MS = 30_000;
+/** How long a replaced revision keeps accepting new connections after its route moved. */
+const ROUTE_SETTLE_MS = 2000;
+
+export class Serving {
+  private readonly served = new Map<string, Served>();
+  /** Replaced revisions still accepting while their route settles (retireLater). */
+  private readonly settling = new Set<Served>();
+  private closed = false;
+
+  constructor(private readonly o: ServingOptions) {}
+
+  /** The revision serving `deploymentId` now and its process, if any. */
+  current(deploymentId: string): { revisionId: string; proc: RunningRevision | null } | undefined {
+    const s = this.served.get(deploymentId);
+    return s && { revisionId: s.revisionId, proc: s.proc };
+  }
+
+  /** Whether the revision's build folder is still there (a redeploy or a restart needs no rebuild). */
+  hasBuild(deploymentId: string, revisionId: string): boolean {
+    return existsSync(this.o.folderOf(deploymentId, revisionId));
+  }
+
+  /** Starts the revision's process from its build folder; rejects with a RevisionLoadError when the app cannot load. */
+  async launch(d: StoredDeployment, rev: StoredRevision, signal?: AbortSignal): Promise<RunningRevision> {
+    const folder = this.o.folderOf(d.id, rev.id);
+    const configFile = posix.normalize(rev.source_revision_config.langgraph_config_path ?? 'langgraph.json');
+    const appDir = dirname(join(folder, configFile));
+    const org = await this.o.keys.workspaceOrg(d.tenant_id);
+    const env = { ...(await appEnv(join(folder, configFile))), ...this.secrets(d) };
+    return this.o.host.start(
+      {
+        deploymentId: d.id,
+        revisionId: rev.id,
+        appDir,
+        configPath: posix.basename(configFile),
+        org,
+        env,
+        memoryMb: memoryOf(d) ?? this.o.memoryMb,
+        dataPrefix: `${this.o.dataPrefix}:${d.id}`,
+      },
+      signal,
+    );
+  }
+
+  /**
+   * Routes the deployment to `proc` (ready), then runs `commit` (the store
+   * write making the revision active). When `commit` declines or fails, the
+   * route goes back and `proc` stops; otherwise the previous process drains
+   * and stops. Answers whether the revision now serves.
+   */
+  async promote(
+    d: Pick<StoredDeployment, 'id' | 'tenant_id'>,
+    revisionId: string,
+    proc: RunningRevision,
+    commit: () => Promise<boolean>,
+  ): Promise<boolean> {
+    const previous = this.served.get(d.id);
+    await this.o.routes.set({ deploymentId: d.id, revisionId, tenantId: d.tenant_id, target: proc.target });
+    let committed = false;
+    try {
+      committed = await commit();
+    } finally {
+      if (!committed) {
+        if (previous?.proc) await this.route(previous, previous.proc);
+        else await this.o.routes.delete(d.id);
+        await proc.stop(0);
+      }
+    }
+    if (!committed) return false;
+    const next: Served = { deploymentId: d.id, tenantId: d.tenant_id, revisionId, proc, crashes: 0, retired: false };
+    this.served.set(d.id, next);
+    this.supervise(next, proc);
+    if (previous) this.retireLater(previous);
+    await this.clearError(d);
+    this.o.log.info({ deploymentId: d.id, revisionId, target: proc.target }, 'revision serving');
+    return true;
+  }
+
+  /** A deployment whose active revision was DEPLOYED, served again from its kept build (at start). */
+  async resume(d: StoredDeployment, rev: StoredRevision): Promise<void> {
+    if (!this.hasBuild(d.id, rev.id)) {
+      await this.showError(
+        d,
+        `the build of revision ${rev.id} is gone (BUILD_WORK_DIR was emptied): patch the deployment with a repo_ref to build again`,
+      );
+      return;
+    }
+    let proc: RunningRevision;
+    try {
+      proc = await this.launch(d, rev);
+    } catch (err) {
+      await this.showError(d, `revision ${rev.id} could not start again: ${(err as Error).message}`);
+      throw err;
+    }
+    if (this.closed) return void (await proc.stop(0));
+    // Still the deployment's active revision (not deleted or redeployed meanwhile).
+    const current = async () => (await this.o.store.getDeployment(d.tenant_id, d.id))?.active_revision_id === rev.id;
+    await this.promote(d, rev.id, proc, current);
+  }
+
+  /** A deleted deployment: no route, its process stopped at once, its Agent Server data removed. */
+  async remove(deploymentId: string): Promise<void> {
+    await this.o.routes.delete(deploymentId);
+    const s = this.served.get(deploymentId);
+    this.served.delete(deploymentId);
+    const replaced = [...this.settling].filter((x) => x.deploymentId === deploymentId);
+    for (const x of replaced) this.settling.delete(x);
+    await Promise.all([s, ...replaced].map((x) => x && this.retire(x, 0)));
+    await this.removeData(deploymentId);
+  }
+
+  /** Stops every process (no drain: the gateway is stopping). Routes stay (a restart with Redis serves them again). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const all = [...this.served.values(), ...this.settling];
+    this.served.clear();
+    this.settling.clear();
+    await Promise.all(all.map((s) => this.retire(s, 0)));
+    await this.o.host.close();
+  }
+
+  /**
+   * A replaced revision keeps accepting for ROUTE_SETTLE_MS after its route moved, then drains: an edge that learns
+   * the move a moment late (the route table reaches every edge sharing it within a second) still finds it listening.
+   */
+  private retireLater(s: Served): void {
+    s.retired = true;
+    this.settling.add(s);
+    s.timer = setTimeout(() => {
+      this.settling.delete(s);
+      void this.retire(s, this.o.drainMs);
+    }, this.o.routeSettleMs ?? ROUTE_SETTLE_MS);
+    s.timer.unref();
+  }
+
+  private async retire(s: Served, drainMs: number): Promise<void> {
+    s.retired = true;
+    clearTimeout(s.timer);
+    if (!s.proc) return;
+    const proc = s.proc;
+    await proc.stop(drainMs);
+    this.o.log.info({ deploymentId: s.deploymentId, revisionId: s.revisionId, drainMs }, 'revision process stopped');
+  }
+
+  private async route(s: Served, proc: RunningRevision): Promise<void> {
+    await this.o.routes.set({
+      deploymentId: s.deploymentId,
+      revisionId: s.revisionId,
+      tenantId: s.tenantId,
+      target: proc.target,
+    });
+  }
+
+  /** A process that ends without being asked is started again, after 0.5 s, 1 s, 2 s, ... up to 30 s. */
+  private supervise(s: Served, proc: RunningRevision): void {
+    const started = Date.now();
+    void proc.exited.then((exit) => {
+      if (exit.requested || s.retired || this.closed || this.served.get(s.deploymentId) !== s) return;
+      s.proc = null;
+      if (Date.now() - started >= HEALTHY_AFTER_MS) s.crashes = 0;
+      s.crashes++;
+      this.crashed(s, exit.reason);
+    });
+  }
+
+  private crashed(s: Served, reason: string): void {
+    const delay = Math.min((this.o.restartDelayMs ?? 500) * 2 ** (s.crashes - 1), MAX_RESTART_DELAY_MS);
+    const fields = { deploymentId: s.deploymentId, revisionId: s.revisionId, reason, crashes: s.crashes, delay };
+    this.o.log.error(fields, 'revision process stopped unexpectedly; restarting');
+    if (s.crashes >= SHOWN_AFTER_CRASHES) {
+      void this.showError(
+        { id: s.deploymentId, tenant_id: s.tenantId },
+        `the process of revision ${s.revisionId} keeps stopping (${s.crashes} times in a row, last: ${reason}); next restart in ${Math.round(delay / 100) / 10} s`,
+      );
+    }
+    s.timer = setTimeout(() => void this.restart(s), delay);
+    s.timer.unref();
+  }
+
+  private async restart(s: Served): Promise<void> {
+    if (s.retired || this.closed) return;
+    try {
+      const d = await this.o.store.getDeployment(s.tenantId, s.deploymentId);
+      const rev = d && (await this.o.store.getRevision(s.deploymentId, s.revisionId));
+      if (!d || !rev || s.retired) return;
+      const proc = await this.launch(d, rev);
+      if (s.retired || this.closed) return void (await proc.stop(0));
+      s.proc = proc;
+      await this.route(s, proc);
+      this.supervise(s, proc);
+      this.o.log.info(
+        { deploymentId: s.deploymentId, revisionId: s.revisionId, target: proc.target },
+        'revision restarted',
+      );
+      const healthy = setTimeout(() => {
+        if (s.proc !== proc || s.retired) return;
+        s.crashes = 0;
+        void this.clearError(d);
+      }, HEALTHY_AFTER_MS);
+      healthy.unref();
+    } catch (err) {
+      s.crashes++;
+      this.crashed(s, (err as Error).message);
+    }
+  }
+
+  private async showError(d: Pick<StoredDeployment, 'id' | 'tenant_id'>, message: string): Promise<void> {
+    await this.o.store
+      .updateDeployment(d.tenant_id, d.id, (cur) =>
+        cur.serving_error === message ? null : { deployment: { ...cur, serving_error: message } },
+      )
+      .catch((err: unknown) => this.o.log.warn({ err, deploymentId: d.id }, 'could not record the serving error'));
+  }
+
+  private async clearError(d: Pick<StoredDeployment, 'id' | 'tenant_id'>): Promise<void> {
+    await this.o.store
+      .updateDeployment(d.tenant_id, d.id, (cur) => {
+        if (cur.serving_error === undefined) return null;
+        const { serving_error: _gone, ...rest } = cur;
+        return { deployment: rest };
+      })
+      .catch((err: unknown) => this.o.log.warn({ err, deploymentId: d.id }, 'could not clear the serving error'));
+  }
+
+  /** SCAN + UNLINK of the deployment's own prefix only. */
+  private async removeData(deploymentId: string): Promise<void> {
+    const redis = this.o.redis;
+    if (!redis) return;
+    const match = `${this.o.dataPrefix}:${deploymentId}:*`.replace(/[?[\]\\]/g, '\\$&');
+    let cursor = '0';
+    let removed = 0;
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 500);
+      cursor = next;
+      if (keys.length > 0) removed += await redis.unlink(...keys);
+    } while (cursor !== '0');
+    this.o.log.info({ deploymentId, keys: removed }, 'deployment data removed');
+  }
+
+  private secrets(d: StoredDeployment): Record<string, string> {
+    return Object.fromEntries(d.secrets.map((s) => [s.name, this.o.box.open(s.ciphertext, secretOwner(d.id, s.name))]));
+  }
+}
+
+/** `resource_spec.memory_mb` when it is a sensible number of MiB. */
+function memoryOf(d: StoredDeployment): number | null {
+  const mb = d.source_config.resource_spec?.memory_mb;
+  return typeof mb === 'number' && Number.isInteger(mb) && mb >= 64 && mb <= 65_536 ? mb : null;
+}
+
+/** The `env` of an app config: an object of values, or the path of a `.env` file next to it. */
+async function appEnv(configFile: string): Promise<Record<string, string>> {
+  let env: unknown;
+  try {
+    env = (JSON.parse(await readFile(configFile, 'utf8')) as { env?: unknown }).env;
+  } catch {
+    return {};
+  }
+  if (env !== null && typeof env === 'object' && !Array.isArray(env)) {
+    return Object.fromEntries(
+      Object.entries(env as Record<string, unknown>)
+        .filter(([k, v]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && ['string', 'number', 'boolean'].includes(typeof v))
+        .map(([k, v]) => [k, String(v)]),
+    );
+  }
+  if (typeof env !== 'string') return {};
+  // A file of the app only (the same folder or below): never a file elsewhere on this host.
+  const file = posix.normalize(env.replace(/\\/g, '/'));
+  if (file.startsWith('../..') || posix.isAbsolute(file)) return {};
+  const text = await readFile(join(dirname(configFile), file), 'utf8').catch(() => '');
+  const out: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
+    if (m) out[m[1]!] = m[2]!.replace(/^(['"])(.*)\1$/, '$2');
+  }
+  return out;
+}

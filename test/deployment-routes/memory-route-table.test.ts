@@ -1,7 +1,0 @@
-import { MemoryRouteTable } from '../../src/deployment-routes/memory-route-table.ts';
-import { routeTableContract } from './contract.ts';
-
-routeTableContract('memory', async () => {
-  const table = new MemoryRouteTable();
-  return { table, ready: async () => {}, close: () => table.close() };
-});
