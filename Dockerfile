@@ -6,7 +6,7 @@ ENV NODE_ENV=production
 # The container network is the boundary: publish or expose port 9090 only where probes and Prometheus run.
 ENV ADMIN_HOST=0.0.0.0
 # One edge worker per CPU of the container's quota once REDIS_URL gives them shared buckets; without REDIS_URL, `auto`
-# runs one edge process (a number above 1 would refuse to start). See README "Workers".
+# runs one edge process (a number above 1 would refuse to start). See docs/edge.md "Workers".
 ENV WORKERS=auto
 # git: a deployment's build clones its repository (the slim image has none); ca-certificates for https remotes.
 # npm (in the base image) installs an app's own dependencies at build time.

@@ -12,7 +12,7 @@ import { keysCommand } from './keys.ts';
 
 const USAGE = `usage: gateway <command>
 
-  start                            run the gateway (settings from the environment, see README)
+  start                            run the gateway (settings from the environment, see docs/configuration.md)
   check <rule file> [...]          validate and lint rule files (exit 0 clean, 1 findings, 2 unreadable)
   explain <METHOD> <path> [options] which rule decides a request, why, and its buckets
       -H, --header 'name: value'   a request header (repeatable)

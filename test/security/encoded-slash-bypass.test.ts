@@ -90,7 +90,7 @@ describe('at the edge', () => {
 });
 
 describe('the other spellings that fall under default', () => {
-  // Decided safe (see the README, "How request paths are matched"): the common upstreams do not route them to
+  // Decided safe (see docs/rules.md, "How request paths are matched"): the common upstreams do not route them to
   // /runs/query either, so what the edge counts and what the upstream serves stay the same path.
   it('are counted and forwarded as they are', () => {
     for (const p of ['/runs/query;x', '/RUNS/query', '/runs/query.', '/runs/query%20', '/runs/query%00'])
