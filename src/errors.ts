@@ -1,36 +1,101 @@
+import { STATUS_CODES, type OutgoingHttpHeaders, type ServerResponse } from 'node:http';
+
 /**
- * Errors of the edge itself. Each carries a stable code and an HTTP status, and renders itself as JSON
- * `{"detail", "code"}` (toJSON) and nothing else: the edge's handler, the listener's parser and adapter errors and
- * the admin listener all send that, and no stack trace ever leaves the process. The services answer in the public
- * API's shape instead (services/shared/http-errors.ts).
+ * Every error the edge answers, by its stable code: the status it answers and the detail it says when the error has
+ * nothing more precise to say. This catalogue is the only place a code is spelt; the services answer in the public
+ * API's shape instead, `{"detail"}` (services/shared/http-errors.ts).
+ */
+export const ERRORS = {
+  bad_request: { status: 400, detail: 'Malformed request' },
+  invalid_path: { status: 400, detail: 'Invalid request path' },
+  repeated_identity_header: { status: 400, detail: 'Repeated identity header' },
+  identity_header_too_long: { status: 400, detail: 'Identity header too long (MAX_IDENTITY_LENGTH)' },
+  no_client_address: { status: 400, detail: 'Client address unknown (connection closed)' },
+  not_found: { status: 404, detail: 'Not found' },
+  deployment_not_found: { status: 404, detail: 'Deployment not found' },
+  request_timeout: { status: 408, detail: 'Request not received in time' },
+  body_too_large: { status: 413, detail: 'Request body too large' },
+  headers_too_large: { status: 431, detail: 'Request headers too large' },
+  internal_error: { status: 500, detail: 'Internal gateway error' },
+  upstream_unreachable: { status: 502, detail: 'Upstream unreachable' },
+  store_unavailable: { status: 503, detail: 'Rate limit store unavailable' },
+  upstream_timeout: { status: 504, detail: 'Upstream did not answer in time' },
+} as const satisfies Record<string, { readonly status: number; readonly detail: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/**
+ * An error of the edge itself: a code of the catalogue, its status, and a detail. It renders as `{"detail", "code"}`
+ * and nothing else (no stack trace ever leaves the process), through one of the adapters below.
  */
 export class GatewayError extends Error {
+  readonly status: number;
+
   constructor(
-    readonly status: number,
-    readonly code: string,
-    detail: string,
+    readonly code: ErrorCode,
+    detail: string = ERRORS[code].detail,
     options?: { cause?: unknown },
   ) {
     super(detail, options);
     this.name = 'GatewayError';
+    this.status = ERRORS[code].status;
   }
 
-  toJSON(): { detail: string; code: string } {
+  /** The edge's error body: every adapter below sends this. */
+  toJSON(): { detail: string; code: ErrorCode } {
     return { detail: this.message, code: this.code };
   }
 }
 
-export const internalError = () => new GatewayError(500, 'internal_error', 'Internal gateway error');
-export const routeNotFound = () => new GatewayError(404, 'not_found', 'Not found');
+export const internalError = () => new GatewayError('internal_error');
+export const routeNotFound = () => new GatewayError('not_found');
 /** A deployment with no route here (unknown, not deployed yet, deleted); `id` null when the name was no id at all. */
 export const deploymentNotFound = (id: string | null) =>
-  new GatewayError(404, 'deployment_not_found', id === null ? 'Deployment not found' : `Deployment ${id} not found`);
-export const badRequest = (detail: string, code = 'bad_request') => new GatewayError(400, code, detail);
-export const payloadTooLarge = (limit: number) =>
-  new GatewayError(413, 'body_too_large', `Request body larger than ${limit} bytes`);
-export const badGateway = (detail: string, cause?: unknown) =>
-  new GatewayError(502, 'upstream_unreachable', detail, { cause });
-export const gatewayTimeout = (detail: string) => new GatewayError(504, 'upstream_timeout', detail);
-export const storeUnavailable = () => new GatewayError(503, 'store_unavailable', 'Rate limit store unavailable');
+  new GatewayError('deployment_not_found', id === null ? undefined : `Deployment ${id} not found`);
+export const badRequest = (detail: string) => new GatewayError('bad_request', detail);
+export const invalidPath = (reason: string) => new GatewayError('invalid_path', `Invalid request path: ${reason}`);
+/** Two headers of one identity: which one counts is ambiguous. */
+export const repeatedIdentityHeader = (header: string) =>
+  new GatewayError('repeated_identity_header', `Repeated ${header} header`);
 export const identityHeaderTooLong = (header: string, max: number) =>
-  new GatewayError(400, 'identity_header_too_long', `${header} header longer than ${max} bytes (MAX_IDENTITY_LENGTH)`);
+  new GatewayError('identity_header_too_long', `${header} header longer than ${max} bytes (MAX_IDENTITY_LENGTH)`);
+export const noClientAddress = () => new GatewayError('no_client_address');
+export const payloadTooLarge = (limit: number) =>
+  new GatewayError('body_too_large', `Request body larger than ${limit} bytes`);
+export const headersTooLarge = () => new GatewayError('headers_too_large');
+export const requestTimeout = () => new GatewayError('request_timeout');
+export const badGateway = (detail: string, cause?: unknown) =>
+  new GatewayError('upstream_unreachable', detail, { cause });
+export const gatewayTimeout = (detail: string) => new GatewayError('upstream_timeout', detail);
+export const storeUnavailable = () => new GatewayError('store_unavailable');
+
+/**
+ * On Node's response (the edge's handler, a service listener's 413). `headers`: the response's own headers, sent
+ * before the body's content type and length.
+ */
+export function writeError(res: ServerResponse, error: GatewayError, headers: OutgoingHttpHeaders = {}): void {
+  const body = JSON.stringify(error);
+  res.writeHead(error.status, {
+    ...headers,
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(body),
+  });
+  res.end(body);
+}
+
+/** As a Web Response (the listener's adapter errors, the admin listener's 404). */
+export function errorResponse(error: GatewayError): Response {
+  return new Response(JSON.stringify(error), { status: error.status, headers: { 'content-type': 'application/json' } });
+}
+
+/**
+ * As a whole HTTP/1.1 response for a socket no request was parsed from (Node's parser gave up): there is no response
+ * object to write it on, and the connection closes after it.
+ */
+export function rawErrorResponse(error: GatewayError): string {
+  const body = JSON.stringify(error);
+  return (
+    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
+    `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
+  );
+}

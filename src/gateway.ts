@@ -50,7 +50,7 @@ export interface Edge {
   close(): Promise<void>;
 }
 
-export interface EdgeOptions {
+export interface StartEdgeOptions {
   /** An edge worker's slot (1..WORKERS): counts its requests under `gateway_worker_requests_total{worker}`. */
   readonly workerSlot?: number;
   /** Called whenever readiness() may have changed (rules reloaded, store breaker moved, draining). */
@@ -124,7 +124,7 @@ export async function startEdge(
   settings: Settings,
   log: Logger,
   env: NodeJS.ProcessEnv = process.env,
-  options: EdgeOptions = {},
+  options: StartEdgeOptions = {},
 ): Promise<Edge> {
   const checkKeys = keyCheckOn(settings);
   const changed = options.onReadinessChange ?? (() => {});

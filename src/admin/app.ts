@@ -1,5 +1,5 @@
 import { Hono } from 'hono';
-import { routeNotFound } from '../errors.ts';
+import { errorResponse, routeNotFound } from '../errors.ts';
 
 export interface Readiness {
   /** Version of the rule file in force. */
@@ -29,6 +29,6 @@ export function adminApp({ ready, metrics }: { ready: () => Readiness; metrics: 
     return c.json({ status: ok ? 'ready' : 'not ready', ...r }, ok ? 200 : 503);
   });
   app.get('/metrics', async (c) => c.body(await metrics.metrics(), 200, { 'content-type': metrics.contentType }));
-  app.notFound((c) => c.json(routeNotFound().toJSON(), 404));
+  app.notFound(() => errorResponse(routeNotFound()));
   return app;
 }

@@ -8,7 +8,11 @@ import {
   GatewayError,
   identityHeaderTooLong,
   internalError,
+  invalidPath,
+  noClientAddress,
+  repeatedIdentityHeader,
   storeUnavailable,
+  writeError,
 } from '../errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { forward, type ForwardOptions, type Forwarding, type Upstream } from '../proxy/forward.ts';
@@ -195,20 +199,20 @@ function overlongIdentity(req: IncomingMessage, max: number): string | null {
     if (v.length > max) overlong ??= name;
     if (!v.includes(',')) continue; // Node joins repeats with ", "
     const count = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === name).length;
-    if (count > 1) throw badRequest(`Repeated ${name} header`, 'repeated_identity_header');
+    if (count > 1) throw repeatedIdentityHeader(name);
   }
   return overlong;
 }
 
 function unmappedPeer(req: IncomingMessage): string {
   const peer = req.socket.remoteAddress;
-  if (!peer) throw badRequest('Client address unknown (connection closed)', 'no_client_address');
+  if (!peer) throw noClientAddress();
   return peer;
 }
 
 function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
-  if (err instanceof InvalidPathError) return badRequest(`Invalid request path: ${err.message}`, 'invalid_path');
+  if (err instanceof InvalidPathError) return invalidPath(err.message);
   return internalError();
 }
 
@@ -231,7 +235,7 @@ function sendError(res: ServerResponse, error: GatewayError, headers: OutgoingHt
   }
   // An unread request body would otherwise be drained before the connection can be reused.
   if (error.status === 413 || error.status === 400) headers.connection = 'close';
-  sendJson(res, error.status, JSON.stringify(error), headers);
+  writeError(res, error, headers);
 }
 
 function sendJson(res: ServerResponse, status: number, body: string, headers: OutgoingHttpHeaders): void {

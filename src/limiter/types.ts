@@ -1,3 +1,5 @@
+import type { ErrorCode } from '../errors.ts';
+
 /**
  * The Limiter contract. Being over a limit is an outcome (a value); only a
  * store failure throws (StoreError), and the edge decides open or closed.
@@ -35,7 +37,7 @@ export interface Limiter {
 }
 
 export class StoreError extends Error {
-  readonly code = 'store_unavailable';
+  readonly code = 'store_unavailable' satisfies ErrorCode;
   constructor(message: string, options?: { cause?: unknown }) {
     super(message, options);
     this.name = 'StoreError';

@@ -2,7 +2,15 @@ import { getRequestListener, RequestError } from '@hono/node-server';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Hono } from 'hono';
-import { badRequest, GatewayError, internalError } from '../errors.ts';
+import {
+  badRequest,
+  errorResponse,
+  type GatewayError,
+  headersTooLarge,
+  internalError,
+  rawErrorResponse,
+  requestTimeout,
+} from '../errors.ts';
 import { closeAfterUnreadBody, readBodyFirst } from './unread-body.ts';
 
 export interface Listening {
@@ -36,10 +44,10 @@ export interface ListenOptions {
 const MAX_BUFFERED_BODY_BYTES = 16 * 1024 * 1024;
 
 /** Errors Node's HTTP parser answers before any handler runs, as the gateway's JSON errors. */
-const PARSER_ERRORS: Record<string, [number, string, string]> = {
-  HPE_HEADER_OVERFLOW: [431, 'headers_too_large', 'Request headers too large'],
-  ERR_HTTP_REQUEST_TIMEOUT: [408, 'request_timeout', 'Request not received in time'],
-  HPE_INVALID_METHOD: [400, 'bad_request', 'Invalid request method'],
+const PARSER_ERRORS: Record<string, () => GatewayError> = {
+  HPE_HEADER_OVERFLOW: headersTooLarge,
+  ERR_HTTP_REQUEST_TIMEOUT: requestTimeout,
+  HPE_INVALID_METHOD: () => badRequest('Invalid request method'),
 };
 
 /** How often Node checks open connections against headersTimeout / requestTimeout, ms. */
@@ -54,8 +62,7 @@ const IDLE_SWEEP_MS = 50;
  * than the adapter's empty one; anything else it catches, a JSON 500.
  */
 function adapterError(err: unknown): Response {
-  const error = err instanceof RequestError ? badRequest(`Malformed request: ${err.message}`) : internalError();
-  return new Response(JSON.stringify(error), { status: error.status, headers: { 'content-type': 'application/json' } });
+  return errorResponse(err instanceof RequestError ? badRequest(`Malformed request: ${err.message}`) : internalError());
 }
 
 /**
@@ -113,12 +120,7 @@ export async function listen(
   if (options.deferContinue) server.on('checkContinue', (req, res) => server.emit('request', req, res));
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();
-    const [status, code, detail] = PARSER_ERRORS[err.code ?? ''] ?? [400, 'bad_request', 'Malformed request'];
-    const body = JSON.stringify(new GatewayError(status, code, detail));
-    socket.end(
-      `HTTP/1.1 ${status} ${status === 431 ? 'Request Header Fields Too Large' : status === 408 ? 'Request Timeout' : 'Bad Request'}\r\n` +
-        `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    socket.end(rawErrorResponse(PARSER_ERRORS[err.code ?? '']?.() ?? badRequest('Malformed request')));
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,5 +1,5 @@
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
-import { payloadTooLarge } from '../errors.ts';
+import { payloadTooLarge, writeError } from '../errors.ts';
 
 /**
  * A request body left partly read when its response is written (an answer
@@ -54,9 +54,8 @@ export function readBodyFirst(maxBytes: number, handle: RequestListener): Reques
 }
 
 function tooLarge(res: ServerResponse, maxBytes: number): void {
-  const body = JSON.stringify(payloadTooLarge(maxBytes));
   res.shouldKeepAlive = false;
-  res.writeHead(413, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }).end(body);
+  writeError(res, payloadTooLarge(maxBytes));
 }
 
 /** True when the request announces a body (a Content-Length above 0, or chunked). */

@@ -91,7 +91,7 @@ export function forward(
     const exchange = new Exchange(upstream, again, request, res, extraHeaders, metrics, (err) => {
       if (err === null) return resolve({ status: exchange.status, aborted: false });
       if (exchange.clientGone) return resolve({ status: exchange.status || 499, aborted: true });
-      if (!res.headersSent) return reject(asGatewayError(err, exchange.upstream, options));
+      if (!res.headersSent) return reject(upstreamFailure(err, exchange.upstream, options));
       endStarted(res, exchange.eventStream);
       resolve({ status: exchange.status, aborted: false });
     });
@@ -230,7 +230,8 @@ function endStarted(res: ServerResponse, eventStream: boolean): void {
   else res.destroy();
 }
 
-function asGatewayError(err: unknown, upstream: Upstream, options: ForwardOptions): GatewayError {
+/** The error a failed exchange answers: its own (a 413), a timeout 504, anything else 502 naming the upstream. */
+function upstreamFailure(err: unknown, upstream: Upstream, options: ForwardOptions): GatewayError {
   const name = upstream.display ?? upstream.name;
   if (err instanceof GatewayError) return err;
   if ((err as { cause?: unknown }).cause instanceof GatewayError) return (err as { cause: GatewayError }).cause;

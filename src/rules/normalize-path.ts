@@ -1,3 +1,5 @@
+import type { ErrorCode } from '../errors.ts';
+
 /**
  * The one place a request path is normalised. The edge matches the result and
  * forwards exactly the result, so no client can reach an upstream route
@@ -25,7 +27,7 @@
  */
 
 export class InvalidPathError extends Error {
-  readonly code = 'invalid_path';
+  readonly code = 'invalid_path' satisfies ErrorCode;
   constructor(reason: string) {
     super(reason);
     this.name = 'InvalidPathError';

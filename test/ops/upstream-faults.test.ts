@@ -2,7 +2,7 @@ import { createServer, get, type IncomingMessage, type ServerResponse } from 'no
 import type { AddressInfo } from 'node:net';
 import { buildConnector, Pool, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { GatewayError } from '../../src/errors.ts';
+import { GatewayError, writeError } from '../../src/errors.ts';
 import { forward, type Forwarding, type Upstream } from '../../src/proxy/forward.ts';
 import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { sleep, startLoad, statusCounts, type Sample } from '../helpers/load.ts';
@@ -58,8 +58,7 @@ function expectJsonError(s: Pick<Sample, 'status' | 'body' | 'id'>, status: numb
 /** `forward()` as the edge calls it, its rejection answered as the edge answers it (JSON with the error's status). */
 function forwardOrAnswer(to: Omit<Forwarding, 'extraHeaders'>): void {
   forward({ ...to, extraHeaders: {} }, { headersTimeoutMs: 5000, maxBodyBytes: 1024 }).catch((err: unknown) => {
-    const e = err instanceof GatewayError ? err : new GatewayError(500, 'internal_error', String(err));
-    to.res.writeHead(e.status, { 'content-type': 'application/json' }).end(JSON.stringify(e));
+    writeError(to.res, err instanceof GatewayError ? err : new GatewayError('internal_error', String(err)));
   });
 }
 

@@ -6,10 +6,18 @@ import type { Logger } from 'pino';
 import { ApiError } from './api-error.ts';
 
 /**
- * How a service's errors leave it: one renderer for the control plane and the Agent Server. An ApiError answers its
- * status, headers and `{"detail"}`; Hono's HTTPException its status; `known` may turn another error into an ApiError
- * (e.g. a store that is down into a 503); anything else is logged with its stack as `<service> failure` and answered
- * `{"detail": "Internal server error."}` with 500.
+ * The one place a service's error body is written (the control plane's and the Agent Server's): the error's status,
+ * its headers, and `{"detail"}`.
+ */
+export function apiErrorResponse(c: Context, error: ApiError): Response {
+  for (const [name, value] of Object.entries(error.headers)) c.header(name, value);
+  return c.json(error.toJSON(), error.status as ContentfulStatusCode);
+}
+
+/**
+ * How a service's errors leave it. An ApiError answers itself; Hono's HTTPException its status and message; `known`
+ * may turn another error into an ApiError (e.g. a store that is down into a 503); anything else is logged with its
+ * stack as `<service> failure` and answered `{"detail": "Internal server error."}` with 500.
  */
 export function serviceErrorHandler(
   log: Logger,
@@ -18,24 +26,22 @@ export function serviceErrorHandler(
 ): ErrorHandler {
   return function onError(err: Error, c: Context): Response {
     const answer = err instanceof ApiError ? err : known(err);
-    if (answer !== null) {
-      for (const [name, value] of Object.entries(answer.headers)) c.header(name, value);
-      return c.json(answer.toJSON(), answer.status as ContentfulStatusCode);
-    }
-    if (err instanceof HTTPException) return c.json({ detail: err.message || 'Bad request' }, err.status);
+    if (answer !== null) return apiErrorResponse(c, answer);
+    if (err instanceof HTTPException)
+      return apiErrorResponse(c, new ApiError(err.status, err.message || 'Bad request'));
     log.error(
       { err: { type: err.name, message: err.message, stack: err.stack }, path: c.req.path, method: c.req.method },
       `${service} failure`,
     );
-    return c.json({ detail: 'Internal server error.' }, 500);
+    return apiErrorResponse(c, new ApiError(500, 'Internal server error.'));
   };
 }
 
-export const notFoundJson: NotFoundHandler = (c) => c.json({ detail: 'Not Found' }, 404);
+export const notFoundJson: NotFoundHandler = (c) => apiErrorResponse(c, new ApiError(404, 'Not Found'));
 
 /** Bodies over `maxBytes` answer 413 `{"detail"}` before a handler reads them. */
 export const jsonBodyLimit = (maxBytes: number) =>
   bodyLimit({
     maxSize: maxBytes,
-    onError: (c) => c.json({ detail: `Request body larger than ${maxBytes} bytes.` }, 413),
+    onError: (c) => apiErrorResponse(c, new ApiError(413, `Request body larger than ${maxBytes} bytes.`)),
   });

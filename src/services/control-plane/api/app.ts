@@ -4,7 +4,7 @@ import type { z } from 'zod';
 import type { KeyRegistry } from '../../../keys/types.ts';
 import { authenticate, type ControlPlaneEnv } from './auth.ts';
 import { ApiError, StoreUnavailable } from '../errors.ts';
-import { jsonBodyLimit, notFoundJson, serviceErrorHandler } from '../../shared/http-errors.ts';
+import { apiErrorResponse, jsonBodyLimit, notFoundJson, serviceErrorHandler } from '../../shared/http-errors.ts';
 import { checked, readJsonBody } from '../../shared/json-body.ts';
 import { isRedisError } from '../store/redis-store.ts';
 import { createBody, listDeploymentsQuery, listRevisionsQuery, patchBody } from './schemas.ts';
@@ -89,10 +89,7 @@ export function controlPlaneApp({
 }
 
 function notAllowed(api: Hono<ControlPlaneEnv>, path: string, allow: string): void {
-  api.all(path, (c) => {
-    c.header('Allow', allow);
-    return c.json({ detail: 'Method Not Allowed' }, 405);
-  });
+  api.all(path, (c) => apiErrorResponse(c, new ApiError(405, 'Method Not Allowed', { Allow: allow })));
 }
 
 function query<S extends z.ZodType>(c: Context<ControlPlaneEnv>, schema: S): z.infer<S> {

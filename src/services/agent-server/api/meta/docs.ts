@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { Hono } from 'hono';
 import type { AgentEnv } from '../../auth/authenticate.ts';
+import { notFoundJson } from '../../../shared/http-errors.ts';
 
 /**
  * GET /docs: the interactive API reference (Swagger UI) of this
@@ -70,7 +71,7 @@ export function mountDocs(
   );
   app.get('/docs/:asset', async (c) => {
     const asset = ASSETS[c.req.param('asset')];
-    if (asset === undefined) return c.json({ detail: 'Not Found' }, 404);
+    if (asset === undefined) return notFoundJson(c);
     let bytes = cache.get(asset.file);
     if (bytes === undefined) {
       bytes = await readFile(asset.file);
