@@ -5,8 +5,10 @@ import type { Env } from './env.ts';
 import { loadKeyRegistrySettings, type KeyRegistrySettings } from './key-registry.ts';
 
 /**
- * The settings of `gateway start`: read once from the environment by the entry point (cli/start.ts) and handed down;
- * nothing below it reads process.env. Frozen; an invalid value fails at boot naming the variable.
+ * The settings of `gateway start`: read once from the environment by the entry point (cli/start.ts) and handed down.
+ * Below it, process.env is only copied into the environment of a child process (a worker, git, npm, a deployment's
+ * process) and, in the Agent Server, read as the served app's own environment (app-config.ts, graph-defaults.ts).
+ * Frozen; an invalid value fails at boot naming the variable.
  */
 export interface Settings extends EdgeSettings {
   readonly bundled: BundledSettings;

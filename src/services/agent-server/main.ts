@@ -28,7 +28,8 @@ export async function runAgentServer(
 ): Promise<number> {
   let settings;
   try {
-    settings = loadAgentServerSettings(env); // the only read of the environment: settings handed down from here
+    // Read once, here. The app's own variables (langgraph.json `env`, LANGGRAPH_CONFIG) are read as the app loads.
+    settings = loadAgentServerSettings(env);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     out.err(`agent server: ${err.message}`);

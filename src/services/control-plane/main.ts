@@ -35,7 +35,7 @@ export async function runControlPlane(
 ): Promise<number> {
   let settings;
   try {
-    settings = loadControlPlaneSettings(env); // the only read of the environment: settings handed down from here
+    settings = loadControlPlaneSettings(env); // read once, here: everything below is handed `settings`
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     out.err(`control plane: ${err.message}`);
