@@ -5,7 +5,6 @@ import type { DeploymentAddressing } from './routing/deployment-url.ts';
 import { routeTableFromSettings } from './routing/from-settings.ts';
 import type { RouteTable } from './routing/route-table.ts';
 import { DeploymentUpstreams } from './routing/deployment-upstreams.ts';
-import { clientIpSettings } from './edge/client-ip-settings.ts';
 import { edgeHandler } from './edge/handler.ts';
 import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
@@ -20,7 +19,6 @@ import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
 import { BundledServices, type BundledService } from './services/bundled.ts';
 import type { Settings } from './settings/settings.ts';
-import { SettingsError } from './settings/env.ts';
 
 /** The edge without an admin listener: what `gateway start` runs in one process, and in each edge worker. */
 export interface Edge {
@@ -64,30 +62,9 @@ export interface Gateway extends Edge {
 /** How long boot waits for a Redis store's first connection before serving anyway (FAIL_MODE then applies). */
 const STORE_BOOT_WAIT_MS = 3000;
 
-/**
- * KEY_CHECK's default is on when both upstreams are the bundled services (the
- * registry is this process's own). Asked for with an external control plane,
- * the registry must be the platform's, in Redis.
- */
-export function keyCheckOn(settings: Settings): boolean {
-  const bundled = settings.controlPlaneUrl === null && settings.agentServerUrl === null;
-  const on = settings.keyCheck === 'on' || (settings.keyCheck === null && bundled);
-  if (on && settings.controlPlaneUrl !== null && settings.redisUrl === null) {
-    throw new SettingsError(
-      'KEY_CHECK',
-      'on with CONTROL_PLANE_URL needs REDIS_URL, where the platform keeps its key registry',
-    );
-  }
-  return on;
-}
-
 /** Boot: settings → rules → store → upstreams → edge and admin listeners. */
-export async function startGateway(
-  settings: Settings,
-  log: Logger,
-  env: NodeJS.ProcessEnv = process.env,
-): Promise<Gateway> {
-  const edge = await startEdge(settings, log, env);
+export async function startGateway(settings: Settings, log: Logger): Promise<Gateway> {
+  const edge = await startEdge(settings, log);
   const admin = await listen(
     adminApp({ metrics: edge.metrics.registry, ready: () => edge.readiness() }),
     settings.adminPort,
@@ -120,13 +97,7 @@ export async function startGateway(
 }
 
 /** Boot of the edge alone: settings → rules → store → upstreams → edge listener. */
-export async function startEdge(
-  settings: Settings,
-  log: Logger,
-  env: NodeJS.ProcessEnv = process.env,
-  options: StartEdgeOptions = {},
-): Promise<Edge> {
-  const checkKeys = keyCheckOn(settings);
+export async function startEdge(settings: Settings, log: Logger, options: StartEdgeOptions = {}): Promise<Edge> {
   const changed = options.onReadinessChange ?? (() => {});
   const metrics = createMetrics(options.workerSlot);
   let storeFailing = false;
@@ -154,7 +125,7 @@ export async function startEdge(
     domain: settings.deploymentsDomain,
   });
   // Upstreams: the configured URLs, else the bundled services in this process.
-  const bundled = new BundledServices(env, log);
+  const bundled = new BundledServices(settings.bundled, log);
   const owned: BundledService[] = [];
   // As many upstream connections as client connections: every request in flight (an open stream included) has
   // its own, so minutes-long streams never queue the requests behind them in the pool.
@@ -194,14 +165,15 @@ export async function startEdge(
   });
   const handle = edgeHandler({
     limit,
-    ...(checkKeys && { keyCheck: keyCheck(bundled.keys()) }),
+    ...(settings.keyCheck && { keyCheck: keyCheck(bundled.keys()) }),
     route: router({
       ...upstreams,
       // The default deployment is this gateway's own Agent Server; any other, its route's target.
       deployment: (id) => (id === bundled.defaultDeploymentId ? upstreams.agentServer : deployments.get(id)),
       domain: settings.deploymentsDomain,
     }),
-    ...clientIpSettings(settings),
+    trust: settings.trustProxy,
+    ipv6PrefixBits: settings.ipv6PrefixBits,
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },
     log,
     metrics,

@@ -8,7 +8,7 @@ import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
 import { deploymentPath } from '../routing/router.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import { requestTarget } from '../edge/request-target.ts';
-import type { Settings } from '../settings/settings.ts';
+import type { EdgeSettings } from '../settings/edge.ts';
 import type { Output } from '../process/output.ts';
 import type { Guard, Limit, Rule } from '../rules/types.ts';
 
@@ -26,7 +26,7 @@ export interface ExplainRequest {
  * and why, the buckets that apply and the store key each would use (the
  * identity digested, never the raw value).
  */
-export function explain(req: ExplainRequest, settings: Settings, out: Output): number {
+export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output): number {
   const file = regionRuleFile(settings.rulesDir, req.region);
   const { rules, guards } = loadRuleFile(file);
   const normalized = edgePath(req.target, settings);
@@ -132,7 +132,7 @@ function explainGuards(
 }
 
 /** The path the edge matches and forwards (ESCAPED_SLASHES applied); a target it refuses says so. */
-function edgePath(target: string, settings: Settings): string {
+function edgePath(target: string, settings: EdgeSettings): string {
   try {
     return normalizePath(requestTarget(target), settings.escapedSlashes);
   } catch (err) {

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { REGIONS, type Region } from '../region.ts';
 import { InvalidPathError } from '../rules/normalize-path.ts';
 import { RuleFileError } from '../rules/parse.ts';
-import { loadSettings } from '../settings/settings.ts';
+import { loadEdgeSettings } from '../settings/edge.ts';
 import { SettingsError } from '../settings/env.ts';
 import { check } from './check.ts';
 import { explain } from './explain.ts';
@@ -81,7 +81,7 @@ function runExplain(args: readonly string[], out: Output): number {
   if (!method || !target || positionals.length > 2) throw new UsageError(`expected <METHOD> <path>\n\n${USAGE}`);
   const env = { ...process.env };
   if (values['rules-dir']) env.RULES_DIR = values['rules-dir'];
-  const settings = loadSettings(env);
+  const settings = loadEdgeSettings(env);
   if (isIP(values.ip) === 0) throw new UsageError(`--ip must be an IP address, got "${values.ip}"`);
   const region = (values.region ?? settings.region).toLowerCase();
   if (!REGIONS.includes(region as Region))

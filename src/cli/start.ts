@@ -14,12 +14,15 @@ import type { Output } from '../process/output.ts';
  * the gateway keeps serving; an uncaught exception is logged and exits 70 (see process/guards.ts).
  * With WORKERS > 1 this process is the primary of that many edge workers (src/workers/), each of which runs this
  * command again as a cluster worker.
+ * The one reader of the environment: the settings (the edge's and the bundled services') are loaded here, once, and
+ * handed down.
  */
-export async function start(_out: Output): Promise<number> {
-  const settings = loadSettings();
+export async function start(_out: Output, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const settings = loadSettings(env);
   const log = createLogger(settings.logLevel);
   installProcessGuards(log);
-  const slot = process.env[WORKER_SLOT_VARIABLE];
+  // Set by the primary (workers/pool.ts) in the environment it forks a worker with.
+  const slot = env[WORKER_SLOT_VARIABLE];
   if (cluster.isWorker && slot !== undefined) return runEdgeWorker(settings, log, Number(slot));
   if (settings.workers > 1) {
     if (settings.redisUrl !== null || !settings.workersAuto) return runPrimary(settings, log);

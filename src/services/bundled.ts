@@ -8,15 +8,14 @@ import type { KeyRegistry } from '../keys/types.ts';
 import { listen } from '../listen/listen.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../redis-client.ts';
 import { SettingsError } from '../settings/env.ts';
+import type { BundledSettings } from '../settings/settings.ts';
 import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth/authenticate.ts';
 import { RedisCheckpointer } from './agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from './agent-server/store/redis-item-store.ts';
 import { RedisAgentStore } from './agent-server/store/redis-agent-store.ts';
-import { loadAgentServerSettings } from './agent-server/settings.ts';
 import { registerDefaultDeployment } from './control-plane/serving/default-deployment.ts';
 import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
-import { loadControlPlaneSettings } from './control-plane/settings.ts';
 
 export interface BundledService {
   readonly url: string;
@@ -25,8 +24,8 @@ export interface BundledService {
 
 /**
  * The bundled services, in this process on loopback ports, for a gateway
- * started without CONTROL_PLANE_URL / AGENT_SERVER_URL. Their settings come
- * from the same environment. Both check API keys against one registry (in
+ * started without CONTROL_PLANE_URL / AGENT_SERVER_URL. Their settings are
+ * the gateway's (settings.ts: read once, at start). Both check API keys against one registry (in
  * Redis with REDIS_URL, else in memory); a development key made at first
  * start is printed once on stdout, never logged.
  */
@@ -40,14 +39,14 @@ export class BundledServices {
   private lastRedisError: string | undefined;
 
   constructor(
-    private readonly env: NodeJS.ProcessEnv,
+    private readonly settings: BundledSettings,
     private readonly log: Logger,
   ) {}
 
   /** `deployments`: the route table it writes and the base of the deployments' `url` (the gateway's). */
   async controlPlane(deployments: Pick<ControlPlaneOptions, 'routes' | 'addressing'> = {}): Promise<BundledService> {
     await this.redisReachable();
-    const cp = await createControlPlane(loadControlPlaneSettings(this.env), this.log, {
+    const cp = await createControlPlane(this.need('controlPlane'), this.log, {
       keys: this.keys(),
       ...deployments,
     });
@@ -60,7 +59,7 @@ export class BundledServices {
   /** The default deployment: the app of APP_CONFIG, else the example app (bearer-token auth, per-user threads). */
   async agentServer(): Promise<BundledService> {
     await this.redisReachable();
-    const settings = loadAgentServerSettings(this.env);
+    const settings = this.need('agentServer');
     const verifyApiKey = registryKeyVerifier(this.keys());
     // With REDIS_URL, threads, their state and the long-term memory survive a restart: they share the key registry's
     // connection.
@@ -119,11 +118,11 @@ export class BundledServices {
    */
   keys(): KeyRegistry {
     if (this.registry) return this.registry;
-    const { keysPrefix, keysPrefixWarning } = loadControlPlaneSettings(this.env);
-    if (keysPrefixWarning !== null) this.log.warn(keysPrefixWarning);
+    const { prefix, warning } = this.need('keys');
+    if (warning !== null) this.log.warn(warning);
     const redis = this.redisClient();
     if (redis === null) return (this.registry = new MemoryKeyRegistry());
-    return (this.registry = new RedisKeyRegistry(redis, { prefix: keysPrefix }));
+    return (this.registry = new RedisKeyRegistry(redis, { prefix }));
   }
 
   /**
@@ -139,7 +138,7 @@ export class BundledServices {
         : redis.ping().then(
             () => undefined,
             (err: Error) => {
-              const url = new URL(loadControlPlaneSettings(this.env).redisUrl!);
+              const url = new URL(this.need('keys').redisUrl!);
               url.password = url.password && '***';
               throw new SettingsError(
                 'REDIS_URL',
@@ -150,10 +149,17 @@ export class BundledServices {
     return this.reachable;
   }
 
+  /** A service's settings: loadSettings reads them for every service this process runs, so never null when asked. */
+  private need<K extends keyof BundledSettings>(service: K): NonNullable<BundledSettings[K]> {
+    const settings = this.settings[service];
+    if (settings === null) throw new Error(`bundled ${service}: its settings were not loaded (it runs elsewhere)`);
+    return settings as NonNullable<BundledSettings[K]>;
+  }
+
   /** The one Redis connection of the bundled services (REDIS_URL), made on first use; null without REDIS_URL. */
   private redisClient(): Redis | null {
     if (this.redis) return this.redis;
-    const { redisUrl } = loadControlPlaneSettings(this.env);
+    const { redisUrl } = this.need('keys');
     if (redisUrl === null) return null;
     this.redis = createRedisClient(redisUrl, {
       ...SERVICE_REDIS,

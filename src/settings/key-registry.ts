@@ -13,7 +13,7 @@ export interface KeyRegistrySettings {
   readonly warning: string | null;
 }
 
-export function loadKeyRegistrySettings(env: Env = process.env): KeyRegistrySettings {
+export function loadKeyRegistrySettings(env: Env): KeyRegistrySettings {
   const redisUrl = redisUrlSetting(env);
   return Object.freeze({ redisUrl, ...keysPrefixSetting(env) });
 }

@@ -1,190 +1,36 @@
-import { isIP } from 'node:net';
-import { REGIONS, type Region } from '../region.ts';
-import { usableCpus } from '../workers/cpu-count.ts';
-import { ESCAPED_SLASHES, type EscapedSlashes } from '../rules/normalize-path.ts';
-import {
-  bytes,
-  duration,
-  integer,
-  list,
-  LOG_LEVELS,
-  matching,
-  oneOf,
-  optionalUrl,
-  port,
-  SettingsError,
-  text,
-  type Env,
-} from './env.ts';
-import { routesPrefixSetting } from './deployment-routes.ts';
+import { loadAgentServerSettings, type AgentServerSettings } from '../services/agent-server/settings.ts';
+import { loadControlPlaneSettings, type ControlPlaneSettings } from '../services/control-plane/settings.ts';
+import { loadEdgeSettings, type EdgeSettings } from './edge.ts';
+import type { Env } from './env.ts';
+import { loadKeyRegistrySettings, type KeyRegistrySettings } from './key-registry.ts';
 
 /**
- * Environment → one frozen, typed Settings. An invalid value fails at boot
- * with a message naming the variable; an unset one takes the documented default.
+ * The settings of `gateway start`: read once from the environment by the entry point (cli/start.ts) and handed down.
+ * Below it, process.env is only copied into the environment of a child process (a worker, git, npm, a deployment's
+ * process) and, in the Agent Server, read as the served app's own environment (app-config.ts, graph-defaults.ts).
+ * Frozen; an invalid value fails at boot naming the variable.
  */
-export interface Settings {
-  readonly port: number;
-  /**
-   * HOST: the public listener's address; null (unset) = every interface, IPv6 and IPv4 (`::` dual-stack), or
-   * `0.0.0.0` where the host has no IPv6.
-   */
-  readonly host: string | null;
-  readonly adminPort: number;
-  /** ADMIN_HOST: the admin listener's address (default 127.0.0.1: /metrics and /readyz stay on the machine). */
-  readonly adminHost: string;
-  readonly region: Region;
-  readonly rulesDir: string;
-  /** Prefix of every bucket key in the store. */
-  readonly keyPrefix: string;
-  /** Secret of the keyed hash that replaces identities in bucket keys. */
-  readonly identitySecret: string;
-  /** True when IDENTITY_SECRET is unset and the public development secret is in use. */
-  readonly identitySecretIsDefault: boolean;
-  readonly logLevel: string;
-  /** Redis for buckets; null = in-memory store. */
-  readonly redisUrl: string | null;
-  /** Redis Cluster seed nodes (`host:port`); empty = not a cluster. */
-  readonly redisClusterNodes: readonly { host: string; port: number }[];
-  readonly storeTimeoutMs: number;
-  readonly failMode: 'open' | 'closed';
-  /** CIDRs of proxies whose X-Forwarded-For is believed. */
-  readonly trustProxy: readonly string[];
-  readonly ipv6PrefixBits: number;
-  /** Upstream URLs; null = the built-in one started in process. */
-  readonly controlPlaneUrl: string | null;
-  readonly agentServerUrl: string | null;
-  readonly upstreamTimeoutMs: number;
-  readonly maxBodyBytes: number;
-  /** Most buckets of the in-memory store. */
-  readonly memoryMaxKeys: number;
-  /** Edge processes sharing the store: the fail-open fallback divides each limit by it. */
-  readonly expectedInstances: number;
-  /** `all`: every rule counts and reports but never denies. */
-  readonly shadowAll: boolean;
-  /** KEY_CHECK: on, off, or null = on exactly when both upstreams are the bundled services. */
-  readonly keyCheck: 'on' | 'off' | null;
-  /** Grace for in-flight requests and open streams on SIGTERM. */
-  readonly drainMs: number;
-  /** Most open client connections; more are refused at accept. */
-  readonly maxConnections: number;
-  /** Longest value (bytes) of an identity header (`x-api-key`, `x-user-id`); longer answers 400, counted by IP. */
-  readonly maxIdentityLength: number;
-  /** What the edge does with `%2F` / `%5C` in a path: reject (400), unescape (decode, match and forward), keep. */
-  readonly escapedSlashes: EscapedSlashes;
-  /**
-   * PUBLIC_URL: the edge's public address, the base of a deployment's path-form `url`
-   * (`{PUBLIC_URL}/deployments/{id}`); null = the edge's own address once listening (`http://localhost:<port>`).
-   */
-  readonly publicUrl: string | null;
-  /** DEPLOYMENTS_DOMAIN: deployments are also served at `{id}.{domain}` (Host header), and their `url` is that. */
-  readonly deploymentsDomain: string | null;
-  /** ROUTES_PREFIX: prefix of the deployment route table's Redis keys (`<prefix>:<region>:{routes}:...`). */
-  readonly routesPrefix: string;
-  /**
-   * WORKERS: edge processes sharing the public port (`auto`: one per CPU the process may use, within a container's
-   * CPU quota).
-   */
-  readonly workers: number;
-  /** WORKERS is `auto`: without REDIS_URL the gateway then runs one edge process instead of refusing to start. */
-  readonly workersAuto: boolean;
+export interface Settings extends EdgeSettings {
+  readonly bundled: BundledSettings;
 }
 
 /**
- * Used when IDENTITY_SECRET is unset. Every process then derives the same keys, which is what a local setup wants;
- * production sets its own.
+ * The settings of the services this process runs itself (services/bundled.ts). A service that runs elsewhere has
+ * null: its variables are not this process's, and an invalid one must not stop a gateway that does not use it.
  */
-export const DEVELOPMENT_IDENTITY_SECRET = 'development-identity-secret-set-IDENTITY_SECRET-in-production';
-
-export function loadSettings(env: Env = process.env): Settings {
-  const secret = text(env, 'IDENTITY_SECRET', '');
-  if (secret !== '' && secret.length < 16) throw new SettingsError('IDENTITY_SECRET', 'must be at least 16 characters');
-  return Object.freeze({
-    port: port(env, 'PORT', 8080),
-    host: listenAddress(env, 'HOST', null),
-    adminPort: port(env, 'ADMIN_PORT', 9090),
-    adminHost: listenAddress(env, 'ADMIN_HOST', '127.0.0.1'),
-    region: oneOf(env, 'REGION', REGIONS, 'us'),
-    rulesDir: text(env, 'RULES_DIR', 'rules'),
-    keyPrefix: matching(
-      env,
-      'KEY_PREFIX',
-      /^[A-Za-z0-9_.-]{1,32}$/,
-      'rl',
-      'letters, digits, "_", "." or "-", at most 32',
-    ),
-    identitySecret: secret || DEVELOPMENT_IDENTITY_SECRET,
-    identitySecretIsDefault: secret === '',
-    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
-    redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
-    redisClusterNodes: list(env, 'REDIS_CLUSTER_NODES').map((n) => hostPort('REDIS_CLUSTER_NODES', n)),
-    storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 50, 1, 60_000),
-    failMode: oneOf(env, 'FAIL_MODE', ['open', 'closed'] as const, 'open'),
-    trustProxy: list(env, 'TRUST_PROXY'),
-    ipv6PrefixBits: integer(env, 'IPV6_PREFIX', 64, 1, 128),
-    controlPlaneUrl: optionalUrl(env, 'CONTROL_PLANE_URL', ['http:', 'https:']),
-    agentServerUrl: optionalUrl(env, 'AGENT_SERVER_URL', ['http:', 'https:']),
-    upstreamTimeoutMs: duration(env, 'UPSTREAM_TIMEOUT', 30_000),
-    maxBodyBytes: bytes(env, 'MAX_BODY', 10 * 1024 * 1024),
-    memoryMaxKeys: integer(env, 'MEMORY_MAX_KEYS', 500_000, 1_000, 50_000_000),
-    expectedInstances: integer(env, 'EXPECTED_INSTANCES', 1, 1, 10_000),
-    shadowAll: oneOf(env, 'SHADOW', ['off', 'all'] as const, 'off') === 'all',
-    keyCheck:
-      env.KEY_CHECK === undefined || env.KEY_CHECK === ''
-        ? null
-        : oneOf(env, 'KEY_CHECK', ['on', 'off'] as const, 'on'),
-    drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
-    maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
-    maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
-    escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
-    publicUrl: publicUrl(env),
-    deploymentsDomain: deploymentsDomain(env),
-    routesPrefix: routesPrefixSetting(env),
-    workers: workerCount(env),
-    workersAuto: text(env, 'WORKERS', '').toLowerCase() === 'auto',
-  });
+export interface BundledSettings {
+  /** Null with CONTROL_PLANE_URL. */
+  readonly controlPlane: ControlPlaneSettings | null;
+  /** Null with AGENT_SERVER_URL. */
+  readonly agentServer: AgentServerSettings | null;
+  /** The key registry (and the services' Redis) of either service, and of KEY_CHECK; null when none of them runs. */
+  readonly keys: KeyRegistrySettings | null;
 }
 
-/** PUBLIC_URL without its trailing slash; no query or fragment (a deployment's path is appended to it). */
-export function publicUrl(env: Env): string | null {
-  const v = optionalUrl(env, 'PUBLIC_URL', ['http:', 'https:']);
-  if (v === null) return null;
-  const url = new URL(v);
-  if (url.search !== '' || url.hash !== '' || url.username !== '' || url.password !== '')
-    throw new SettingsError('PUBLIC_URL', `must be a plain http(s) address without credentials, query or fragment`);
-  return v.replace(/\/+$/, '');
-}
-
-/** A DNS name (`deploy.example.com`, `localhost`), lowercased, without a leading dot or a port. */
-export function deploymentsDomain(env: Env): string | null {
-  const v = text(env, 'DEPLOYMENTS_DOMAIN', '').toLowerCase().replace(/^\./, '');
-  if (v === '') return null;
-  const label = '[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?';
-  if (v.length > 253 || !new RegExp(`^${label}(?:\\.${label})*$`).test(v))
-    throw new SettingsError('DEPLOYMENTS_DOMAIN', `must be a domain name such as deploy.example.com, got "${v}"`);
-  return v;
-}
-
-/** WORKERS: a whole number 1-1024, or `auto` (the CPUs this process may use, see usableCpus). */
-function workerCount(env: Env): number {
-  const v = text(env, 'WORKERS', '1').toLowerCase();
-  if (v === 'auto') return usableCpus();
-  const n = /^\d+$/.test(v) ? Number(v) : NaN;
-  if (!(n >= 1 && n <= 1024)) throw new SettingsError('WORKERS', `must be a whole number 1-1024 or auto, got "${v}"`);
-  return n;
-}
-
-function hostPort(name: string, entry: string): { host: string; port: number } {
-  const m = /^(.+):(\d{1,5})$/.exec(entry);
-  if (!m || Number(m[2]) > 65535) throw new SettingsError(name, `each node must be host:port, got "${entry}"`);
-  return { host: m[1]!.replace(/^\[|\]$/g, ''), port: Number(m[2]) };
-}
-
-/** An IP address to listen on (`0.0.0.0`, `::`, `127.0.0.1`, `::1`, `[::1]`, an interface's address). */
-function listenAddress<T extends string | null>(env: Env, name: string, fallback: T): string | T {
-  const v = text(env, name, '');
-  if (v === '') return fallback;
-  const address = v.replace(/^\[(.*)\]$/, '$1');
-  if (isIP(address) === 0)
-    throw new SettingsError(name, `must be an IP address to listen on (0.0.0.0, ::, 127.0.0.1, ::1), got "${v}"`);
-  return address;
+export function loadSettings(env: Env): Settings {
+  const edge = loadEdgeSettings(env);
+  const controlPlane = edge.controlPlaneUrl === null ? loadControlPlaneSettings(env) : null;
+  const agentServer = edge.agentServerUrl === null ? loadAgentServerSettings(env) : null;
+  const keys = controlPlane || agentServer || edge.keyCheck ? loadKeyRegistrySettings(env) : null;
+  return Object.freeze({ ...edge, bundled: Object.freeze({ controlPlane, agentServer, keys }) });
 }

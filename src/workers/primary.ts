@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import { adminApp } from '../admin/app.ts';
-import { keyCheckOn } from '../gateway.ts';
 import { listen } from '../listen/listen.ts';
 import { regionRuleFile } from '../rules/load.ts';
 import { RuleSource } from '../rules/rule-source.ts';
@@ -21,7 +20,7 @@ const DRAIN_KILL_GRACE_MS = 5000;
  * /readyz over them. SIGHUP reaches every worker; SIGTERM / SIGINT drain them all, then the services, and return 0;
  * a second signal kills the workers and exits 1. Returns the exit code.
  */
-export async function runPrimary(settings: Settings, log: Logger, env: NodeJS.ProcessEnv = process.env) {
+export async function runPrimary(settings: Settings, log: Logger) {
   const count = settings.workers;
   // Installed first: SIGHUP's default action ends a process; while the workers start, each reads the file anyway.
   let pool: WorkerPool | undefined;
@@ -31,9 +30,8 @@ export async function runPrimary(settings: Settings, log: Logger, env: NodeJS.Pr
       'WORKERS',
       `${count} edge workers need REDIS_URL: with the in-memory store each worker would keep its own buckets and admit up to ${count} × every limit (set REDIS_URL, or WORKERS=1)`,
     );
-  // Checked here once, so that an invalid rule file or KEY_CHECK is one message, not one per worker.
+  // Checked here once, so that an invalid rule file is one message, not one per worker.
   new RuleSource(regionRuleFile(settings.rulesDir, settings.region));
-  const keyCheck = keyCheckOn(settings);
 
   // The deployment route table the bundled control plane writes and every worker reads (in Redis: REDIS_URL is set).
   const routeTable = routeTableFromSettings(settings, log.child({ component: 'deployment-routes' }));
@@ -41,7 +39,7 @@ export async function runPrimary(settings: Settings, log: Logger, env: NodeJS.Pr
     publicUrl: settings.publicUrl ?? `http://localhost:${pool?.address?.port ?? settings.port}`,
     domain: settings.deploymentsDomain,
   });
-  const bundled = new BundledServices(env, log);
+  const bundled = new BundledServices(settings.bundled, log);
   const owned: BundledService[] = [];
   const serviceUrl = async (url: string | null, start: () => Promise<BundledService>) => {
     if (url !== null) return url;
@@ -60,7 +58,7 @@ export async function runPrimary(settings: Settings, log: Logger, env: NodeJS.Pr
     AGENT_SERVER_URL: await serviceUrl(settings.agentServerUrl, () => bundled.agentServer()),
     // Decided here, where the upstreams are known to be the bundled ones: with their URLs set, a worker's default
     // would be off.
-    KEY_CHECK: keyCheck ? 'on' : 'off',
+    KEY_CHECK: settings.keyCheck ? 'on' : 'off',
   };
 
   pool = new WorkerPool(count, workerEnv, log);

@@ -26,7 +26,7 @@ export async function runEdgeWorker(settings: Settings, rootLog: Logger, slot: n
   let edge: Edge | undefined;
   // EXPECTED_INSTANCES counts gateways; each of their workers has its own fallback buckets (FAIL_MODE=open).
   const perWorker = { ...settings, expectedInstances: settings.expectedInstances * settings.workers };
-  edge = await startEdge(perWorker, log, process.env, {
+  edge = await startEdge(perWorker, log, {
     workerSlot: slot,
     onReadinessChange: () => edge && send({ gateway: 'readiness', readiness: edge.readiness() }),
   });

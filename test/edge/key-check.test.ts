@@ -6,8 +6,6 @@ import { keyCheck } from '../../src/edge/key-check.ts';
 import { generateKey } from '../../src/keys/key-format.ts';
 import { MemoryKeyRegistry } from '../../src/keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../../src/keys/redis-registry.ts';
-import { startGateway } from '../../src/gateway.ts';
-import { createLogger } from '../../src/log.ts';
 import { loadSettings } from '../../src/settings/settings.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
@@ -152,15 +150,16 @@ describe('KEY_CHECK setting', () => {
     }
   });
 
-  it('on with an external control plane and no REDIS_URL fails at boot, naming KEY_CHECK', async () => {
-    const settings = loadSettings({
-      KEY_CHECK: 'on',
-      CONTROL_PLANE_URL: 'http://127.0.0.1:1',
-      AGENT_SERVER_URL: 'http://127.0.0.1:1',
-      PORT: '0',
-      ADMIN_PORT: '0',
-    });
-    await expect(startGateway(settings, createLogger('silent'))).rejects.toThrow(/^KEY_CHECK: /);
+  it('on with an external control plane and no REDIS_URL fails at boot (loading the settings), naming KEY_CHECK', () => {
+    expect(() =>
+      loadSettings({
+        KEY_CHECK: 'on',
+        CONTROL_PLANE_URL: 'http://127.0.0.1:1',
+        AGENT_SERVER_URL: 'http://127.0.0.1:1',
+        PORT: '0',
+        ADMIN_PORT: '0',
+      }),
+    ).toThrow(/^KEY_CHECK: /);
   });
 
   it('rejects a value other than on or off', () => {

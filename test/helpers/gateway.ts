@@ -29,7 +29,6 @@ export async function startTestGateway(given: Record<string, string> = {}): Prom
   const gateway = await startGateway(
     settings,
     createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]),
-    { ...process.env, ...env },
   );
   const close = async () => {
     // A test that failed mid-stream can leave a connection open, and server.close() waits for it: cut it after a grace

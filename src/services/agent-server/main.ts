@@ -4,7 +4,7 @@ import { consoleOutput, type Output } from '../../process/output.ts';
 import { listen } from '../../listen/listen.ts';
 import { createLogger } from '../../log.ts';
 import { installProcessGuards } from '../../process/guards.ts';
-import { SettingsError } from '../../settings/env.ts';
+import { SettingsError, type Env } from '../../settings/env.ts';
 import { AppConfigError, GraphLoadError } from './app-config.ts';
 import { createAgentServer } from './app.ts';
 import { fixedKeyVerifier } from './auth/authenticate.ts';
@@ -21,13 +21,14 @@ import { loadAgentServerSettings } from './settings.ts';
  * load (`agent server: graphs.<name>: <import error>`, a GraphLoadError), 1 for any other failure to start.
  */
 export async function runAgentServer(
-  env: NodeJS.ProcessEnv = process.env,
+  env: Env,
   out: Output = consoleOutput,
   /** Installs the process-level policy (process/guards.ts): the program's entry point does, a test does not. */
   guard = false,
 ): Promise<number> {
   let settings;
   try {
+    // Read once, here. The app's own variables (langgraph.json `env`, LANGGRAPH_CONFIG) are read as the app loads.
     settings = loadAgentServerSettings(env);
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;

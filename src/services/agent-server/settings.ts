@@ -45,7 +45,7 @@ export interface AgentServerSettings {
 
 export const EXAMPLE_APP_CONFIG = fileURLToPath(new URL('../../../examples/app/langgraph.json', import.meta.url));
 
-export function loadAgentServerSettings(env: Env = process.env): AgentServerSettings {
+export function loadAgentServerSettings(env: Env): AgentServerSettings {
   const keys = list(env, 'AGENT_SERVER_API_KEYS');
   for (const k of keys)
     if (k.length < 16) throw new SettingsError('AGENT_SERVER_API_KEYS', 'each key must be at least 16 characters');

@@ -5,7 +5,7 @@ import { describeDevelopmentKey } from '../../keys/bootstrap.ts';
 import { listen } from '../../listen/listen.ts';
 import { createLogger } from '../../log.ts';
 import { installProcessGuards } from '../../process/guards.ts';
-import { SettingsError } from '../../settings/env.ts';
+import { SettingsError, type Env } from '../../settings/env.ts';
 import { createControlPlane } from './control-plane.ts';
 import { loadControlPlaneSettings } from './settings.ts';
 
@@ -14,7 +14,7 @@ import { loadControlPlaneSettings } from './settings.ts';
  * (port CONTROL_PLANE_PORT, default 8081). Runs until SIGTERM/SIGINT.
  */
 export async function runControlPlane(
-  env: NodeJS.ProcessEnv = process.env,
+  env: Env,
   out: Output = consoleOutput,
   /**
    * `stop` resolves when the service should stop (default: SIGTERM or SIGINT); `listening` gets its URL; `log` replaces
@@ -35,7 +35,7 @@ export async function runControlPlane(
 ): Promise<number> {
   let settings;
   try {
-    settings = loadControlPlaneSettings(env);
+    settings = loadControlPlaneSettings(env); // read once, here: everything below is handed `settings`
   } catch (err) {
     if (!(err instanceof SettingsError)) throw err;
     out.err(`control plane: ${err.message}`);

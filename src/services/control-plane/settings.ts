@@ -17,9 +17,8 @@ import {
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkRepoHostsAllowed } from './builds/repo-hosts.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
-import { routesPrefixSetting } from '../../settings/deployment-routes.ts';
-// The edge's reading of PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both services.
-import { deploymentsDomain, publicUrl } from '../../settings/settings.ts';
+// The edge's reading of ROUTES_PREFIX, PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both.
+import { deploymentsDomain, publicUrl, routesPrefixSetting } from '../../settings/deployment-routes.ts';
 
 /**
  * Environment → the control plane's frozen settings, read with the settings
@@ -83,7 +82,7 @@ export interface ControlPlaneSettings {
   readonly edgePort: number;
 }
 
-export function loadControlPlaneSettings(env: Env = process.env): ControlPlaneSettings {
+export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
   const region = oneOf(env, 'REGION', REGIONS, 'us');
   const redisUrl = redisUrlSetting(env);
   const storePrefix = servicePrefix(env, 'CONTROL_PLANE_PREFIX', 'cp');
