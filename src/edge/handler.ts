@@ -83,11 +83,16 @@ export function edgeHandler(options: EdgeOptions) {
       const identity = read instanceof Promise ? await read : read; // awaited only on a registry lookup
       const { overlong } = identity;
       verdict = await limit({ method, path: destination.path, ...identity.counted });
+      if (verdict?.decision === 'store-down') {
+        // The store failed and the rule fails closed: no bucket decided, so no rate-limit headers.
+        status = 503;
+        sendError(res, storeUnavailable(), { 'x-request-id': requestId });
+        return;
+      }
       const extra: OutgoingHttpHeaders = verdict
         ? { ...verdict.headers, 'x-request-id': requestId }
         : { 'x-request-id': requestId };
       if (draining()) extra.connection = 'close';
-      if (verdict?.decision === 'store-down') throw storeUnavailable();
       if (verdict?.decision === 'denied') {
         status = 429;
         sendDenied(res, verdict, extra);
