@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
+import type { IncomingMessage, OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import {
@@ -9,8 +9,6 @@ import {
   identityHeaderTooLong,
   internalError,
   invalidPath,
-  noClientAddress,
-  repeatedIdentityHeader,
   storeUnavailable,
   writeError,
 } from '../errors.ts';
@@ -22,10 +20,10 @@ import { accessLog } from './access-log.ts';
 import { requestTarget } from './request-target.ts';
 import { DEPLOYMENT_ID, type Destination } from '../routing/router.ts';
 import type { KeyCheck } from './key-check.ts';
-import { clientIp, unmapIPv4, type TrustedProxies } from './client-ip.ts';
+import type { TrustedProxies } from './client-ip.ts';
+import { identityReader } from './request-identity.ts';
 import type { Verdict } from './limit.ts';
 import type { MatchRequest } from '../rules/compile.ts';
-import { IDENTITIES, IDENTITY_HEADERS, ipIdentity } from '../rules/identity.ts';
 
 export interface EdgeOptions {
   readonly limit: (request: MatchRequest) => Promise<Verdict | null>;
@@ -50,8 +48,6 @@ export interface EdgeOptions {
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-/** The header KEY_CHECK looks up: the `api-key` identity's. */
-const API_KEY_HEADER = IDENTITIES['api-key'].header;
 
 /**
  * One request through the edge, on Node's own request and response objects
@@ -65,6 +61,7 @@ export function edgeHandler(options: EdgeOptions) {
   const maxIdentityLength = options.maxIdentityLength ?? 256;
   const escapedSlashes = options.escapedSlashes ?? 'reject';
   const logRequest = accessLog(log);
+  const readIdentity = identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLength });
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
@@ -84,23 +81,20 @@ export function edgeHandler(options: EdgeOptions) {
       const destination = route(path, host);
       if (destination.kind === 'deployment' && DEPLOYMENT_ID.test(destination.deploymentId))
         deployment = destination.deploymentId;
-      const overlong = overlongIdentity(req, maxIdentityLength);
-      const peer = unmappedPeer(req);
-      const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
-      // An over-long identity reaches no cache and no registry: it is refused below, after being counted.
-      const known = overlong !== null || keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
-      const unknownKey = known === false || (known !== true && !(await known)); // awaited only on a registry lookup
-      // An unknown key buys no bucket of its own: the request is counted as if it carried no key (it is still
-      // forwarded with it: the upstream authenticates, and may know keys the registry does not, custom auth). An
-      // over-long identity is counted as a request without identity headers, then refused.
-      const headers =
-        overlong !== null ? withoutIdentity(req.headers) : unknownKey ? withoutApiKey(req.headers) : req.headers;
-      verdict = await limit({ method, path: destination.path, headers, ip: ipIdentity(ip, ipv6PrefixBits) });
+      const read = readIdentity(req);
+      const identity = read instanceof Promise ? await read : read; // awaited only on a registry lookup
+      const { overlong } = identity;
+      verdict = await limit({ method, path: destination.path, ...identity.counted });
+      if (verdict?.decision === 'store-down') {
+        // The store failed and the rule fails closed: no bucket decided, so no rate-limit headers.
+        status = 503;
+        sendError(res, storeUnavailable(), { 'x-request-id': requestId });
+        return;
+      }
       const extra: OutgoingHttpHeaders = verdict
         ? { ...verdict.headers, 'x-request-id': requestId }
         : { 'x-request-id': requestId };
       if (draining()) extra.connection = 'close';
-      if (verdict?.decision === 'store-down') throw storeUnavailable();
       if (verdict?.decision === 'denied') {
         status = 429;
         sendDenied(res, verdict, extra);
@@ -113,8 +107,8 @@ export function edgeHandler(options: EdgeOptions) {
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
       const forwarded = upstreamRequestHeaders(req.headers, {
-        clientIp: ip,
-        trustedPeer: trust.isTrusted(peer) ? unmapIPv4(peer) : null,
+        clientIp: identity.clientIp,
+        trustedPeer: identity.trustedPeer,
         proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
         requestId,
       });
@@ -175,41 +169,6 @@ function requestHost(host: string | undefined): string {
   return host;
 }
 
-function knownOrNoKey(check: KeyCheck, key: string | string[] | undefined): boolean | Promise<boolean> {
-  return typeof key !== 'string' || key === '' || check(key);
-}
-
-/** The headers the limit step sees for a request whose key the registry does not hold: all but the key. */
-function withoutApiKey(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const rest = { ...headers };
-  delete rest[API_KEY_HEADER];
-  return rest;
-}
-
-/**
- * Two headers of one identity (two `x-api-key`, say) are ambiguous: which one counts? Refuse rather than guess.
- * Returns the name of the first identity header longer than `max` bytes (Node reads header values as latin1: one
- * character per byte), or null.
- */
-function overlongIdentity(req: IncomingMessage, max: number): string | null {
-  let overlong: string | null = null;
-  for (const name of IDENTITY_HEADERS) {
-    const v = req.headers[name];
-    if (v === undefined) continue;
-    if (v.length > max) overlong ??= name;
-    if (!v.includes(',')) continue; // Node joins repeats with ", "
-    const count = req.rawHeaders.filter((h, i) => i % 2 === 0 && h.toLowerCase() === name).length;
-    if (count > 1) throw repeatedIdentityHeader(name);
-  }
-  return overlong;
-}
-
-function unmappedPeer(req: IncomingMessage): string {
-  const peer = req.socket.remoteAddress;
-  if (!peer) throw noClientAddress();
-  return peer;
-}
-
 function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   if (err instanceof InvalidPathError) return invalidPath(err.message);
@@ -241,11 +200,4 @@ function sendError(res: ServerResponse, error: GatewayError, headers: OutgoingHt
 function sendJson(res: ServerResponse, status: number, body: string, headers: OutgoingHttpHeaders): void {
   res.writeHead(status, { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
   res.end(body);
-}
-
-/** The headers without any identity header: counted as an anonymous request (by client IP). */
-function withoutIdentity(headers: IncomingHttpHeaders): IncomingHttpHeaders {
-  const rest = { ...headers };
-  for (const name of IDENTITY_HEADERS) delete rest[name];
-  return rest;
 }

@@ -10,7 +10,7 @@ import { limiterContract } from './contract.ts';
  * A private 3-master cluster on free loopback ports, torn down afterwards.
  * The contract runs twice: with every key of a call in one slot (a hash tag:
  * one script, exact), and with keys spread over slots (one script per slot,
- * denied calls refunded; see redis-limiter.ts for the guarantee).
+ * denied calls refunded; see redis-cluster-limiter.ts for the guarantee).
  */
 
 let cluster: RedisCluster;
