@@ -1,6 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { readAppConfig, BuildFailure } from './app-config.ts';
+import { folderBytes, mib } from './folder-size.ts';
 import { git, GitError, redactCredentials } from './git.ts';
 import type { RepoHostPolicy } from './repo-hosts.ts';
 import { isGitSource, type Source } from '../types.ts';
@@ -41,7 +42,12 @@ export interface GitBuilderOptions {
   readonly localRepos?: boolean;
   /** Where a network `repo_url` may point, checked (DNS resolved again) right before the clone. Default: anywhere. */
   readonly repoHosts?: RepoHostPolicy;
+  /** Most bytes a checkout (its .git included) may take (CHECKOUT_MAX_MB); default CHECKOUT_MAX_BYTES. */
+  readonly maxCheckoutBytes?: number;
 }
+
+/** A 51 KiB pack can check out as 200 MiB: the checkout is measured before anything reads it. */
+export const CHECKOUT_MAX_BYTES = 1024 * 1024 * 1024;
 
 export class GitBuilder implements Builder {
   constructor(private readonly options: GitBuilderOptions) {}
@@ -64,6 +70,9 @@ export class GitBuilder implements Builder {
     if (admitted.refused !== null) throw new BuildFailure(admitted.refused);
     try {
       const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal, admitted.pin);
+      const max = this.options.maxCheckoutBytes ?? CHECKOUT_MAX_BYTES;
+      if ((await folderBytes(req.workFolder, max)) > max)
+        throw new BuildFailure(`repo_url: the checkout of ${req.repoRef} is over its limit of ${mib(max)}`);
       const config = await readAppConfig(req.workFolder, req.configPath, req.repoRef);
       return { commitSha, graphs: config.graphs, authPath: config.authPath };
     } catch (err) {
