@@ -1,3 +1,4 @@
+import { timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
 import { errorResponse, routeNotFound } from '../errors.ts';
 
@@ -19,10 +20,32 @@ export interface MetricsSource {
 /**
  * The admin listener (ADMIN_PORT): health, readiness and metrics for
  * orchestrators and Prometheus; never rate limited, never on the public port.
+ *
+ * Nothing here mutates. /healthz and /readyz stay open: probes carry no credentials, and they tell only whether the
+ * gateway serves. /metrics counts every tenant's traffic (requests, limits, upstream latencies, deployments routed),
+ * which one tenant's code on the same loopback must not read: with `token` (an operator's secret) it answers only
+ * `authorization: Bearer <token>`, else 401.
  */
-export function adminApp({ ready, metrics }: { ready: () => Readiness; metrics: MetricsSource }): Hono {
+export function adminApp({
+  ready,
+  metrics,
+  token = null,
+}: {
+  ready: () => Readiness;
+  metrics: MetricsSource;
+  token?: string | null;
+}): Hono {
   const app = new Hono();
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  if (token !== null) {
+    const expected = Buffer.from(`Bearer ${token}`);
+    app.use('/metrics', async function operatorOnly(c, next) {
+      const given = Buffer.from(c.req.header('authorization') ?? '');
+      if (given.length !== expected.length || !timingSafeEqual(given, expected))
+        return c.json({ detail: 'Unauthorized: /metrics needs the operator token' }, 401);
+      await next();
+    });
+  }
   app.get('/readyz', (c) => {
     const r = ready();
     const ok = !r.draining && r.store !== 'down' && (r.workers === undefined || r.workers.ready > 0);

@@ -3,6 +3,7 @@ import { Transform, type Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
+import { internalHeaders } from '../services/internal-auth.ts';
 import { clientResponseHeaders } from './headers.ts';
 
 /**
@@ -19,6 +20,8 @@ export interface Upstream {
   /** The upstream URL's path without its trailing slash ('' at the root): every forwarded path goes under it. */
   readonly basePath: string;
   readonly pool: Pool;
+  /** Added to every request sent to it: a bundled service's proof that the edge sent it (services/internal-auth.ts). */
+  readonly requestHeaders?: Readonly<Record<string, string>>;
 }
 
 /** `connections`: most sockets to this upstream at once; a request beyond them waits in the pool for a free one. */
@@ -29,11 +32,13 @@ export function createUpstream(
   { display }: { display?: string } = {},
 ): Upstream {
   const parsed = new URL(url);
+  const internal = internalHeaders(url);
   return {
     name,
     ...(display !== undefined && { display }),
     basePath: parsed.pathname.replace(/\/$/, ''),
     pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }),
+    ...(Object.keys(internal).length > 0 && { requestHeaders: internal }),
   };
 }
 
@@ -82,7 +87,7 @@ export function forward(
   const request: Dispatcher.DispatchOptions = {
     path: upstream.basePath + path,
     method: req.method as Dispatcher.HttpMethod,
-    headers,
+    headers: upstream.requestHeaders ? { ...headers, ...upstream.requestHeaders } : headers,
     body,
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: 0, // streams may idle between events; the client's close ends them

@@ -1,4 +1,5 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
+import { INTERNAL_HEADER } from '../services/internal-auth.ts';
 
 /**
  * Header hygiene between client and upstream (RFC 9110 §7.6.1): hop-by-hop
@@ -57,6 +58,7 @@ export function upstreamRequestHeaders(
       name.startsWith('x-forwarded-') ||
       name === 'forwarded' ||
       name === 'x-real-ip' ||
+      name === INTERNAL_HEADER || // the edge's proof to its bundled services: never a client's to send
       (named !== null && named.has(name))
     )
       continue;

@@ -16,6 +16,7 @@ import { RedisItemStore } from './agent-server/store/redis-item-store.ts';
 import { RedisAgentStore } from './agent-server/store/redis-agent-store.ts';
 import { registerDefaultDeployment } from './control-plane/serving/default-deployment.ts';
 import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
+import { guarded, internalSecret, markInternal } from './internal-auth.ts';
 
 export interface BundledService {
   readonly url: string;
@@ -27,7 +28,9 @@ export interface BundledService {
  * started without CONTROL_PLANE_URL / AGENT_SERVER_URL. Their settings are
  * the gateway's (settings.ts: read once, at start). Both check API keys against one registry (in
  * Redis with REDIS_URL, else in memory); a development key made at first
- * start is printed once on stdout, never logged.
+ * start is printed once on stdout, never logged. Each answers only what the
+ * edge forwards (internal-auth.ts): a deployment's process calling the
+ * loopback port directly gets 403.
  */
 export class BundledServices {
   private registry: KeyRegistry | null = null;
@@ -51,7 +54,8 @@ export class BundledServices {
       ...deployments,
     });
     this.cp = cp;
-    const server = await listen(cp.app, 0, '127.0.0.1');
+    const server = await listen(guarded(cp.app, internalSecret()), 0, '127.0.0.1');
+    markInternal(server.url);
     if (cp.devKey) process.stdout.write(describeDevelopmentKey(cp.devKey) + '\n');
     return { url: server.url, close: async () => (await server.close(), await cp.close()) };
   }
@@ -77,7 +81,8 @@ export class BundledServices {
       }),
       log: this.log.child({ component: 'agent-server' }),
     });
-    const listening = await listen(server.app, 0, '127.0.0.1');
+    const listening = await listen(guarded(server.app, internalSecret()), 0, '127.0.0.1');
+    markInternal(listening.url);
     // Listed by the bundled control plane, with a `url` and a route to this server (default-deployment.ts).
     const listed =
       this.cp &&

@@ -128,7 +128,12 @@ export async function createControlPlane(
   const routes = options.routes ?? ownRoutes!;
   const builder =
     options.builder ??
-    new GitBuilder({ gitTimeoutMs: settings.gitTimeoutMs, localRepos: settings.localRepos, repoHosts });
+    new GitBuilder({
+      gitTimeoutMs: settings.gitTimeoutMs,
+      localRepos: settings.localRepos,
+      repoHosts,
+      maxCheckoutBytes: settings.checkoutMaxBytes,
+    });
   const host =
     options.host === undefined
       ? new LocalProcessHost({

@@ -1,5 +1,5 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
-import { dirname, join, posix, relative, sep } from 'node:path';
+import { isAbsolute, join, posix, relative, sep } from 'node:path';
 import {
   describeConfigProblem,
   EXPORT_NAME,
@@ -13,10 +13,17 @@ import {
  * files are relative to the config file and must exist in the checkout,
  * inside the repository. Every problem is a BuildFailure whose message tells
  * the user what to fix.
+ *
+ * Every file the config names (graphs, `auth.path`, `http.app`, `ui` entries, an `env` file) resolves, symlinks
+ * included, to a regular file inside the checkout, or the build fails naming the key: a `.env -> /proc/self/environ`
+ * would otherwise hand the reader's environment (the gateway's, with its secrets) to the app. Nothing is read to decide
+ * (lstat and realpath only), so no byte of a file outside can reach a status message.
  */
 export interface AppConfig {
   readonly graphs: Readonly<Record<string, string>>;
   readonly authPath: string | null;
+  /** `install_scripts: true`: npm runs the dependencies' install scripts (install.ts). */
+  readonly installScripts: boolean;
 }
 
 export class BuildFailure extends Error {
@@ -29,7 +36,7 @@ export class BuildFailure extends Error {
 export async function readAppConfig(root: string, configPath: string, ref: string): Promise<AppConfig> {
   const at = `at ref ${ref}`;
   const configFile = posix.normalize(configPath.replace(/^\.\//, ''));
-  if (configFile.startsWith('..') || posix.isAbsolute(configFile)) {
+  if (outside(configFile) || posix.isAbsolute(configFile)) {
     throw new BuildFailure(`langgraph_config_path: ${configPath} must be a path inside the repository`);
   }
   const rootReal = await realpath(root);
@@ -51,9 +58,29 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
       return `${file}:${exportName}`;
     },
   });
+  if (config.http.app !== null) {
+    const { file } = splitSpec('http.app', config.http.app, true);
+    await requireFile(rootReal, base, file, 'http.app', at);
+  }
+  if (typeof config.env === 'string') await requireFile(rootReal, base, config.env, 'env', at);
+  const extra = extraKeys(text);
+  for (const [name, file] of extra.ui) await requireFile(rootReal, base, file, `ui.${name}`, at);
   const graphs: Record<string, string> = {};
   for (const [name, graph] of config.graphs) graphs[name] = graph;
-  return { graphs, authPath: config.auth };
+  return { graphs, authPath: config.auth, installScripts: extra.installScripts };
+}
+
+/** The keys only a build reads: `ui` (a map of name to file) and `install_scripts` (true or false). */
+function extraKeys(text: string): { ui: [string, string][]; installScripts: boolean } {
+  const config = JSON.parse(text) as Record<string, unknown>; // parsed once already: valid JSON, an object
+  const { ui, install_scripts: scripts } = config;
+  if (scripts !== undefined && scripts !== null && typeof scripts !== 'boolean')
+    throw new BuildFailure('install_scripts: must be true or false');
+  if (ui === undefined || ui === null) return { ui: [], installScripts: scripts === true };
+  const entries = typeof ui === 'object' && !Array.isArray(ui) ? Object.entries(ui) : null;
+  if (entries === null || !entries.every((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''))
+    throw new BuildFailure('ui: must be a map of component names to files');
+  return { ui: entries, installScripts: scripts === true };
 }
 
 function splitSpec(where: string, spec: string, exportRequired: boolean): { file: string; exportName: string } {
@@ -71,18 +98,18 @@ function splitSpec(where: string, spec: string, exportRequired: boolean): { file
 async function requireFile(rootReal: string, base: string, file: string, where: string, at: string): Promise<void> {
   const inRepo = posix.normalize(posix.join(base, file));
   const shown = inRepo;
-  if (inRepo.startsWith('..') || posix.isAbsolute(file))
+  if (outside(inRepo) || posix.isAbsolute(file))
     throw new BuildFailure(`${where}: file ${file} is outside the repository`);
   const full = join(rootReal, ...inRepo.split('/'));
   let real: string;
   try {
     real = await realpath(full);
-    if (!(await stat(real)).isFile()) throw new BuildFailure(`${where}: ${shown} is not a file ${at}`);
-  } catch (err) {
-    if (err instanceof BuildFailure) throw err;
+  } catch {
     throw new BuildFailure(`${where}: file ${shown} not found ${at}`);
   }
+  // Inside first: whether a file outside exists, or what it is, is none of the build's business.
   if (!isInside(rootReal, real)) throw new BuildFailure(`${where}: file ${shown} points outside the repository`);
+  if (!(await stat(real)).isFile()) throw new BuildFailure(`${where}: ${shown} is not a file ${at}`);
 }
 
 async function readInside(rootReal: string, file: string): Promise<string | null> {
@@ -95,7 +122,12 @@ async function readInside(rootReal: string, file: string): Promise<string | null
   }
 }
 
+/** A normalised relative path that climbs out of where it starts. */
+function outside(path: string): boolean {
+  return path === '..' || path.startsWith('../');
+}
+
 function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel !== '' && !rel.startsWith('..' + sep) && rel !== '..' && !dirname(rel).startsWith('..');
+  return rel !== '' && rel !== '..' && !rel.startsWith('..' + sep) && !isAbsolute(rel);
 }

@@ -1,6 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { readAppConfig, BuildFailure } from './app-config.ts';
+import { folderBytes, mib } from './folder-size.ts';
 import { git, GitError, redactCredentials } from './git.ts';
 import type { RepoHostPolicy } from './repo-hosts.ts';
 import { isGitSource, type Source } from '../types.ts';
@@ -41,7 +42,12 @@ export interface GitBuilderOptions {
   readonly localRepos?: boolean;
   /** Where a network `repo_url` may point, checked (DNS resolved again) right before the clone. Default: anywhere. */
   readonly repoHosts?: RepoHostPolicy;
+  /** Most bytes a checkout (its .git included) may take (CHECKOUT_MAX_MB); default CHECKOUT_MAX_BYTES. */
+  readonly maxCheckoutBytes?: number;
 }
+
+/** A 51 KiB pack can check out as 200 MiB: the checkout is measured before anything reads it. */
+export const CHECKOUT_MAX_BYTES = 1024 * 1024 * 1024;
 
 export class GitBuilder implements Builder {
   constructor(private readonly options: GitBuilderOptions) {}
@@ -60,10 +66,13 @@ export class GitBuilder implements Builder {
         'repo_url: repositories on this host are not allowed here (LOCAL_REPOS=deny, the default with NODE_ENV=production)',
       );
     }
-    const refused = await this.options.repoHosts?.check(req.repoUrl);
-    if (refused) throw new BuildFailure(refused);
+    const admitted = (await this.options.repoHosts?.admit(req.repoUrl)) ?? { refused: null, pin: null };
+    if (admitted.refused !== null) throw new BuildFailure(admitted.refused);
     try {
-      const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal);
+      const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal, admitted.pin);
+      const max = this.options.maxCheckoutBytes ?? CHECKOUT_MAX_BYTES;
+      if ((await folderBytes(req.workFolder, max)) > max)
+        throw new BuildFailure(`repo_url: the checkout of ${req.repoRef} is over its limit of ${mib(max)}`);
       const config = await readAppConfig(req.workFolder, req.configPath, req.repoRef);
       return { commitSha, graphs: config.graphs, authPath: config.authPath };
     } catch (err) {
@@ -75,11 +84,13 @@ export class GitBuilder implements Builder {
   async remoteCommit(repoUrl: string, ref: string, signal?: AbortSignal): Promise<string | null> {
     if (repoUrl.startsWith('-') || ref.startsWith('-')) return null;
     if (this.options.localRepos === false && isLocal(repoUrl)) return null;
-    if (await this.options.repoHosts?.check(repoUrl)) return null;
+    const admitted = (await this.options.repoHosts?.admit(repoUrl)) ?? { refused: null, pin: null };
+    if (admitted.refused !== null) return null;
     const out = await git(['ls-remote', '--', repoUrl, ref], {
       timeoutMs: this.options.gitTimeoutMs,
       signal,
       localRepos: this.options.localRepos ?? true,
+      pin: admitted.pin,
     });
     const lines = out.split('\n').map((l) => l.split('\t'));
     const named = (full: string) => lines.find(([, name]) => name === full)?.[0];
@@ -92,9 +103,15 @@ export class GitBuilder implements Builder {
    * remote has no such name and `ref` looks like a commit, the full history
    * is cloned and the commit checked out.
    */
-  private async checkout(url: string, ref: string, folder: string, signal: AbortSignal): Promise<string> {
+  private async checkout(
+    url: string,
+    ref: string,
+    folder: string,
+    signal: AbortSignal,
+    pin: string | null,
+  ): Promise<string> {
     const shown = redactCredentials(url);
-    const opts = { timeoutMs: this.options.gitTimeoutMs, signal, localRepos: this.options.localRepos ?? true };
+    const opts = { timeoutMs: this.options.gitTimeoutMs, signal, localRepos: this.options.localRepos ?? true, pin };
     await rm(folder, { recursive: true, force: true });
     await mkdir(dirname(folder), { recursive: true });
     // No template: a build needs no sample hooks, and copying them is most of a local clone's time.

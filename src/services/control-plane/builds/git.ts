@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { runCommand } from './run-command.ts';
 
 /**
@@ -8,6 +11,12 @@ import { runCommand } from './run-command.ts';
  * prompts for credentials, and hooks never run: a bad or unreachable source
  * fails fast with git's own reason. Git runs in its own process group
  * (run-command.ts): a cancel or timeout stops its helpers too.
+ *
+ * Nothing of the gateway's reaches git: no system or global config (a `~/.gitconfig` a deployment wrote could rewrite
+ * another tenant's repo_url with `insteadOf`, or run a `filter` with the gateway's environment), an empty HOME of its
+ * own per run, and an environment of PATH plus what git and its transports need (proxy and CA settings). Redirects are
+ * not followed (an allowed host answering 302 would reach any address), and the address the host check resolved is the
+ * one curl connects to (`pin`), so a second DNS answer cannot point the clone elsewhere.
  */
 const CONFIG = [
   'protocol.allow=never',
@@ -19,17 +28,42 @@ const CONFIG = [
   'advice.detachedHead=false',
   'http.lowSpeedLimit=1000',
   'http.lowSpeedTime=10',
+  'http.followRedirects=false',
 ].flatMap((c) => ['-c', c]);
 
 const ENV: NodeJS.ProcessEnv = {
-  ...process.env,
+  GIT_CONFIG_NOSYSTEM: '1',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_ATTR_NOSYSTEM: '1',
   GIT_TERMINAL_PROMPT: '0',
   GCM_INTERACTIVE: 'never',
-  GIT_SSH_COMMAND: 'ssh -o BatchMode=yes -o ConnectTimeout=10',
+  // -F /dev/null: no ssh_config from the shared HOME either (a ProxyCommand there would run as the gateway).
+  GIT_SSH_COMMAND: 'ssh -F /dev/null -o BatchMode=yes -o ConnectTimeout=10',
   GIT_PROTOCOL_FROM_USER: '0',
   LC_ALL: 'C',
   LANGUAGE: 'C',
 };
+
+/** What git may take from the gateway's environment: how to find programs, reach a proxy and trust a CA. */
+const PASSED = [
+  'PATH',
+  'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
+  'NO_PROXY',
+  'no_proxy',
+  'ALL_PROXY',
+  'all_proxy',
+  'SSL_CERT_FILE',
+  'SSL_CERT_DIR',
+];
+
+function gitEnv(home: string): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...ENV, HOME: home, XDG_CONFIG_HOME: home };
+  for (const name of PASSED) if (process.env[name] !== undefined) env[name] = process.env[name];
+  return env;
+}
 
 export class GitError extends Error {
   constructor(
@@ -47,6 +81,8 @@ export interface GitOptions {
   readonly localRepos?: boolean;
   readonly timeoutMs: number;
   readonly signal?: AbortSignal;
+  /** `host:port:address[,address]` for curl (http.curloptResolve): the addresses the host check resolved. */
+  readonly pin?: string | null;
 }
 
 /**
@@ -55,15 +91,16 @@ export interface GitOptions {
  */
 export async function git(
   args: readonly string[],
-  { cwd, timeoutMs, signal, localRepos = true }: GitOptions,
+  { cwd, timeoutMs, signal, localRepos = true, pin }: GitOptions,
 ): Promise<string> {
-  const result = await runCommand(
-    'git',
-    [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`, ...args],
-    { cwd, env: ENV, timeoutMs, signal },
-  ).catch((err: Error) => {
-    throw new GitError('failed', `git could not run: ${err.message}`);
-  });
+  const config = [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`];
+  if (pin) config.push('-c', `http.curloptResolve=${pin}`);
+  const home = await mkdtemp(join(tmpdir(), 'gateway-git-home-'));
+  const result = await runCommand('git', [...config, ...args], { cwd, env: gitEnv(home), timeoutMs, signal })
+    .catch((err: Error) => {
+      throw new GitError('failed', `git could not run: ${err.message}`);
+    })
+    .finally(() => rm(home, { recursive: true, force: true }));
   if (result.outcome === 'aborted') throw new GitError('aborted', 'git stopped: build cancelled');
   if (result.outcome === 'timeout') throw new GitError('timeout', `no answer within ${timeoutMs / 1000} s`);
   if (result.code !== 0)

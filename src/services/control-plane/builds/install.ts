@@ -1,6 +1,9 @@
 import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BuildFailure } from './app-config.ts';
+import { folderBytes, mib } from './folder-size.ts';
 import { runCommand } from './run-command.ts';
 
 /**
@@ -10,6 +13,13 @@ import { runCommand } from './run-command.ts';
  * or timeout) and without the gateway's environment; its output is the
  * revision's build log. An app without a package.json installs nothing (it
  * runs on the gateway's own @langchain packages).
+ *
+ * Install scripts (the dependencies' and the app's own `preinstall`, `postinstall`, `prepare`...) do not run
+ * (`--ignore-scripts`) unless the app config says `"install_scripts": true`: the key sits in `langgraph.json` next to
+ * the graphs it builds, where a reviewer of the repository sees it, and a package that needs a native build says so
+ * in the build log. npm reads no config of the gateway's: its own empty HOME (no `~/.npmrc`), no global npmrc, a
+ * cache of its own unless the operator sets npm_config_cache; only the app's own `.npmrc` applies, and a command-line
+ * flag outranks it. Past `maxBytes` of `node_modules` the install fails with the size in its reason.
  */
 export interface InstallResult {
   /** What ran and what it printed (the end of it when long); null when nothing was installed. */
@@ -20,25 +30,53 @@ export const BUILD_LOG_MAX = 64 * 1024;
 
 const NPM_ENV = [
   'PATH',
-  'HOME',
   'TMPDIR',
   'LANG',
   'npm_config_cache',
   'npm_config_registry',
   'HTTPS_PROXY',
+  'https_proxy',
+  'HTTP_PROXY',
+  'http_proxy',
   'NO_PROXY',
+  'no_proxy',
+  'SSL_CERT_FILE',
+  'NODE_EXTRA_CA_CERTS',
 ];
+
+/** Default most bytes of `node_modules` (INSTALL_MAX_MB where the caller passes it). */
+export const INSTALL_MAX_BYTES = 2048 * 1024 * 1024;
+
+export interface InstallOptions {
+  readonly timeoutMs: number;
+  readonly signal?: AbortSignal;
+  /** Most bytes `node_modules` may take; default INSTALL_MAX_BYTES. */
+  readonly maxBytes?: number;
+  /** The app config's file name in `appDir` (its `install_scripts`); default `langgraph.json`. */
+  readonly configFile?: string;
+}
 
 export async function installDependencies(
   appDir: string,
-  { timeoutMs, signal }: { timeoutMs: number; signal?: AbortSignal },
+  { timeoutMs, signal, maxBytes = INSTALL_MAX_BYTES, configFile = 'langgraph.json' }: InstallOptions,
 ): Promise<InstallResult> {
   if (!existsSync(join(appDir, 'package.json'))) return { log: null };
   const locked = existsSync(join(appDir, 'package-lock.json')) || existsSync(join(appDir, 'npm-shrinkwrap.json'));
+  const scripts = await installScripts(join(appDir, configFile));
   const args = [locked ? 'ci' : 'install', '--no-audit', '--no-fund', '--no-update-notifier'];
-  const env: NodeJS.ProcessEnv = { NODE_ENV: 'development', CI: 'true' };
+  if (!scripts) args.push('--ignore-scripts');
+  const home = await mkdtemp(join(tmpdir(), 'gateway-npm-home-'));
+  const env: NodeJS.ProcessEnv = {
+    NODE_ENV: 'development',
+    CI: 'true',
+    HOME: home,
+    npm_config_userconfig: join(home, '.npmrc'),
+    npm_config_globalconfig: join(home, 'npmrc'),
+    npm_config_cache: join(home, '.npm'),
+  };
   for (const name of NPM_ENV) if (process.env[name] !== undefined) env[name] = process.env[name];
   let log = `$ npm ${args.join(' ')}\n`;
+  if (!scripts) log += '(install scripts off: "install_scripts": true in the app config runs them)\n';
   const result = await runCommand('npm', args, {
     cwd: appDir,
     env,
@@ -47,9 +85,11 @@ export async function installDependencies(
     onOutput: (text) => {
       log = (log + text).slice(-BUILD_LOG_MAX);
     },
-  }).catch((err: Error) => {
-    throw new BuildFailure(`npm could not run: ${err.message}`);
-  });
+  })
+    .catch((err: Error) => {
+      throw new BuildFailure(`npm could not run: ${err.message}`);
+    })
+    .finally(() => rm(home, { recursive: true, force: true }));
   if (result.outcome === 'aborted') throw new InstallCancelled();
   if (result.outcome === 'timeout')
     throw new InstallFailure(`npm ${args[0]}: no result within ${Math.round(timeoutMs / 1000)} s`, log);
@@ -62,7 +102,19 @@ export async function installDependencies(
       .replaceAll(masked, '.');
     throw new InstallFailure(`npm ${args[0]} failed: ${why}`, log);
   }
+  const size = await folderBytes(join(appDir, 'node_modules'), maxBytes);
+  if (size > maxBytes)
+    throw new InstallFailure(`npm ${args[0]}: node_modules is over its limit of ${mib(maxBytes)}`, log);
   return { log };
+}
+
+/** `"install_scripts": true` in the app config (checked to be a boolean by the build, app-config.ts). */
+async function installScripts(configFile: string): Promise<boolean> {
+  try {
+    return (JSON.parse(await readFile(configFile, 'utf8')) as { install_scripts?: unknown }).install_scripts === true;
+  } catch {
+    return false;
+  }
 }
 
 /** npm failed: the reason for the status message, and the log so far. */

@@ -11,9 +11,17 @@ import { BlockList, isIP } from 'node:net';
 export interface RepoHostPolicy {
   /** Why `url` may not be cloned (naming repo_url and the host, never credentials), or null. */
   check(url: string): Promise<string | null>;
+  /**
+   * The same check, right before git runs; when it passed on addresses it resolved, `pin` holds them for curl
+   * (`host:port:address,...`, git.ts), so git connects to what was checked and nothing a later DNS answer names.
+   */
+  admit(url: string): Promise<{ readonly refused: string } | { readonly refused: null; readonly pin: string | null }>;
 }
 
-export const ANY_REPO_HOST: RepoHostPolicy = { check: async () => null };
+export const ANY_REPO_HOST: RepoHostPolicy = {
+  check: async () => null,
+  admit: async () => ({ refused: null, pin: null }),
+};
 
 const RESERVED: [string, number, 'ipv4' | 'ipv6'][] = [
   ['0.0.0.0', 8, 'ipv4'],
@@ -51,29 +59,37 @@ export function repoHostPolicy(allowed: readonly string[]): RepoHostPolicy {
     if (net) nets.addSubnet(net.address, net.bits, net.family);
     else hosts.add(entry.toLowerCase());
   }
-  return {
-    async check(url) {
-      const target = repoTarget(url);
-      if (target === null) return null;
-      const { host, port } = target;
-      if (hosts.has(host) || hosts.has(`${host}:${port}`)) return null;
-      let addresses: string[];
-      try {
-        addresses = isIP(host) ? [host] : (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
-      } catch {
-        return `repo_url: host ${host} does not resolve`;
-      }
-      for (const address of addresses) {
-        const family = isIP(address) === 6 ? ('ipv6' as const) : ('ipv4' as const);
-        const v4 = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : null;
-        const [a, f] = v4 ? [v4, 'ipv4' as const] : [address, family];
-        if (reserved.check(a, f) && !nets.check(a, f)) {
-          return `repo_url: ${host} is (or resolves to) ${address}, a loopback, private or reserved address; allowed only when REPO_HOSTS_ALLOWED names it`;
-        }
-      }
-      return null;
-    },
+  const admit: RepoHostPolicy['admit'] = async (url) => {
+    const target = repoTarget(url);
+    if (target === null) return { refused: null, pin: null };
+    const { host, port } = target;
+    if (hosts.has(host) || hosts.has(`${host}:${port}`)) return { refused: null, pin: null };
+    if (isIP(host)) {
+      const refused = refusal(host, [host]);
+      return refused ? { refused } : { refused: null, pin: null };
+    }
+    let addresses: string[];
+    try {
+      addresses = (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+    } catch {
+      return { refused: `repo_url: host ${host} does not resolve` };
+    }
+    const refused = refusal(host, addresses);
+    if (refused) return { refused };
+    return { refused: null, pin: `${host}:${port}:${addresses.map((a) => (isIP(a) === 6 ? `[${a}]` : a)).join(',')}` };
   };
+  const refusal = (host: string, addresses: readonly string[]): string | null => {
+    for (const address of addresses) {
+      const family = isIP(address) === 6 ? ('ipv6' as const) : ('ipv4' as const);
+      const v4 = address.startsWith('::ffff:') && isIP(address.slice(7)) === 4 ? address.slice(7) : null;
+      const [a, f] = v4 ? [v4, 'ipv4' as const] : [address, family];
+      if (reserved.check(a, f) && !nets.check(a, f)) {
+        return `repo_url: ${host} is (or resolves to) ${address}, a loopback, private or reserved address; allowed only when REPO_HOSTS_ALLOWED names it`;
+      }
+    }
+    return null;
+  };
+  return { admit, check: async (url) => (await admit(url)).refused };
 }
 
 /** REPO_HOSTS_ALLOWED entries: `host`, `host:port`, an IP address or a CIDR; throws naming a bad one. */
