@@ -208,7 +208,7 @@ export class RedisLimiter implements Limiter {
     this.batch = null;
     this.flying = batch;
     const script = (this.client as unknown as Record<string, ScriptCall>)[COMMAND]!;
-    (script.apply(this.client, batch.args()) as Promise<unknown>).then(
+    script.apply(this.client, batch.args()).then(
       (reply) => batch.settle(reply),
       (err: unknown) => batch.fail(err),
     );
