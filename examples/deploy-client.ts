@@ -101,7 +101,7 @@ export async function deployClient(
           return 'failed';
         }
       } catch (err) {
-        const transient = !(err instanceof ApiCallFailed) || / got (429|5\d\d):/.test((err as Error).message);
+        const transient = !(err instanceof ApiCallFailed) || / got (429|5\d\d):/.test(err.message);
         if (!transient) throw err;
         out.err(`poll failed, retrying: ${(err as Error).message}`);
       }

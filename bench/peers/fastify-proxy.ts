@@ -72,8 +72,18 @@ console.log(
   JSON.stringify({ msg: 'peer listening', port: typeof address === 'object' && address ? address.port : null }),
 );
 
-process.once('SIGTERM', async () => {
+async function stop(): Promise<void> {
   await app.close();
   await redis?.quit();
-  process.exit(0);
+}
+
+// A close that fails still ends the peer (the bench waits for it to exit), with the reason on stderr.
+process.once('SIGTERM', () => {
+  stop().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
 });

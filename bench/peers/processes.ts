@@ -109,14 +109,14 @@ export function startService(
   running.add(child);
   child.once('exit', () => running.delete(child));
   const stderr: string[] = [];
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+  child.stderr.setEncoding('utf8').on('data', (s: string) => {
     stderr.push(s);
     if (stderr.length > 50) stderr.shift();
   });
   const stderrTail = () => stderr.join('').split('\n').slice(-20).join('\n');
 
   return new Promise((resolve, reject) => {
-    const lines = createInterface({ input: child.stdout! });
+    const lines = createInterface({ input: child.stdout });
     const fail = (why: string) => {
       clearTimeout(timer);
       lines.close();
@@ -134,7 +134,7 @@ export function startService(
       child.once('exit', () => running.delete(child));
       lines.removeAllListeners('line');
       lines.close();
-      child.stdout!.resume(); // from here on: read and discard
+      child.stdout.resume(); // from here on: read and discard
       resolve({ name, pid: child.pid!, port, url: `http://127.0.0.1:${port}`, stderrTail, stop: () => stop(child) });
     };
     lines.on('line', (line) => {
@@ -239,7 +239,7 @@ export function coreSeconds(cpu: number): { busy: number; irq: number; steal: nu
     if (!line) return null;
     clockTicks ??= Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
     // user nice system idle iowait irq softirq steal
-    const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number) as number[];
+    const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
     return {
       busy: (user! + nice! + system! + irq! + softirq!) / clockTicks,
       irq: (irq! + softirq!) / clockTicks,

@@ -98,10 +98,12 @@ export async function listen(
   host: string | null = '0.0.0.0',
   options: ListenOptions = {},
 ): Promise<Listening> {
-  const adapter: RequestListener =
+  const handle =
     typeof app === 'function'
-      ? (req, res) => void app(req, res)
+      ? app
       : getRequestListener(app.fetch, { autoCleanupIncoming: false, errorHandler: adapterError });
+  // Neither rejects (a handler answers every request itself; hono's listener answers through adapterError).
+  const adapter: RequestListener = (req, res) => void handle(req, res);
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
   const server = createServer(

@@ -45,7 +45,7 @@ function bounds(guard: IdentityKind, limit: IdentityKind): boolean {
 
 /** Whether a kind's identity changes with the client IP (read from the identity table's `form`). */
 function dependsOnIp(kind: IdentityKind): boolean {
-  const form = IDENTITIES[kind].form as (value: string, ip: string) => string;
+  const form = IDENTITIES[kind].form;
   return form('v', '192.0.2.1') !== form('v', '192.0.2.2');
 }
 

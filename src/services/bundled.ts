@@ -158,7 +158,7 @@ export class BundledServices {
   private need<K extends keyof BundledSettings>(service: K): NonNullable<BundledSettings[K]> {
     const settings = this.settings[service];
     if (settings === null) throw new Error(`bundled ${service}: its settings were not loaded (it runs elsewhere)`);
-    return settings as NonNullable<BundledSettings[K]>;
+    return settings;
   }
 
   /** The one Redis connection of the bundled services (REDIS_URL), made on first use; null without REDIS_URL. */

@@ -145,7 +145,7 @@ export class WorkerPool {
     contentType: this.registry.contentType,
     metrics: async () => {
       const answers = await Promise.all(this.slots.map((s) => this.requestMetrics(s)));
-      const aggregate = AggregatorRegistry.aggregate(answers.filter((a) => a !== null)) as Registry;
+      const aggregate: Registry = AggregatorRegistry.aggregate(answers.filter((a) => a !== null));
       return Registry.merge([aggregate, this.registry]).metrics();
     },
   };

@@ -59,8 +59,8 @@ export async function startGatewayProcess(
   );
   let stdout = '';
   let all = '';
-  child.stdout!.on('data', (d: Buffer) => ((stdout += d.toString()), (all += d.toString())));
-  child.stderr!.on('data', (d: Buffer) => (all += d.toString()));
+  child.stdout.on('data', (d: Buffer) => ((stdout += d.toString()), (all += d.toString())));
+  child.stderr.on('data', (d: Buffer) => (all += d.toString()));
   const running = () => child.exitCode === null && child.signalCode === null;
 
   const lines = () =>

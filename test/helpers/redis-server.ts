@@ -96,8 +96,8 @@ async function startOnce(port: number, opts: StartRedisOptions): Promise<RedisPr
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';
-  child.stdout!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
-  child.stderr!.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
+  child.stdout.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
+  child.stderr.on('data', (d: Buffer) => (output = (output + d.toString()).slice(-4000)));
   live.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => (live.delete(child), resolve())));
   const cleanup = (): void => {
@@ -206,7 +206,7 @@ async function waitForClusterOk(servers: readonly RedisProcess[], timeoutMs: num
   try {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
-      const infos = await Promise.all(clients.map((c) => c.cluster('INFO') as Promise<string>));
+      const infos = await Promise.all(clients.map((c) => c.cluster('INFO')));
       if (infos.every((info) => info.includes('cluster_state:ok'))) return;
       await new Promise((r) => setTimeout(r, 50));
     }

@@ -40,14 +40,14 @@ export async function spawnUpstream(name: string, port = 0, readyTimeoutMs = 10_
   live.add(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => (live.delete(child), resolve())));
   let output = '';
-  child.stderr!.on('data', (d: Buffer) => (output += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (output += d.toString()));
   const bound = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(
       () => reject(new Error(`upstream ${name} did not listen within ${readyTimeoutMs} ms:\n${output}`)),
       readyTimeoutMs,
     );
     let text = '';
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       text += d.toString();
       const line = /^\{.*\}$/m.exec(text);
       if (line) (clearTimeout(timer), resolve((JSON.parse(line[0]) as { port: number }).port));

@@ -1,4 +1,4 @@
-import { createServer, get, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, get } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildConnector, Pool, request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../hel
 import { sleep, startLoad, statusCounts, type Sample } from '../helpers/load.ts';
 import { metricValue, scrapeMetrics } from '../helpers/scrape-metrics.ts';
 import { spawnUpstream, type UpstreamProcess } from '../helpers/upstream-process.ts';
-import { closedPort, echoJson, startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { closedPort, echoJson, startUpstream, type TestUpstream, type UpstreamHandler } from '../helpers/upstream.ts';
 import { deferred, within } from '../helpers/async.ts';
 
 /**
@@ -44,7 +44,7 @@ async function upstreamProcess(name: string, port?: number): Promise<UpstreamPro
   return up;
 }
 
-async function inProcessUpstream(handler: (req: IncomingMessage, res: ServerResponse) => void): Promise<TestUpstream> {
+async function inProcessUpstream(handler: UpstreamHandler): Promise<TestUpstream> {
   const up = await startUpstream(handler);
   cleanups.push(() => up.close());
   return up;

@@ -27,7 +27,7 @@ routeTableContract('redis', async () => {
 });
 
 /** Polls `check` until it passes (generous bound: the property tested is the path a change takes, not its speed). */
-const eventually = (check: () => void, timeout = 5000) => vi.waitFor(check, { timeout, interval: 20 });
+const eventually = (check: () => void | Promise<void>, timeout = 5000) => vi.waitFor(check, { timeout, interval: 20 });
 
 describe('RedisRouteTable: several processes on one table', () => {
   const open: RedisRouteTable[] = [];

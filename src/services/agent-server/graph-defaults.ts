@@ -34,8 +34,8 @@ export function graphDefaults(
   return (graphId) => {
     const { context, ...config } = perGraph[graphId] ?? {};
     return {
-      config: config as Json,
-      context: isObject(context) ? (context as Json) : {},
+      config,
+      context: isObject(context) ? context : {},
       description: descriptions.get(graphId) ?? null,
     };
   };

@@ -68,7 +68,7 @@ export interface RunnableGraph {
 export function interruptsOf(state: StateSnapshotLike | null): Record<string, unknown[]> {
   const interrupts: Record<string, unknown[]> = {};
   for (const task of state?.tasks ?? [])
-    if (task.interrupts && task.interrupts.length > 0) interrupts[task.id] = toPlain(task.interrupts) as unknown[];
+    if (task.interrupts && task.interrupts.length > 0) interrupts[task.id] = toPlain<unknown[]>(task.interrupts);
   return interrupts;
 }
 

@@ -193,7 +193,7 @@ function pipeLog(child: ChildProcess, log: Logger, remember: (line: string) => v
       }
       const { level, msg, time: _time, pid: _pid, hostname: _host, ...fields } = entry;
       const name = LEVELS[Number(level)] ?? 'info';
-      (log[name as 'info'] as (o: object, m?: string) => void).call(log, fields, typeof msg === 'string' ? msg : '');
+      log[name as 'info'].call(log, fields, typeof msg === 'string' ? msg : '');
     });
   }
 }

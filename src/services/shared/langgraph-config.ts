@@ -181,7 +181,7 @@ function corsOf(cors: unknown, visit: ConfigVisitor<unknown, unknown>): CorsConf
     const v = cors[key];
     if (v === undefined || v === null) return undefined;
     if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw bad(key);
-    return v as string[];
+    return v;
   };
   const out: Record<string, unknown> = {
     allow_origins: strings('allow_origins'),
@@ -206,7 +206,7 @@ function corsOf(cors: unknown, visit: ConfigVisitor<unknown, unknown>): CorsConf
     if (typeof cors.max_age !== 'number' || !Number.isInteger(cors.max_age) || cors.max_age < 0) throw bad('max_age');
     out.max_age = cors.max_age;
   }
-  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined)) as CorsConfig;
+  return Object.fromEntries(Object.entries(out).filter(([, v]) => v !== undefined));
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RouteTable } from '../../../src/routing/route-table.ts';
 import { Client } from '@langchain/langgraph-sdk';
@@ -88,7 +88,7 @@ export async function untilServing(t: TestControlPlane, deploymentId: string, te
  * forwarded, prefix stripped, to the route's target; an unknown deployment answers 404.
  */
 export async function pathForwarder(routes: RouteTable): Promise<{ url: string; close(): Promise<void> }> {
-  const server = createServer(async (req, res) => {
+  const forward = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const m = /^\/deployments\/([^/?]+)(.*)$/.exec(req.url ?? '');
     const route = m ? routes.get(m[1]!) : undefined;
     if (!m || !route) {
@@ -108,6 +108,10 @@ export async function pathForwarder(routes: RouteTable): Promise<{ url: string; 
     res.writeHead(upstream.status, Object.fromEntries(upstream.headers));
     if (upstream.body) for await (const chunk of upstream.body) res.write(chunk);
     res.end();
+  };
+  // A target that fails (a revision just stopped) answers 502 as the edge would, instead of a rejection nobody sees.
+  const server = createServer((req, res) => {
+    forward(req, res).catch(() => (res.headersSent ? res.destroy() : res.writeHead(502).end()));
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;

@@ -43,7 +43,7 @@ export interface Operation<
 export function operation<B extends z.ZodType | undefined = undefined, Q extends z.ZodType | undefined = undefined>(
   op: Operation<B, Q>,
 ): Operation {
-  return op as unknown as Operation;
+  return op;
 }
 
 /** Registers every operation on `app`; the non-public ones behind `auth`; bodies nest at most `maxJsonDepth` deep. */
@@ -58,7 +58,7 @@ export function mount(
     const handle = async (c: Context<AgentEnv>) => {
       const body = op.body === undefined ? undefined : await readJsonBody(c, op.body, 'object', maxJsonDepth);
       const query = op.query === undefined ? undefined : checked(op.query, c.req.query(), 'query');
-      return op.handler(c, { body, query } as never);
+      return op.handler(c, { body, query });
     };
     if (op.public) app.on(op.method.toUpperCase(), path, handle);
     else app.on(op.method.toUpperCase(), path, auth, handle);

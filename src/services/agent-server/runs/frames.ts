@@ -172,7 +172,7 @@ export class FrameMapper {
   /** The messages of a root state not completed before, as one `messages/complete`. */
   private complete(values: unknown): Frame[] {
     if (typeof values !== 'object' || values === null || isMessageLike(values) || !('messages' in values)) return [];
-    const listed = (values as { messages: unknown }).messages;
+    const listed = values.messages;
     const fresh: unknown[] = [];
     for (const m of Array.isArray(listed) ? listed : [listed]) {
       const id = (m as { id?: unknown } | null)?.id;

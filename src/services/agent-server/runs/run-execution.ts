@@ -259,7 +259,7 @@ function threadConfig(config: Record<string, unknown>): Json {
   // Nor the request headers copied into it (configurable-headers.ts): the thread record is read by others.
   for (const key of Object.keys(configurable))
     if (key.startsWith('x-') || key === 'user-agent') delete configurable[key];
-  return toPlain({ configurable }) as Json;
+  return toPlain<Json>({ configurable });
 }
 
 /** A failure as a run's `error` (its name and message; never a stack). */

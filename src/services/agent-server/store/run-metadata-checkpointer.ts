@@ -26,7 +26,7 @@ export function withRunMetadata(saver: BaseCheckpointSaver): BaseCheckpointSaver
     if (configurable.length === 0 && config.metadata === undefined)
       return saver.put(config, checkpoint, metadata, versions);
     const merged = { ...Object.fromEntries(configurable), ...plainOnly(config.metadata), ...metadata };
-    return saver.put(config, checkpoint, merged as typeof metadata, versions);
+    return saver.put(config, checkpoint, merged, versions);
   };
   const bound = new Map<PropertyKey, unknown>(); // each method bound once, not at every call
   return new Proxy(saver, {
@@ -47,7 +47,7 @@ function isPlain(v: unknown): boolean {
   if (Array.isArray(v)) return v.every(isPlain);
   if (typeof v !== 'object') return false;
   const proto = Object.getPrototypeOf(v);
-  return (proto === Object.prototype || proto === null) && Object.values(v as object).every(isPlain);
+  return (proto === Object.prototype || proto === null) && Object.values(v).every(isPlain);
 }
 
 function plainOnly(metadata: Record<string, unknown> | undefined): Record<string, unknown> {

@@ -104,7 +104,7 @@ describe('apps load and run as on the official server', () => {
       await client.runs.wait(null, 'inputs', {
         input: userInput('hi'),
         metadata: { ticket: 'T-1' },
-        config: config as never,
+        config,
       }),
     );
     expect(seen.maxConcurrency).toBe(2);
@@ -113,7 +113,7 @@ describe('apps load and run as on the official server', () => {
     expect(seen.metadata).toMatchObject({ source: 'batch', ticket: 'T-1', graph_id: 'inputs' });
     // The name is the whole run's (a node sees its own): it names the first event.
     const events = (await collect(
-      client.runs.stream(null, 'inputs', { input: userInput('hi'), streamMode: 'events', config: config as never }),
+      client.runs.stream(null, 'inputs', { input: userInput('hi'), streamMode: 'events', config }),
     )) as { event: string; data: { event?: string; name?: string } }[];
     expect(events.find((e) => e.event === 'events')?.data).toMatchObject({
       event: 'on_chain_start',

@@ -42,7 +42,7 @@ export function fidelityCases(name: string, make: () => Promise<FidelityBackend>
     afterAll(() => stack?.close());
     const client = (): Client => sdk(stack.url, newKey()).client;
     const stream = async (c: Client, threadId: string | null, graph: string, options: Record<string, unknown>) =>
-      (await collect((c.runs.stream as any)(threadId, graph, options))) as Chunk[];
+      collect<Chunk>((c.runs.stream as any)(threadId, graph, options));
 
     it('accepts every stream mode alone, with its own event names and payloads', async () => {
       const c = client();

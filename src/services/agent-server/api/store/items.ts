@@ -117,7 +117,7 @@ export function storeOperations({ items }: ServerContext): Operation[] {
         type: 'value_error',
       });
     }
-    return namespace as string[];
+    return namespace;
   };
   return [
     operation({

@@ -200,7 +200,7 @@ export function threadStateOperations(ctx: ServerContext): Operation[] {
         const current = (await store.getThread(threadId)) ?? thread;
         await store.putThread({
           ...current,
-          values: toPlain(state.values ?? null) as Json | null,
+          values: toPlain<Json | null>(state.values ?? null),
           interrupts,
           status: Object.keys(interrupts).length > 0 || state.next.length > 0 ? 'interrupted' : 'idle',
           updated_at: new Date().toISOString(),

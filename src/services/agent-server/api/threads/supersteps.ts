@@ -74,7 +74,7 @@ export async function applySupersteps(
   const interrupts = interruptsOf(state);
   const updated: Thread = {
     ...thread,
-    values: toPlain(state.values ?? null) as Json | null,
+    values: toPlain<Json | null>(state.values ?? null),
     interrupts,
     status: Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle',
     updated_at: new Date().toISOString(),
