@@ -4,7 +4,7 @@ import { Redis, type RedisOptions } from 'ioredis';
 /**
  * The machine's Redis, shared with every other test run (and other people's work): never flushed, stopped or
  * reconfigured; a test writes only under a prefix of its own (uniquePrefix) and removes it afterwards. A test that
- * needs to own a server (stop it, SCRIPT FLUSH, pause it) starts a private one (redis-server.ts). TEST_REDIS_URL
+ * needs to own a server (stop it, SCRIPT FLUSH, pause it) starts a private one (support/redis-server.ts). TEST_REDIS_URL
  * points the suite at another shared Redis.
  */
 export const SHARED_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLimiter } from '../../src/limiter/redis-limiter.ts';
 import { StoreError, type Bucket } from '../../src/limiter/types.ts';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.ts';
+import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
 import { sharedRedis, uniquePrefix } from '../helpers/shared-redis.ts';
 import { limiterContract } from './contract.ts';
 

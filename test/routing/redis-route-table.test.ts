@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisRouteTable } from '../../src/routing/redis-route-table.ts';
-import { startRedis, startRedisOnPort, type RedisProcess } from '../helpers/redis-server.ts';
+import { startRedis, startRedisOnPort, type RedisProcess } from '../../support/redis-server.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { sharedRedis, uniquePrefix } from '../helpers/shared-redis.ts';
 import { route, routeTableContract } from './contract.ts';

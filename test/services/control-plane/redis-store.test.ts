@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { StoreUnavailable } from '../../../src/services/control-plane/errors.ts';
 import { RedisControlPlaneStore } from '../../../src/services/control-plane/store/redis-store.ts';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
-import { startRedis } from '../../helpers/redis-server.ts';
+import { startRedis } from '../../../support/redis-server.ts';
 import { deploymentRecord, revisionRecord, storeContract } from './store-contract.ts';
 import { sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
