@@ -1,6 +1,6 @@
 /**
  * Rule matching speed: the compiled matcher (src/rules/compile.ts) against the
- * naive reference (test/rules/reference-matcher.ts) on the same pre-built mix
+ * naive reference (support/reference-matcher.ts) on the same pre-built mix
  * of requests, both regions, in one run. Correctness first: any disagreement
  * on the mix exits 1 before anything is timed. See bench/README.md.
  *

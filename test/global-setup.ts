@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { deleteByPrefix } from './helpers/redis-keys.ts';
+import { SHARED_REDIS_URL } from './helpers/shared-redis.ts';
 
 /**
  * One run of the suite: a prefix of its own for what the gateways the tests start write on the shared Redis under
@@ -9,7 +10,7 @@ import { deleteByPrefix } from './helpers/redis-keys.ts';
 export default function setup() {
   const prefix = (process.env.TEST_RUN_PREFIX ??= `test-run-${randomBytes(6).toString('hex')}`);
   return async () => {
-    const redis = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true, maxRetriesPerRequest: 1 });
+    const redis = new Redis(SHARED_REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
     try {
       await redis.connect();
       await deleteByPrefix(redis, prefix);

@@ -2,7 +2,7 @@
  * The match benchmark's correctness check: every request of the mix through
  * the compiled matcher and the reference; prints the first few disagreements.
  */
-import { referenceMatch } from '../../test/rules/reference-matcher.ts';
+import { referenceMatch } from '../../support/reference-matcher.ts';
 import type { Region } from './mix.ts';
 
 /** How many requests of the mix the two matchers decide differently. */

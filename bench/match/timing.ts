@@ -2,7 +2,7 @@
  * The match benchmark's timing: passes over the mix with each matcher, and
  * rounds taken in alternating slices so that both sides see the same machine.
  */
-import { referenceMatch } from '../../test/rules/reference-matcher.ts';
+import { referenceMatch } from '../../support/reference-matcher.ts';
 import type { Region } from './mix.ts';
 
 export const SLICE_MS = 50;

@@ -6,7 +6,7 @@
  * Stopped by its pid when the run ends.
  */
 import { spawnSync } from 'node:child_process';
-import { startRedis, type RedisProcess } from '../../test/helpers/redis-server.ts';
+import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
 
 /** A private, pinned Redis; null where `redis-server` is not installed (the caller then uses the shared one). */
 export async function startPrivateRedis(cpu: number | string | null): Promise<RedisProcess | null> {

@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { route } from '../routing/contract.ts';
@@ -8,16 +7,17 @@ import { OPEN_RULES, rulesDir, startTestGateway, type TestGateway } from '../hel
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../helpers/shared-redis.ts';
 
 /**
  * Several edges on one REDIS_URL share the deployment route table: a change written through one gateway (in this
  * process) reaches another gateway running as its own process (`node bin/gateway.js start`), with no restart. The
- * shared Redis on 6379 is used under prefixes of this file only, removed afterwards.
+ * shared Redis is used under prefixes of this file only, removed afterwards.
  */
 
-const ROUTES_PREFIX = `test:routes:${randomUUID()}`;
+const ROUTES_PREFIX = uniquePrefix('test:routes');
 const KEY_PREFIX = `t-${randomBytes(6).toString('hex')}`;
-const shared = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+const shared = sharedRedis();
 let rules: ReturnType<typeof rulesDir>, agent: TestUpstream, control: TestUpstream;
 let here: TestGateway, other: SpawnedGateway | undefined, one: TestDeployment, two: TestDeployment;
 let env: Record<string, string>;
@@ -31,7 +31,7 @@ beforeAll(async () => {
     startDeployment('two'),
   ]);
   env = {
-    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_URL: SHARED_REDIS_URL,
     ROUTES_PREFIX,
     KEY_PREFIX,
     RULES_DIR: rules.dir,

@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rulesDir } from '../helpers/gateway.ts';
 import { deleteByPrefix, keysByPrefix } from '../helpers/redis-keys.ts';
 import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { SHARED_REDIS_URL, sharedRedis } from '../helpers/shared-redis.ts';
 
 /**
  * The issue's exactness test: two edge processes (`gateway start`) share the
- * Redis on 6379 under a prefix of their own; a burst of 3× a bucket's
+ * shared Redis under a prefix of their own; a burst of 3× a bucket's
  * capacity, sent concurrently over 50 connections split across both, admits
  * exactly the capacity plus the refill the burst's duration allows.
  *
@@ -44,9 +45,9 @@ beforeAll(async () => {
     req.resume();
     req.on('end', () => res.end('ok'));
   });
-  redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+  redis = sharedRedis();
   const env = {
-    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_URL: SHARED_REDIS_URL,
     KEY_PREFIX: PREFIX,
     IDENTITY_SECRET: 'exactness-test-identity-secret',
     LOG_LEVEL: 'info',

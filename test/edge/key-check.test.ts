@@ -10,6 +10,7 @@ import { loadSettings } from '../../src/settings/settings.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
+import { SHARED_REDIS_URL } from '../helpers/shared-redis.ts';
 
 describe('keyCheck', () => {
   it('asks the registry once per known key, then answers from memory', async () => {
@@ -75,12 +76,12 @@ describe('KEY_CHECK=on at the edge', () => {
   let key: string;
 
   beforeAll(async () => {
-    redis = new Redis('redis://127.0.0.1:6379');
+    redis = new Redis(SHARED_REDIS_URL);
     key = (await new RedisKeyRegistry(redis, { prefix: keysPrefix }).createKey('acme')).key;
     upstream = await startUpstream();
     gw = await startTestGateway({
       KEY_CHECK: 'on',
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       KEY_PREFIX: `kc${randomUUID().slice(0, 8)}`,
       API_KEYS_PREFIX: keysPrefix,
       AGENT_SERVER_URL: upstream.url,

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, describe, expect, it } from 'vitest';
 import { closedPort, startUpstream } from '../helpers/upstream.ts';
 import { rulesDir, startTestGateway } from '../helpers/gateway.ts';
 import { deleteByPrefix, keysByPrefix } from '../helpers/redis-keys.ts';
+import { SHARED_REDIS_URL, sharedRedis } from '../helpers/shared-redis.ts';
 
 /**
  * Boot waits (bounded) for the store's first connection before it says
@@ -12,7 +12,7 @@ import { deleteByPrefix, keysByPrefix } from '../helpers/redis-keys.ts';
  */
 
 const PREFIX = `t-boot-${randomBytes(6).toString('hex')}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1, lazyConnect: true });
+const redis = sharedRedis({ lazyConnect: true });
 const rules = rulesDir(`
 - id: boot
   limits:
@@ -36,7 +36,7 @@ describe('store at boot', () => {
     it('the first requests after "gateway listening" are decided by Redis, not a store error', async () => {
       const upstream = await startUpstream();
       const gw = await startTestGateway({
-        REDIS_URL: 'redis://127.0.0.1:6379',
+        REDIS_URL: SHARED_REDIS_URL,
         KEY_PREFIX: PREFIX,
         RULES_DIR: rules.dir,
         FAIL_MODE: 'closed',

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, vi } from 'vitest';
 import { within } from './async.ts';
 import { rulesDir, startTestGateway, type TestGateway } from './gateway.ts';
 import { sleep, startLoad } from './load.ts';
-import { startRedis, type RedisProcess } from './redis-server.ts';
+import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
 import { startUpstream, type TestUpstream } from './upstream.ts';
 
 /**

@@ -1,14 +1,14 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keysCommand } from '../../src/cli/keys.ts';
 import { RedisKeyRegistry } from '../../src/keys/redis-registry.ts';
 import { deleteByPrefix, keysByPrefix } from '../helpers/redis-keys.ts';
 import { registryContract } from './contract.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../helpers/shared-redis.ts';
 
-/** The shared Redis on 6379, only under a unique prefix, removed afterwards. */
-const RUN = `test:keys:${randomUUID()}`;
-const shared = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+/** The shared Redis, only under a unique prefix, removed afterwards. */
+const RUN = uniquePrefix('test:keys');
+const shared = sharedRedis();
 
 afterAll(async () => {
   await deleteByPrefix(shared, RUN);
@@ -17,7 +17,7 @@ afterAll(async () => {
 
 registryContract('redis', async () => {
   const prefix = `${RUN}:${randomUUID()}`;
-  const other = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+  const other = sharedRedis();
   return {
     registry: new RedisKeyRegistry(shared, { prefix }),
     peer: new RedisKeyRegistry(other, { prefix, ownsClient: true }),
@@ -48,7 +48,7 @@ describe('gateway keys create', () => {
 
   it('prints a new key once on stdout; the registry on REDIS_URL knows it and the workspace, by hash only', async () => {
     const prefix = `${RUN}:cli-${randomUUID()}`;
-    const env = { REDIS_URL: 'redis://127.0.0.1:6379', API_KEYS_PREFIX: prefix };
+    const env = { REDIS_URL: SHARED_REDIS_URL, API_KEYS_PREFIX: prefix };
     const r = await run(['create', '--org', 'acme', '--workspace', 'ws-cli'], env);
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(/^gwk_[A-Za-z0-9_-]{43}$/);
@@ -70,7 +70,7 @@ describe('gateway keys create', () => {
 
   it('API_KEYS_PREFIX names the registry; the old KEYS_PREFIX still works, with one warning naming the new variable', async () => {
     const fresh = await run(['create', '--org', 'acme', '--workspace', 'ws-new-name'], {
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       API_KEYS_PREFIX: `${RUN}:cli-${randomUUID()}`,
     });
     expect(fresh.code).toBe(0);
@@ -78,7 +78,7 @@ describe('gateway keys create', () => {
 
     const prefix = `${RUN}:cli-${randomUUID()}`;
     const old = await run(['create', '--org', 'acme', '--workspace', 'ws-old-name'], {
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       KEYS_PREFIX: prefix,
     });
     expect(old.code).toBe(0);
@@ -88,7 +88,7 @@ describe('gateway keys create', () => {
   });
 
   it('exit 1 when the workspace belongs to another organisation', async () => {
-    const env = { REDIS_URL: 'redis://127.0.0.1:6379', API_KEYS_PREFIX: `${RUN}:cli-${randomUUID()}` };
+    const env = { REDIS_URL: SHARED_REDIS_URL, API_KEYS_PREFIX: `${RUN}:cli-${randomUUID()}` };
     expect((await run(['create', '--org', 'acme', '--workspace', 'shared-ws'], env)).code).toBe(0);
     const r = await run(['create', '--org', 'globex', '--workspace', 'shared-ws'], env);
     expect(r.code).toBe(1);
@@ -110,7 +110,7 @@ describe('gateway keys create', () => {
     expect(badUrl.code).toBe(2);
     expect(badUrl.stderr).toContain('REDIS_URL');
     const badName = await run(['create', '--org', 'a b', '--workspace', 'w'], {
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       API_KEYS_PREFIX: `${RUN}:cli-bad`,
     });
     expect(badName.code).toBe(2);

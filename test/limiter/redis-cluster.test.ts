@@ -3,7 +3,7 @@ import { Cluster } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keySlot } from '../../src/limiter/key-slot.ts';
 import { RedisLimiter } from '../../src/limiter/redis-limiter.ts';
-import { startRedisCluster, type RedisCluster } from '../helpers/redis-server.ts';
+import { startRedisCluster, type RedisCluster } from '../../support/redis-server.ts';
 import { limiterContract } from './contract.ts';
 
 /**

@@ -4,26 +4,21 @@ import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLimiter } from '../../src/limiter/redis-limiter.ts';
 import { StoreError, type Bucket } from '../../src/limiter/types.ts';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.ts';
+import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
+import { sharedRedis, uniquePrefix } from '../helpers/shared-redis.ts';
 import { limiterContract } from './contract.ts';
 
 /**
- * The shared Redis on 6379 is used only under a unique prefix, and every key
+ * The shared Redis is used only under a unique prefix, and every key
  * under it is removed afterwards. Anything that needs to own a server
  * (SCRIPT FLUSH, stopping, pausing) runs against a private redis-server.
  */
 
-const RUN = `test:${randomUUID()}`;
+const RUN = uniquePrefix('test');
 const SCRIPT_SHA = createHash('sha1')
   .update(readFileSync(new URL('../../src/limiter/token-bucket.lua', import.meta.url)))
   .digest('hex');
-const shared = new Redis({
-  host: '127.0.0.1',
-  port: 6379,
-  enableAutoPipelining: true,
-  maxRetriesPerRequest: 1,
-  lazyConnect: true,
-});
+const shared = sharedRedis({ enableAutoPipelining: true, lazyConnect: true });
 
 async function deleteByPrefix(client: Redis, prefix: string): Promise<void> {
   let cursor = '0';
@@ -52,7 +47,7 @@ limiterContract('redis', async () => {
 
 describe('RedisLimiter', () => {
   it('works on a client without auto-pipelining (it batches by itself)', async () => {
-    const plain = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+    const plain = sharedRedis();
     const limiter = new RedisLimiter(plain);
     const key = `${RUN}:plain`;
     const outcomes = await Promise.all([1, 2, 3].map(() => limiter.consume([{ key, capacity: 2, perSeconds: 60 }])));
@@ -61,12 +56,7 @@ describe('RedisLimiter', () => {
   });
 
   it("honours the client's keyPrefix", async () => {
-    const prefixed = new Redis({
-      host: '127.0.0.1',
-      port: 6379,
-      maxRetriesPerRequest: 1,
-      keyPrefix: `${RUN}:prefixed:`,
-    });
+    const prefixed = sharedRedis({ keyPrefix: `${RUN}:prefixed:` });
     const limiter = new RedisLimiter(prefixed);
     const key = `bucket-${randomUUID()}`;
     const outcomes = await Promise.all([1, 2].map(() => limiter.consume([{ key, capacity: 5, perSeconds: 60 }])));

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { keysByPrefix } from '../helpers/redis-keys.ts';
-import { startRedisOnPort } from '../helpers/redis-server.ts';
+import { startRedisOnPort } from '../../support/redis-server.ts';
 import { kill9, useRedisOutageFixture } from '../helpers/redis-outage.ts';
 import { metrics } from '../helpers/redis-outage-measure.ts';
 import { send, smallBucketThrough, untilRedisDecides } from '../helpers/redis-outage-probes.ts';

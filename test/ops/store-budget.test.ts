@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisLimiter } from '../../src/limiter/redis-limiter.ts';
 import { StoreError, type Bucket } from '../../src/limiter/types.ts';
-import { startRedis, type RedisProcess } from '../helpers/redis-server.ts';
+import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
 
 /**
  * The store budget (STORE_TIMEOUT_MS) judges the store, not the edge's own

@@ -6,7 +6,7 @@ import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { usableCpus } from '../../src/workers/cpu-count.ts';
@@ -15,6 +15,7 @@ import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { metricValue, scrapeMetrics, waitForMetric } from '../helpers/scrape-metrics.ts';
 import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 import { echoJson, startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { SHARED_REDIS_URL, sharedRedis } from '../helpers/shared-redis.ts';
 
 /**
  * WORKERS=2, the real program (`gateway start`): a node:cluster primary with two edge workers on one public port and
@@ -51,7 +52,7 @@ beforeAll(async () => {
     const timer = setTimeout(() => res.end('slow done'), SLOW_MS);
     res.once('close', () => clearTimeout(timer));
   });
-  redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+  redis = sharedRedis();
   // RULES_DIR/us.yaml links to a file in another folder: the workers' watchers (on RULES_DIR) do not see writes to it,
   // so only SIGHUP reloads it.
   tmp = mkdtempSync(join(tmpdir(), 'edge-workers-'));
@@ -84,7 +85,7 @@ async function startWorkers(env: Record<string, string> = {}): Promise<SpawnedGa
   gateway = await spawnGateway(
     {
       WORKERS: '2',
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       KEY_PREFIX: uniquePrefix('edge'),
       IDENTITY_SECRET: 'workers-test-identity-secret',
       LOG_LEVEL: 'info',

@@ -2,21 +2,23 @@ import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { RedisRouteTable } from '../../src/routing/redis-route-table.ts';
-import { startRedis, startRedisOnPort, type RedisProcess } from '../helpers/redis-server.ts';
+import { startRedis, startRedisOnPort, type RedisProcess } from '../../support/redis-server.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
+import { sharedRedis, uniquePrefix } from '../helpers/shared-redis.ts';
 import { route, routeTableContract } from './contract.ts';
 
-/** The shared Redis on 6379, only under a unique prefix per table, removed afterwards. */
-const RUN = `test:routes:${randomUUID()}`;
-const shared = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+/** The shared Redis, only under a unique prefix per table, removed afterwards. */
+const RUN = uniquePrefix('test:routes');
+const shared = sharedRedis();
 
 afterAll(async () => {
   await deleteByPrefix(shared, RUN);
   await shared.quit();
 });
 
-const client = (port = 6379) => {
-  const c = new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
+/** A client of the shared Redis, or of a private one on `port`. */
+const client = (port?: number) => {
+  const c = port === undefined ? sharedRedis() : new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 1 });
   c.on('error', () => {}); // a test that stops its Redis on purpose
   return c;
 };
@@ -32,7 +34,7 @@ const eventually = (check: () => void | Promise<void>, timeout = 5000) => vi.wai
 describe('RedisRouteTable: several processes on one table', () => {
   const open: RedisRouteTable[] = [];
   const servers: RedisProcess[] = [];
-  const table = (prefix: string, port = 6379, resyncMs = 60_000) => {
+  const table = (prefix: string, port?: number, resyncMs = 60_000) => {
     const t = new RedisRouteTable(client(port), { prefix, ownsClient: true, resyncMs });
     open.push(t);
     return t;
@@ -68,7 +70,7 @@ describe('RedisRouteTable: several processes on one table', () => {
 
   it('the periodic check reads a change whose message it never got', async () => {
     const prefix = `${RUN}:${randomUUID()}`;
-    const reader = table(prefix, 6379, 100);
+    const reader = table(prefix, undefined, 100);
     await reader.ready;
     // A change in the hash with no message published (as if it had been missed).
     await shared.hset(`${prefix}:{routes}:table`, 'd-1', JSON.stringify(route('d-1', 'http://127.0.0.1:41001')));

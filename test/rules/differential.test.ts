@@ -3,7 +3,7 @@ import { compile, type Matcher } from '../../src/rules/compile.ts';
 import { loadRuleFile } from '../../src/rules/load.ts';
 import { parseRuleFile } from '../../src/rules/parse.ts';
 import type { Rule } from '../../src/rules/types.ts';
-import { referenceMatch, type ReferenceRequest } from './reference-matcher.ts';
+import { referenceMatch, type ReferenceRequest } from '../../support/reference-matcher.ts';
 import { fragmentsOf, randomRequest } from './request-generator.ts';
 import { prng } from '../helpers/prng.ts';
 

@@ -4,7 +4,7 @@ import { loadRuleFile } from '../../src/rules/load.ts';
 import { parseRuleFile } from '../../src/rules/parse.ts';
 import { fixedLayout, isHex, templateMatcher } from '../../src/rules/template.ts';
 import type { Rule } from '../../src/rules/types.ts';
-import { referenceMatch } from './reference-matcher.ts';
+import { referenceMatch } from '../../support/reference-matcher.ts';
 
 /**
  * Edge cases of the code the matcher tables generate (scan-code.ts,

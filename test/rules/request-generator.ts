@@ -1,6 +1,6 @@
 import { normalizePath } from '../../src/rules/normalize-path.ts';
 import type { Rule } from '../../src/rules/types.ts';
-import type { ReferenceRequest } from './reference-matcher.ts';
+import type { ReferenceRequest } from '../../support/reference-matcher.ts';
 
 /**
  * Random requests for the differential test (differential.test.ts), built

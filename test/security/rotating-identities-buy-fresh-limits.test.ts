@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { SHARED_REDIS_URL } from '../helpers/shared-redis.ts';
 
 /**
  * Finding "Rotating identities buys fresh limits": a fresh random `x-user-id` on each request moved a client from
@@ -42,7 +43,7 @@ describe.each([
   [
     'redis',
     {
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       KEY_PREFIX: `rot-${randomUUID().slice(0, 8)}`,
       // Exactness is about the guard: on a loaded machine a Redis answer can miss the 50 ms budget, and the fail-open
       // fallback would then admit from per-process buckets (this failed by chance). A store error shows as a 503.

@@ -6,6 +6,7 @@ import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
 import { EXAMPLE_APP, startAgentServer, type RunningAgentServer } from '../services/agent-server/helpers.ts';
+import { SHARED_REDIS_URL } from '../helpers/shared-redis.ts';
 
 /**
  * Finding: with KEY_CHECK on, an `x-api-key` the registry does not hold was answered 401 `unknown_api_key` at the
@@ -25,7 +26,7 @@ describe('KEY_CHECK=on, a deployment with custom auth, an unrelated x-api-key', 
     controlPlane = await startUpstream();
     gw = await startTestGateway({
       KEY_CHECK: 'on',
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       KEY_PREFIX: keyPrefix,
       API_KEYS_PREFIX: keysPrefix, // an empty registry: every key is unknown to it
       AGENT_SERVER_URL: agent.url,
@@ -37,7 +38,7 @@ describe('KEY_CHECK=on, a deployment with custom auth, an unrelated x-api-key', 
     await gw?.close();
     await agent?.close();
     await controlPlane?.close();
-    const redis = new Redis('redis://127.0.0.1:6379');
+    const redis = new Redis(SHARED_REDIS_URL);
     await deleteByPrefix(redis, `${keyPrefix}:`);
     await redis.quit();
   });

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisCheckpointer } from '../../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from '../../../src/services/agent-server/store/redis-item-store.ts';
 import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
-import { startRedis, type RedisProcess } from '../../helpers/redis-server.ts';
+import { startRedis, type RedisProcess } from '../../../support/redis-server.ts';
 import { EXAMPLE_API_KEY_APP, newKey, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';
 
 /**

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisCheckpointer } from '../../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
@@ -7,6 +6,7 @@ import type { Run, Thread } from '../../../src/services/agent-server/store/recor
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { registry } from './fixtures/app/graphs.ts';
 import { collect, eventually, newKey, sdk, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';
+import { sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
  * Agent Servers sharing one Redis store (replicas of a deployment, or one
@@ -14,8 +14,8 @@ import { collect, eventually, newKey, sdk, startAgentServer, userInput, type Run
  * from the other, and a run whose server died (no lease) is settled as
  * `error` instead of staying `running` forever.
  */
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
-const prefix = `test:shared:${randomUUID()}`;
+const redis = sharedRedis({ maxRetriesPerRequest: 2 });
+const prefix = uniquePrefix('test:shared');
 const start = () =>
   startAgentServer({
     store: new RedisAgentStore(redis, { prefix }),

@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway } from '../../helpers/gateway.ts';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
@@ -12,6 +10,7 @@ import {
   waitForRevision,
   type TestRepo,
 } from './helpers.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
  * With Redis, nothing is lost on a restart: a new process reads every
@@ -21,8 +20,8 @@ import {
  * The shared Redis is used under a unique prefix, removed afterwards.
  */
 
-const RUN = `test:cp-durable:${randomUUID()}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+const RUN = uniquePrefix('test:cp-durable');
+const redis = sharedRedis();
 let repo: TestRepo;
 
 beforeAll(() => {
@@ -36,7 +35,7 @@ afterAll(async () => {
 });
 
 const envFor = (name: string, extra: Record<string, string> = {}) => ({
-  REDIS_URL: 'redis://127.0.0.1:6379',
+  REDIS_URL: SHARED_REDIS_URL,
   CONTROL_PLANE_PREFIX: `${RUN}:${name}`,
   API_KEYS_PREFIX: `${RUN}:${name}:keys`,
   ...extra,

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis } from '../../helpers/redis-server.ts';
+import { startRedis } from '../../../support/redis-server.ts';
 import { expectError } from './error-checks.ts';
 import { client, imageBody, startControlPlane, type TestControlPlane } from './helpers.ts';
 

@@ -1,13 +1,12 @@
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { describeDevelopmentKey } from '../../../src/keys/bootstrap.ts';
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { client, imageBody, startControlPlane } from './helpers.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 describe('first start in development', () => {
-  const RUN = `test:cp-dev:${randomUUID()}`;
-  const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+  const RUN = uniquePrefix('test:cp-dev');
+  const redis = sharedRedis();
   afterAll(async () => {
     await deleteByPrefix(redis, RUN);
     await redis.quit();
@@ -15,7 +14,7 @@ describe('first start in development', () => {
 
   it('an empty registry gets one development key, returned once and never logged; it works; the next start makes none', async () => {
     const env = {
-      REDIS_URL: 'redis://127.0.0.1:6379',
+      REDIS_URL: SHARED_REDIS_URL,
       CONTROL_PLANE_PREFIX: RUN,
       API_KEYS_PREFIX: `${RUN}:keys`,
       NODE_ENV: 'development',

@@ -4,12 +4,13 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { StoreUnavailable } from '../../../src/services/control-plane/errors.ts';
 import { RedisControlPlaneStore } from '../../../src/services/control-plane/store/redis-store.ts';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
-import { startRedis } from '../../helpers/redis-server.ts';
+import { startRedis } from '../../../support/redis-server.ts';
 import { deploymentRecord, revisionRecord, storeContract } from './store-contract.ts';
+import { sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
-/** The shared Redis on 6379, only under a unique prefix, removed afterwards. */
-const RUN = `test:cp:${randomUUID()}`;
-const shared = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+/** The shared Redis, only under a unique prefix, removed afterwards. */
+const RUN = uniquePrefix('test:cp');
+const shared = sharedRedis();
 
 afterAll(async () => {
   await deleteByPrefix(shared, RUN);
@@ -18,7 +19,7 @@ afterAll(async () => {
 
 storeContract('redis', async () => {
   const prefix = `${RUN}:${randomUUID()}`;
-  const other = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+  const other = sharedRedis();
   return {
     store: new RedisControlPlaneStore(shared, 'us', { prefix }),
     peer: new RedisControlPlaneStore(other, 'us', { prefix, ownsClient: true }),

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SecretError } from '../../../src/services/control-plane/store/secrets.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 import { deleteByPrefix, keysByPrefix } from '../../helpers/redis-keys.ts';
 import { client, imageBody, startControlPlane, waitForRevision, type TestControlPlane } from './helpers.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
  * Secret values go in once and never come out: not in any answer, not in
@@ -12,14 +12,14 @@ import { client, imageBody, startControlPlane, waitForRevision, type TestControl
  * Redis except as AES-256-GCM ciphertext that only the right key opens.
  */
 
-const PREFIX = `test:cp-secrets:${randomUUID()}`;
+const PREFIX = uniquePrefix('test:cp-secrets');
 const env = {
-  REDIS_URL: 'redis://127.0.0.1:6379',
+  REDIS_URL: SHARED_REDIS_URL,
   CONTROL_PLANE_PREFIX: PREFIX,
   API_KEYS_PREFIX: `${PREFIX}:keys`,
   LOG_LEVEL: 'trace',
 };
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+const redis = sharedRedis();
 let svc: TestControlPlane;
 let gw: TestGateway;
 

@@ -1,20 +1,20 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ORG, DEFAULT_WORKSPACE } from '../../../src/keys/bootstrap.ts';
 import { RedisKeyRegistry } from '../../../src/keys/redis-registry.ts';
 import { startTestGateway } from '../../helpers/gateway.ts';
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
  * The default deployment (the example app the gateway serves at every bare path) is listed by the control plane with
  * a `url`, reachable there and at the bare paths alike, refused to patch or delete, and the same record after a
  * restart (its route then points at the new start's server).
  */
-const RUN = `test:default-deployment:${randomUUID()}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+const RUN = uniquePrefix('test:default-deployment');
+const redis = sharedRedis();
 const env = {
-  REDIS_URL: 'redis://127.0.0.1:6379',
+  REDIS_URL: SHARED_REDIS_URL,
   KEY_PREFIX: `t${randomBytes(6).toString('hex')}`,
   CONTROL_PLANE_PREFIX: `${RUN}:cp`,
   API_KEYS_PREFIX: `${RUN}:keys`,

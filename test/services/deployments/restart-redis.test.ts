@@ -3,7 +3,6 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
-import { Redis } from 'ioredis';
 import pino from 'pino';
 import { routeTableFromSettings } from '../../../src/routing/from-settings.ts';
 import type { RouteTable } from '../../../src/routing/route-table.ts';
@@ -18,6 +17,7 @@ import {
   type TestRepo,
 } from '../control-plane/helpers.ts';
 import { alive, ask, BARE_APP, deployed, target } from './helpers.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
  * With REDIS_URL a deployment's Agent Server keeps its data in Redis under
@@ -28,9 +28,9 @@ import { alive, ask, BARE_APP, deployed, target } from './helpers.ts';
  * prefixes, removed afterwards.
  */
 
-const RUN = `test:deploy-restart:${randomUUID()}`;
+const RUN = uniquePrefix('test:deploy-restart');
 const DATA = `test-deploy-data-${randomUUID().slice(0, 8)}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+const redis = sharedRedis();
 let repo: TestRepo;
 let workDir: string;
 
@@ -48,7 +48,7 @@ afterAll(async () => {
 });
 
 const env = () => ({
-  REDIS_URL: 'redis://127.0.0.1:6379',
+  REDIS_URL: SHARED_REDIS_URL,
   CONTROL_PLANE_PREFIX: `${RUN}:cp`,
   API_KEYS_PREFIX: `${RUN}:keys`,
   DEPLOYMENT_DATA_PREFIX: DATA,
@@ -81,7 +81,7 @@ describe('deployments on Redis', () => {
       const again = target(second, d.id);
       // The table in Redis is the edges': one opened as an edge does follows the control plane's writes.
       const edgeTable = routeTableFromSettings(
-        { redisUrl: 'redis://127.0.0.1:6379', routesPrefix: `${RUN}:routes`, region: 'us' },
+        { redisUrl: SHARED_REDIS_URL, routesPrefix: `${RUN}:routes`, region: 'us' },
         pino({ level: 'silent' }),
       );
       edges.push(edgeTable.table);

@@ -1,15 +1,15 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisKeyRegistry } from '../../../src/keys/redis-registry.ts';
 import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { client, deploymentBody, makeRepo, TEST_SECRETS_KEY, type TestRepo } from '../control-plane/helpers.ts';
 import { BARE_APP, deployed } from './helpers.ts';
+import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
  * The whole path a user takes, through the real edge and the bundled control plane: create a deployment from a git
@@ -17,8 +17,8 @@ import { BARE_APP, deployed } from './helpers.ts';
  * `/docs`, delete it (its url answers 404). The shared Redis is used under unique prefixes, removed afterwards.
  */
 
-const RUN = `test:deploy-edge:${randomUUID()}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 1 });
+const RUN = uniquePrefix('test:deploy-edge');
+const redis = sharedRedis();
 let gw: TestGateway;
 let repo: TestRepo;
 let workDir: string;
@@ -32,7 +32,7 @@ beforeAll(async () => {
   repo = makeRepo(BARE_APP);
   workDir = mkdtempSync(join(tmpdir(), 'deploy-edge-'));
   gw = await startTestGateway({
-    REDIS_URL: 'redis://127.0.0.1:6379',
+    REDIS_URL: SHARED_REDIS_URL,
     KEY_PREFIX: `t${randomBytes(6).toString('hex')}`,
     CONTROL_PLANE_PREFIX: `${RUN}:cp`,
     API_KEYS_PREFIX: `${RUN}:keys`,

@@ -112,7 +112,8 @@ async function requireFile(rootReal: string, base: string, file: string, where: 
   if (!(await stat(real)).isFile()) throw new BuildFailure(`${where}: ${shown} is not a file ${at}`);
 }
 
-async function readInside(rootReal: string, file: string): Promise<string | null> {
+/** The text of `file` (relative to `rootReal`, a real path) when it is a regular file inside it, symlinks resolved; else null. */
+export async function readInside(rootReal: string, file: string): Promise<string | null> {
   try {
     const real = await realpath(join(rootReal, ...file.split('/')));
     if (!isInside(rootReal, real) || !(await stat(real)).isFile()) return null;

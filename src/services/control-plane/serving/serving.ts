@@ -1,22 +1,24 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
-import { dirname, join, posix } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RouteTable } from '../../../routing/route-table.ts';
 import type { KeyRegistry } from '../../../keys/types.ts';
 import type { RevisionHost, RunningRevision } from '../../revision-host/revision-host.ts';
-import { secretOwner, type SecretBox } from '../store/secrets.ts';
+import type { SecretBox } from '../store/secrets.ts';
 import type { ControlPlaneStore } from '../store.ts';
 import type { StoredDeployment, StoredRevision } from '../types.ts';
+import { removeDeploymentData } from './deployment-data.ts';
+import { launchRevision } from './revision-launch.ts';
+import { clearServingError, showServingError } from './serving-error.ts';
 
 /**
  * Which revision serves each deployment, and keeping it served: starts a
- * revision's process through the RevisionHost (the load check of a build,
- * a redeploy, a restart), moves the deployment's route to it once it is
- * ready (the previous process drains, then stops), restarts a process that
- * dies with backoff (and says so on the deployment when it keeps dying),
- * and retires a deleted deployment (route, process, its Agent Server data).
+ * revision's process (the load check of a build, a redeploy, a restart:
+ * revision-launch.ts), moves the deployment's route to it once it is ready
+ * (the previous process drains, then stops), restarts a process that dies
+ * with backoff (and says so on the deployment when it keeps dying:
+ * serving-error.ts), and retires a deleted deployment (route, process, its
+ * Agent Server data: deployment-data.ts).
  */
 export interface ServingOptions {
   readonly host: RevisionHost;
@@ -77,25 +79,8 @@ export class Serving {
   }
 
   /** Starts the revision's process from its build folder; rejects with a RevisionLoadError when the app cannot load. */
-  async launch(d: StoredDeployment, rev: StoredRevision, signal?: AbortSignal): Promise<RunningRevision> {
-    const folder = this.o.folderOf(d.id, rev.id);
-    const configFile = posix.normalize(rev.source_revision_config.langgraph_config_path ?? 'langgraph.json');
-    const appDir = dirname(join(folder, configFile));
-    const org = await this.o.keys.workspaceOrg(d.tenant_id);
-    const env = { ...(await appEnv(join(folder, configFile))), ...this.secrets(d) };
-    return this.o.host.start(
-      {
-        deploymentId: d.id,
-        revisionId: rev.id,
-        appDir,
-        configPath: posix.basename(configFile),
-        org,
-        env,
-        memoryMb: memoryOf(d) ?? this.o.memoryMb,
-        dataPrefix: `${this.o.dataPrefix}:${d.id}`,
-      },
-      signal,
-    );
+  launch(d: StoredDeployment, rev: StoredRevision, signal?: AbortSignal): Promise<RunningRevision> {
+    return launchRevision(this.o, d, rev, signal);
   }
 
   /**
@@ -261,73 +246,14 @@ export class Serving {
   }
 
   private async showError(d: Pick<StoredDeployment, 'id' | 'tenant_id'>, message: string): Promise<void> {
-    await this.o.store
-      .updateDeployment(d.tenant_id, d.id, (cur) =>
-        cur.serving_error === message ? null : { deployment: { ...cur, serving_error: message } },
-      )
-      .catch((err: unknown) => this.o.log.warn({ err, deploymentId: d.id }, 'could not record the serving error'));
+    await showServingError(this.o, d, message);
   }
 
   private async clearError(d: Pick<StoredDeployment, 'id' | 'tenant_id'>): Promise<void> {
-    await this.o.store
-      .updateDeployment(d.tenant_id, d.id, (cur) => {
-        if (cur.serving_error === undefined) return null;
-        const { serving_error: _gone, ...rest } = cur;
-        return { deployment: rest };
-      })
-      .catch((err: unknown) => this.o.log.warn({ err, deploymentId: d.id }, 'could not clear the serving error'));
+    await clearServingError(this.o, d);
   }
 
-  /** SCAN + UNLINK of the deployment's own prefix only. */
   private async removeData(deploymentId: string): Promise<void> {
-    const redis = this.o.redis;
-    if (!redis) return;
-    const match = `${this.o.dataPrefix}:${deploymentId}:*`.replace(/[?[\]\\]/g, '\\$&');
-    let cursor = '0';
-    let removed = 0;
-    do {
-      const [next, keys] = await redis.scan(cursor, 'MATCH', match, 'COUNT', 500);
-      cursor = next;
-      if (keys.length > 0) removed += await redis.unlink(...keys);
-    } while (cursor !== '0');
-    this.o.log.info({ deploymentId, keys: removed }, 'deployment data removed');
+    if (this.o.redis) await removeDeploymentData(this.o.redis, this.o.dataPrefix, deploymentId, this.o.log);
   }
-
-  private secrets(d: StoredDeployment): Record<string, string> {
-    return Object.fromEntries(d.secrets.map((s) => [s.name, this.o.box.open(s.ciphertext, secretOwner(d.id, s.name))]));
-  }
-}
-
-/** `resource_spec.memory_mb` when it is a sensible number of MiB. */
-function memoryOf(d: StoredDeployment): number | null {
-  const mb = d.source_config.resource_spec?.memory_mb;
-  return typeof mb === 'number' && Number.isInteger(mb) && mb >= 64 && mb <= 65_536 ? mb : null;
-}
-
-/** The `env` of an app config: an object of values, or the path of a `.env` file next to it. */
-async function appEnv(configFile: string): Promise<Record<string, string>> {
-  let env: unknown;
-  try {
-    env = (JSON.parse(await readFile(configFile, 'utf8')) as { env?: unknown }).env;
-  } catch {
-    return {};
-  }
-  if (env !== null && typeof env === 'object' && !Array.isArray(env)) {
-    return Object.fromEntries(
-      Object.entries(env as Record<string, unknown>)
-        .filter(([k, v]) => /^[A-Za-z_][A-Za-z0-9_]*$/.test(k) && ['string', 'number', 'boolean'].includes(typeof v))
-        .map(([k, v]) => [k, String(v)]),
-    );
-  }
-  if (typeof env !== 'string') return {};
-  // A file of the app only (the same folder or below): never a file elsewhere on this host.
-  const file = posix.normalize(env.replace(/\\/g, '/'));
-  if (file.startsWith('..') || posix.isAbsolute(file)) return {};
-  const text = await readFile(join(dirname(configFile), file), 'utf8').catch(() => '');
-  const out: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const m = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_]*)\s*=\s*(.*?)\s*$/.exec(line);
-    if (m) out[m[1]!] = m[2]!.replace(/^(['"])(.*)\1$/, '$2');
-  }
-  return out;
 }

@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { MemorySaver } from '@langchain/langgraph';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisAgentStore } from '../../../../src/services/agent-server/store/redis-agent-store.ts';
 import { deleteByPrefix } from '../../../helpers/redis-keys.ts';
 import { eventually, newKey, sdk, startAgentServer, startStack, userInput, type Stack } from '../helpers.ts';
+import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
 
 /** Crons (`client.crons`) with the unmodified public client, through the edge; the scheduler ticks every 100 ms. */
 const EVERY_SECOND = '* * * * * *';
@@ -133,8 +133,8 @@ describe('crons through the SDK', () => {
 });
 
 describe('crons on two servers sharing one Redis store', () => {
-  const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
-  const prefix = `test:crons:${randomUUID()}`;
+  const redis = sharedRedis({ maxRetriesPerRequest: 2 });
+  const prefix = uniquePrefix('test:crons');
   afterAll(async () => {
     await deleteByPrefix(redis, prefix);
     await redis.quit();

@@ -1,16 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { cp, mkdir, mkdtemp, readdir, realpath, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { BaseMessageChunk } from '@langchain/core/messages';
 import { MemorySaver } from '@langchain/langgraph';
-import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryAgentStore } from '../../../../src/services/agent-server/store/memory-agent-store.ts';
 import { RedisCheckpointer } from '../../../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisAgentStore } from '../../../../src/services/agent-server/store/redis-agent-store.ts';
 import { deleteByPrefix } from '../../../helpers/redis-keys.ts';
+import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
 import { collect, newKey, sdk, startStack, userInput, type Stack } from '../helpers.ts';
 
 /**
@@ -56,8 +55,8 @@ async function appWithOwnCore(): Promise<{ dir: string; config: string }> {
   return { dir, config };
 }
 
-const prefix = `test-agent-own-core-${randomUUID()}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
+const prefix = uniquePrefix('test-agent-own-core');
+const redis = sharedRedis({ maxRetriesPerRequest: 2 });
 let app: { dir: string; config: string };
 
 beforeAll(async () => {

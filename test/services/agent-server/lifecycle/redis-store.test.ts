@@ -1,18 +1,17 @@
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
 import { afterAll } from 'vitest';
 import { RedisCheckpointer } from '../../../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisAgentStore } from '../../../../src/services/agent-server/store/redis-agent-store.ts';
 import { deleteByPrefix, keysByPrefix } from '../../../helpers/redis-keys.ts';
 import { lifecycleCases } from './cases.ts';
+import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
 
 /**
  * The same cases over the Redis store and checkpointer, on the shared Redis
- * (6379) under a prefix of this run, removed afterwards (never a flush).
+ * under a prefix of this run, removed afterwards (never a flush).
  * A deleted thread must leave no key naming it.
  */
-const prefix = `test-agent-lifecycle-${randomUUID()}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
+const prefix = uniquePrefix('test-agent-lifecycle');
+const redis = sharedRedis({ maxRetriesPerRequest: 2 });
 
 afterAll(async () => {
   await deleteByPrefix(redis, prefix);

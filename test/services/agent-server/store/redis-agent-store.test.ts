@@ -1,18 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
 import { emptyCheckpoint, uuid6, type Checkpoint, type CheckpointTuple } from '@langchain/langgraph-checkpoint';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisCheckpointer } from '../../../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisAgentStore } from '../../../../src/services/agent-server/store/redis-agent-store.ts';
 import { storeContract } from './agent-store-contract.ts';
+import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
 
 /**
- * The store contract and the checkpointer against the shared Redis on 6379,
+ * The store contract and the checkpointer against the shared Redis,
  * every key under a prefix of this run, removed afterwards (never a flush).
  */
-const prefix = `test-agent-${randomUUID()}`;
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
+const prefix = uniquePrefix('test-agent');
+const redis = sharedRedis({ maxRetriesPerRequest: 2 });
 
 afterAll(async () => {
   let cursor = '0';

@@ -1,16 +1,15 @@
-import { randomUUID } from 'node:crypto';
 import { InMemoryStore, type BaseStore } from '@langchain/langgraph';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import { RedisItemStore } from '../../../../src/services/agent-server/store/redis-item-store.ts';
 import { deleteByPrefix, keysByPrefix } from '../../../helpers/redis-keys.ts';
+import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
 
 /**
  * One contract for the long-term memory store: LangGraph's own InMemoryStore
  * states the semantics, and the Redis store must answer every call the same.
  */
-const redis = new Redis({ host: '127.0.0.1', port: 6379, maxRetriesPerRequest: 2 });
-const prefix = `test:items:${randomUUID()}`;
+const redis = sharedRedis({ maxRetriesPerRequest: 2 });
+const prefix = uniquePrefix('test:items');
 afterAll(async () => {
   await deleteByPrefix(redis, prefix);
   await redis.quit();

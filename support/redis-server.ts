@@ -1,3 +1,4 @@
+// Shared by the tests (test/helpers, the Redis outage and cluster tests) and the bench (bench/peers/private-redis.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -8,7 +9,7 @@ import { Redis } from 'ioredis';
 /**
  * Private `redis-server` processes for tests that must own their server:
  * SCRIPT FLUSH, kill, pause, cluster. Loopback only, no persistence, a fresh
- * temp dir each, stopped by pid. The shared Redis on 6379 is never touched.
+ * temp dir each, stopped by pid. The shared Redis is never touched.
  */
 
 export interface RedisProcess {

@@ -1,6 +1,7 @@
+// Shared by the rule tests (test/rules: differential, generated code) and the matcher bench (bench/match).
 import picomatch from 'picomatch';
-import type { IdentityKind } from '../../src/rules/identity.ts';
-import type { PathCondition, Rule } from '../../src/rules/types.ts';
+import type { IdentityKind } from '../src/rules/identity.ts';
+import type { PathCondition, Rule } from '../src/rules/types.ts';
 
 /**
  * The naive reference matcher: the evaluation rule read literally (rules in
