@@ -29,7 +29,7 @@ describe('a .env swapped for a symlink after the build', () => {
         return Promise.resolve({} as RunningRevision);
       },
       close: () => Promise.resolve(),
-    } as unknown as RevisionHost;
+    };
     const options = {
       host,
       keys: { workspaceOrg: () => Promise.resolve(null) },
