@@ -19,6 +19,32 @@ export const REDACT = [
   'value',
 ];
 
-export function createLogger(level: string, destination = pino.destination({ sync: false })): Logger {
-  return pino({ level, base: undefined, redact: { paths: REDACT, censor: '[redacted]' } }, destination);
+/** What a logger writes its lines to (a pino destination, or any stream a test passes). */
+export interface LogDestination {
+  write(lines: string): unknown;
+  readonly fd?: unknown;
+}
+
+const destinations = new WeakMap<Logger, LogDestination>();
+
+export function createLogger(level: string, destination: LogDestination = pino.destination({ sync: false })): Logger {
+  const log = pino(
+    {
+      level,
+      base: undefined,
+      redact: { paths: REDACT, censor: '[redacted]' },
+      onChild: (child) => destinations.set(child, destination),
+    },
+    destination,
+  );
+  destinations.set(log, destination);
+  return log;
+}
+
+/**
+ * Where a logger made by createLogger, or any child of it, writes: for a writer that assembles pino's lines itself
+ * (edge/access-log.ts). Undefined for any other logger.
+ */
+export function destinationOf(log: Logger): LogDestination | undefined {
+  return destinations.get(log);
 }

@@ -1,5 +1,6 @@
 import { writeSync } from 'node:fs';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { destinationOf } from '../log.ts';
 
 /** What one request's log line says. None of it is a credential or an identity. */
 export interface AccessEntry {
@@ -18,8 +19,6 @@ export interface AccessEntry {
   readonly ms: number;
 }
 
-type Destination = { write(line: string): unknown; fd?: unknown };
-
 /** Lines are held at most this long, or until this many characters are held, then written in one go. */
 const HOLD_MS = 50;
 const BATCH_CHARS = 65_536;
@@ -27,7 +26,7 @@ const BATCH_CHARS = 65_536;
 /**
  * The request log: one pino-format JSON line per request (`"level":30`,
  * `"time"`, the logger's bindings, `"msg":"request"`), written to the
- * logger's own destination. The line is assembled here rather than by
+ * destination of the logger (createLogger's, found through log.ts). The line is assembled here rather than by
  * `logger.info(object)`: on the path of every request, pino's generic
  * serialiser (and a redaction pass) is most of what logging costs, and
  * these fields need neither. Strings that come from the client (the path)
@@ -43,8 +42,12 @@ const BATCH_CHARS = 65_536;
  */
 export function accessLog(log: Logger): (entry: AccessEntry) => void {
   if (!log.isLevelEnabled('info')) return () => {};
-  const destination = (log as unknown as Record<symbol, Destination>)[pino.symbols.streamSym]!;
-  const chindings = (log as unknown as Record<symbol, string>)[pino.symbols.chindingsSym] ?? '';
+  const destination = destinationOf(log);
+  // A logger made elsewhere (not by createLogger): pino writes the line itself, at pino's cost.
+  if (destination === undefined)
+    return ({ fellBack, ...e }) => log.info({ ...e, ...(fellBack && { fellBack }) }, 'request');
+  const bindings = JSON.stringify(log.bindings());
+  const chindings = bindings === '{}' ? '' : `,${bindings.slice(1, -1)}`;
   let held = '';
   const atExit = () => {
     try {

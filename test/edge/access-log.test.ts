@@ -6,11 +6,12 @@ import { promisify } from 'node:util';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { accessLog, type AccessEntry } from '../../src/edge/access-log.ts';
+import { createLogger } from '../../src/log.ts';
 
 /** Every write the destination receives, and the lines in them. */
 function capture(level = 'info') {
   const writes: string[] = [];
-  const root = pino({ level, base: undefined }, { write: (s: string) => void writes.push(s) });
+  const root = createLogger(level, { write: (s: string) => void writes.push(s) });
   return { root, writes, lines: () => writes.join('').split('\n').filter(Boolean) };
 }
 
@@ -63,6 +64,13 @@ describe('accessLog', () => {
     expect(line).toMatchObject({ fellBack: true, decision: 'unlimited', status: 400 });
   });
 
+  it('writes through pino itself for a logger createLogger did not make', () => {
+    const writes: string[] = [];
+    const root = pino({ base: undefined }, { write: (s: string) => void writes.push(s) });
+    accessLog(root)({ ...ENTRY, fellBack: true });
+    expect(JSON.parse(writes[0]!)).toMatchObject({ requestId: 'req-1', fellBack: true, msg: 'request', level: 30 });
+  });
+
   it('writes nothing when the level is above info', async () => {
     const { root, writes } = capture('warn');
     accessLog(root)(ENTRY);
@@ -98,7 +106,8 @@ describe('accessLog', () => {
       `import { openSync } from 'node:fs';`,
       `import pino from 'pino';`,
       `import { accessLog } from ${JSON.stringify(join(import.meta.dirname, '../../src/edge/access-log.ts'))};`,
-      `const log = accessLog(pino({ base: undefined }, pino.destination({ fd: openSync(${JSON.stringify(file)}, 'a'), sync: false })));`,
+      `import { createLogger } from ${JSON.stringify(join(import.meta.dirname, '../../src/log.ts'))};`,
+      `const log = accessLog(createLogger('info', pino.destination({ fd: openSync(${JSON.stringify(file)}, 'a'), sync: false })));`,
       `log(${JSON.stringify({ ...ENTRY, requestId: 'at-exit' })});`,
       `process.exit(0);`,
     ].join('\n');
