@@ -66,7 +66,7 @@ const STORE_BOOT_WAIT_MS = 3000;
 export async function startGateway(settings: Settings, log: Logger): Promise<Gateway> {
   const edge = await startEdge(settings, log);
   const admin = await listen(
-    adminApp({ metrics: edge.metrics.registry, ready: () => edge.readiness() }),
+    adminApp({ metrics: edge.metrics.registry, ready: () => edge.readiness(), token: settings.adminToken }),
     settings.adminPort,
     settings.adminHost,
   );

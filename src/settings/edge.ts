@@ -34,6 +34,11 @@ export interface EdgeSettings {
   readonly adminPort: number;
   /** ADMIN_HOST: the admin listener's address (default 127.0.0.1: /metrics and /readyz stay on the machine). */
   readonly adminHost: string;
+  /**
+   * ADMIN_TOKEN: when set, the admin listener's /metrics answers only `authorization: Bearer <token>` (every tenant's
+   * traffic is in it, and a deployment's process shares the loopback); null = open, as a Prometheus on the host expects.
+   */
+  readonly adminToken: string | null;
   readonly region: Region;
   readonly rulesDir: string;
   /** Prefix of every bucket key in the store. */
@@ -111,6 +116,7 @@ function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: '
     host: listenAddress(env, 'HOST', null),
     adminPort: port(env, 'ADMIN_PORT', 9090),
     adminHost: listenAddress(env, 'ADMIN_HOST', '127.0.0.1'),
+    adminToken: text(env, 'ADMIN_TOKEN', '') || null,
     region: oneOf(env, 'REGION', REGIONS, 'us'),
     rulesDir: text(env, 'RULES_DIR', 'rules'),
     keyPrefix: matching(

@@ -75,7 +75,7 @@ export async function runPrimary(settings: Settings, log: Logger) {
 
   let draining = false;
   const admin = await listen(
-    adminApp({ metrics: pool.metrics, ready: () => pool.readiness(draining) }),
+    adminApp({ metrics: pool.metrics, ready: () => pool.readiness(draining), token: settings.adminToken }),
     settings.adminPort,
     settings.adminHost,
   );

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { adminApp } from '../../src/admin/app.ts';
+import { startTestGateway } from '../helpers/gateway.ts';
 
 /**
  * Finding "internal listeners reachable directly" (issue 25, attack 6), the admin part: /metrics on the admin listener
@@ -28,5 +29,23 @@ describe('the admin listener with an operator token', () => {
     expect(await res.text()).toContain('gateway_requests_total');
     expect((await app.request('/healthz')).status).toBe(200);
     expect((await app.request('/readyz')).status).toBe(200);
+  });
+});
+
+describe('ADMIN_TOKEN', () => {
+  it("puts the running gateway's /metrics behind the token, and leaves it open when unset", async () => {
+    const guarded = await startTestGateway({ ADMIN_TOKEN: 'op-secret' });
+    const open = await startTestGateway();
+    try {
+      const metricsOf = (port: number, headers: Record<string, string> = {}) =>
+        fetch(`http://127.0.0.1:${port}/metrics`, { headers });
+      expect((await metricsOf(guarded.gateway.admin.port)).status).toBe(401);
+      const withToken = await metricsOf(guarded.gateway.admin.port, { authorization: 'Bearer op-secret' });
+      expect(await withToken.text()).toContain('gateway_requests_total');
+      expect((await fetch(`http://127.0.0.1:${guarded.gateway.admin.port}/readyz`)).status).toBe(200);
+      expect((await metricsOf(open.gateway.admin.port)).status).toBe(200);
+    } finally {
+      await Promise.all([guarded.close(), open.close()]);
+    }
   });
 });
