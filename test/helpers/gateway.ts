@@ -28,7 +28,7 @@ export async function startTestGateway(given: Record<string, string> = {}): Prom
   const logs = new LogCapture();
   const gateway = await startGateway(
     settings,
-    createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]),
+    createLogger(settings.logLevel, logs.stream),
   );
   const close = async () => {
     // A test that failed mid-stream can leave a connection open, and server.close() waits for it: cut it after a grace

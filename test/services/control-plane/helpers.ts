@@ -121,7 +121,7 @@ export async function startControlPlane(
     BUILD_WORK_DIR: workDir,
   });
   const logs = new LogCapture();
-  const log = createLogger(settings.logLevel, logs.stream as unknown as Parameters<typeof createLogger>[1]);
+  const log = createLogger(settings.logLevel, logs.stream);
   // Records only unless a test asks for a host: most tests are about the bookkeeping, not the processes.
   const cp = await createControlPlane(settings, log, { host: null, ...options });
   const server = await listen(cp.app, 0, '127.0.0.1');

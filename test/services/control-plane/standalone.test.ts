@@ -25,7 +25,7 @@ describe('control plane main', () => {
       {
         stop: new Promise((r) => (stop = r)),
         listening,
-        log: createLogger('info', logs.stream as unknown as Parameters<typeof createLogger>[1]),
+        log: createLogger('info', logs.stream),
       },
     );
     try {
