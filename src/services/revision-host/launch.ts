@@ -28,6 +28,7 @@ const INHERITED = ['PATH', 'NODE_ENV', 'TZ', 'LANG'];
 export const MEMORY_OVERHEAD_MB = 256;
 export const MAX_PIDS = 256;
 export const MAX_CPUS = 1;
+let started = 0;
 
 export function launchArgv(
   spec: RevisionSpec,
@@ -55,7 +56,9 @@ export function launchArgv(
   }
   let cgroup: RevisionCgroup | null = null;
   try {
-    cgroup = cgroups?.create(spec.revisionId, { memoryBytes, pids: MAX_PIDS, cpus: MAX_CPUS }) ?? null;
+    // One group per process, not per revision: a redeploy starts the revision again while its old process drains.
+    cgroup =
+      cgroups?.create(`${spec.revisionId}.${++started}`, { memoryBytes, pids: MAX_PIDS, cpus: MAX_CPUS }) ?? null;
   } catch {
     cgroup = null; // the kernel refused a limit: RLIMIT_DATA below still bounds its memory
   }

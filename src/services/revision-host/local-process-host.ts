@@ -102,13 +102,16 @@ export class LocalProcessHost implements RevisionHost {
     channel.on('error', () => channel.destroy());
     this.running.add(child);
     const lastLines: string[] = [];
-    pipeOutput({ stdout: child.stdout!, stderr: child.stderr! }, {
-      log,
-      remember: (line) => {
-        lastLines.push(line);
-        if (lastLines.length > 20) lastLines.shift();
+    pipeOutput(
+      { stdout: child.stdout!, stderr: child.stderr! },
+      {
+        log,
+        remember: (line) => {
+          lastLines.push(line);
+          if (lastLines.length > 20) lastLines.shift();
+        },
       },
-    });
+    );
     let stopRequested = false;
     const exited = new Promise<RevisionExit>((resolve) => {
       const done = (code: number | null, sig: NodeJS.Signals | null, spawnError?: Error) => {
