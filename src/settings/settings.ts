@@ -110,7 +110,7 @@ export function loadSettings(env: Env = process.env): Settings {
       'KEY_PREFIX',
       /^[A-Za-z0-9_.-]{1,32}$/,
       'rl',
-      'letters, digits, "_", ".." or "-", at most 32',
+      'letters, digits, "_", "." or "-", at most 32',
     ),
     identitySecret: secret || DEVELOPMENT_IDENTITY_SECRET,
     identitySecretIsDefault: secret === '',

@@ -26,13 +26,13 @@ const repoRef = z
   .string()
   .min(1)
   .max(256)
-  .regex(GIT_REF, 'must be a branch, tag or commit (no spaces, "../..", "~", "^", ":", "?", "*", "[" or leading "-")');
+  .regex(GIT_REF, 'must be a branch, tag or commit (no spaces, "..", "~", "^", ":", "?", "*", "[" or leading "-")');
 const configPath = z
   .string()
   .min(1)
   .max(512)
   .refine(
-    (p) => !p.startsWith('/') && !p.split('/').includes('../..') && !p.includes('\\'),
+    (p) => !p.startsWith('/') && !p.split('/').includes('..') && !p.includes('\\'),
     'must be a relative path inside the repository',
   );
 const imageUri = z.string().min(1).max(1024).regex(/^\S+$/, 'must not contain whitespace');

@@ -29,7 +29,7 @@ export class BuildFailure extends Error {
 export async function readAppConfig(root: string, configPath: string, ref: string): Promise<AppConfig> {
   const at = `at ref ${ref}`;
   const configFile = posix.normalize(configPath.replace(/^\.\//, ''));
-  if (configFile.startsWith('../..') || posix.isAbsolute(configFile)) {
+  if (configFile.startsWith('..') || posix.isAbsolute(configFile)) {
     throw new BuildFailure(`langgraph_config_path: ${configPath} must be a path inside the repository`);
   }
   const rootReal = await realpath(root);
@@ -71,7 +71,7 @@ function splitSpec(where: string, spec: string, exportRequired: boolean): { file
 async function requireFile(rootReal: string, base: string, file: string, where: string, at: string): Promise<void> {
   const inRepo = posix.normalize(posix.join(base, file));
   const shown = inRepo;
-  if (inRepo.startsWith('../..') || posix.isAbsolute(file))
+  if (inRepo.startsWith('..') || posix.isAbsolute(file))
     throw new BuildFailure(`${where}: file ${file} is outside the repository`);
   const full = join(rootReal, ...inRepo.split('/'));
   let real: string;
@@ -97,5 +97,5 @@ async function readInside(rootReal: string, file: string): Promise<string | null
 
 function isInside(root: string, path: string): boolean {
   const rel = relative(root, path);
-  return rel !== '' && !rel.startsWith('../..' + sep) && rel !== '../..' && !dirname(rel).startsWith('../..');
+  return rel !== '' && !rel.startsWith('..' + sep) && rel !== '..' && !dirname(rel).startsWith('..');
 }

@@ -58,8 +58,8 @@ export async function installDependencies(
     // npm itself masks UUIDs (they may be tokens), so the folder's ids may show as `***`.
     const masked = appDir.replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi, '***');
     const why = (lastErrorLine(result.stderr) ?? `exit code ${result.code}`)
-      .replaceAll(appDir, '..')
-      .replaceAll(masked, '..');
+      .replaceAll(appDir, '.')
+      .replaceAll(masked, '.');
     throw new InstallFailure(`npm ${args[0]} failed: ${why}`, log);
   }
   return { log };

@@ -322,7 +322,7 @@ async function appEnv(configFile: string): Promise<Record<string, string>> {
   if (typeof env !== 'string') return {};
   // A file of the app only (the same folder or below): never a file elsewhere on this host.
   const file = posix.normalize(env.replace(/\\/g, '/'));
-  if (file.startsWith('../..') || posix.isAbsolute(file)) return {};
+  if (file.startsWith('..') || posix.isAbsolute(file)) return {};
   const text = await readFile(join(dirname(configFile), file), 'utf8').catch(() => '');
   const out: Record<string, string> = {};
   for (const line of text.split('\n')) {

@@ -31,12 +31,12 @@ export class SecretBox {
       iv.toString('base64url'),
       cipher.getAuthTag().toString('base64url'),
       body.toString('base64url'),
-    ].join('..');
+    ].join('.');
   }
 
   /** The value, or throws SecretError when the key differs or the value was altered. */
   open(sealed: string, owner: string): string {
-    const [version, keyId, iv, tag, body] = sealed.split('..');
+    const [version, keyId, iv, tag, body] = sealed.split('.');
     if (version !== 'v1' || iv === undefined || tag === undefined || body === undefined)
       throw new SecretError('not a sealed secret');
     if (keyId !== this.keyId)

@@ -27,12 +27,12 @@ const errors = {
 };
 const common = { tag: 'Store' } as const;
 
-/** A store namespace: its labels (each without `..`, the separator of the GET form). */
+/** A store namespace: its labels (each without `.`, the separator of the GET form). */
 const namespace = z.array(
   z
     .string()
     .min(1)
-    .refine((label) => !label.includes('..'), 'a namespace label cannot contain ".."'),
+    .refine((label) => !label.includes('.'), 'a namespace label cannot contain "."'),
 );
 
 const storePut = z.object({
@@ -54,8 +54,8 @@ const storeGet = z.object({
   namespace: z
     .string()
     .min(1)
-    .transform((text) => text.split('..'))
-    .describe('Labels joined by ".." (e.g. `users.u1`).'),
+    .transform((text) => text.split('.'))
+    .describe('Labels joined by "." (e.g. `users.u1`).'),
   key: z.string().min(1),
   refresh_ttl: z.string().optional().describe('Accepted; items do not expire.'),
 });
