@@ -57,7 +57,9 @@ export function bwrapArgv(spec: SandboxSpec): string[] {
   a.push(...(spec.home ? ['--bind', spec.home, SANDBOX_HOME] : ['--tmpfs', SANDBOX_HOME]));
   const runtime = runtimeDir();
   for (const p of [...(spec.readOnly ?? []), ...(runtime ? [runtime] : [])]) a.push(...readOnlyResolved(p));
-  a.push('--bind', spec.dir, spec.dir, '--chdir', spec.dir);
+  a.push('--bind', spec.dir, spec.dir);
+  // bwrap's root is a tmpfs: read-only, so the only writable places are the folder, HOME and /tmp.
+  a.push('--remount-ro', '/', '--chdir', spec.dir);
   a.push('--', spec.command, ...spec.args);
   return a;
 }
