@@ -1,5 +1,5 @@
-import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 
 /**
  * Resource limits of one revision as cgroup v1 groups (memory, pids, cpu),
@@ -33,6 +33,7 @@ export class CgroupParent {
         if (!existsSync(join(MOUNT, c, 'cgroup.procs'))) return null;
         mkdirSync(dir, { recursive: true });
         dirs[c] = dir;
+        removeStale(dirname(dir), name);
       }
     } catch {
       return null;
@@ -112,6 +113,31 @@ function ownPaths(): Map<string, string> {
     // not Linux
   }
   return paths;
+}
+
+/** Empty folders of gateways that ended without closing theirs (`gateway-<pid>` of a pid that is gone). */
+function removeStale(parent: string, own: string): void {
+  const prefix = own.replace(/\d+$/, '');
+  try {
+    for (const entry of readdirSync(parent)) {
+      const pid = Number(entry.slice(prefix.length));
+      if (entry === own || !entry.startsWith(prefix) || !Number.isInteger(pid) || pid <= 0 || alive(pid)) continue;
+      for (const rev of readdirSync(join(parent, entry), { withFileTypes: true }))
+        if (rev.isDirectory()) tryRmdir(join(parent, entry, rev.name));
+      tryRmdir(join(parent, entry));
+    }
+  } catch {
+    // not listable: left as it is
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 function readPids(file: string): number[] {
