@@ -9,9 +9,10 @@ ENV ADMIN_HOST=0.0.0.0
 # runs one edge process (a number above 1 would refuse to start). See docs/edge.md "Workers".
 ENV WORKERS=auto
 # git: a deployment's build clones its repository (the slim image has none); ca-certificates for https remotes.
-# npm (in the base image) installs an app's own dependencies at build time.
+# npm (in the base image) installs an app's own dependencies at build time. bubblewrap: the sandbox of each revision
+# (SANDBOX=auto uses it where the container may create user namespaces; else the gateway says so at start).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends git ca-certificates \
+  && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -143,6 +143,8 @@ export async function createControlPlane(
           verifyKey: async (key) => (await keys.findKey(key))?.org ?? null,
           loadTimeoutMs: settings.loadTimeoutMs,
           logLevel: settings.logLevel,
+          sandbox: settings.sandbox,
+          trustAllTenants: settings.trustAllTenants,
         })
       : options.host;
   const folderOf = (deploymentId: string, revisionId: string) =>

@@ -16,6 +16,7 @@ import {
 } from '../../settings/env.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkRepoHostsAllowed } from './builds/repo-hosts.ts';
+import type { SandboxSetting } from '../../sandbox/probe.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 // The edge's reading of ROUTES_PREFIX, PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both.
 import { deploymentsDomain, publicUrl, routesPrefixSetting } from '../../settings/deployment-routes.ts';
@@ -82,6 +83,10 @@ export interface ControlPlaneSettings {
   readonly routesPrefix: string;
   /** The edge's PORT (default 8080), for the default PUBLIC_URL. */
   readonly edgePort: number;
+  /** SANDBOX: revisions in bubblewrap (`bwrap`), without (`off`), or bwrap when it works here (`auto`, default). */
+  readonly sandbox: SandboxSetting;
+  /** TRUST_ALL_TENANTS=1: without a sandbox, run every organisation's deployments (else only the gateway's own). */
+  readonly trustAllTenants: boolean;
 }
 
 export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
@@ -126,6 +131,8 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     deploymentsDomain: deploymentsDomain(env),
     routesPrefix: routesPrefixSetting(env),
     edgePort: integer(env, 'PORT', 8080, 0, 65535),
+    sandbox: oneOf(env, 'SANDBOX', ['auto', 'bwrap', 'off'], 'auto'),
+    trustAllTenants: oneOf(env, 'TRUST_ALL_TENANTS', ['0', '1'], '0') === '1',
   });
 }
 

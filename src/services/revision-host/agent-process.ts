@@ -11,13 +11,15 @@ import { registryKeyVerifier, type ApiKeyVerifier } from '../agent-server/auth/a
 import { RedisAgentStore } from '../agent-server/store/redis-agent-store.ts';
 import { RedisCheckpointer } from '../agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from '../agent-server/store/redis-item-store.ts';
+import { onMessages, openChildChannel, writeMessage } from './channel.ts';
 import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
 
 /**
  * The entry of one revision's process (forked by local-process-host.ts, run
  * with tsx so an app's TypeScript loads). It waits for its `start` message,
- * loads the app's Agent Server, listens on 127.0.0.1:0 and reports `ready`
- * with its URL, or `failed` with one line. Its log goes to stdout as JSON
+ * loads the app's Agent Server, listens on 127.0.0.1 at the port the host
+ * chose and reports `ready`, or `failed` with one line (over the channel at
+ * fd 3, channel.ts). Its log goes to stdout as JSON
  * lines (the parent adds the deployment and revision). SIGTERM, SIGINT or a
  * `stop` message close the listener, let open requests and streams finish
  * for up to the drain, then end the runs and exit; so does losing the parent.
@@ -26,7 +28,14 @@ import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
 // Bare imports of @langchain/* that the app cannot resolve come from the gateway's installation (see the hook file).
 register('./fallback-resolve.mjs', import.meta.url);
 
-const send = (m: FromChild) => process.send?.(m);
+const channel = openChildChannel();
+const send = (m: FromChild) => writeMessage(channel, m);
+/** Messages of the host, by type (the channel has one reader: app code gets no `process.on('message')` of them). */
+const handlers = new Map<ToChild['type'], (m: ToChild) => void>();
+onMessages(channel, (m) => {
+  const type = (m as { type?: unknown } | null)?.type;
+  if (typeof type === 'string') handlers.get(type as ToChild['type'])?.(m as ToChild);
+});
 
 function oneLine(err: unknown, configPath: string): string {
   const message = err instanceof Error ? err.message : String(err);
@@ -71,7 +80,14 @@ async function main(control: ProcessControl): Promise<void> {
     log.flush();
     process.exit(3);
   }
-  const listening: Listening = await listen(server.app, 0, '127.0.0.1');
+  let listening: Listening;
+  try {
+    listening = await listen(server.app, control.port, '127.0.0.1');
+  } catch (err) {
+    send({ type: 'failed', reason: `could not listen on its port: ${(err as Error).message}` });
+    log.flush();
+    process.exit(3);
+  }
   let stopping = false;
   const stop = async (drainMs: number) => {
     if (stopping) return;
@@ -83,19 +99,17 @@ async function main(control: ProcessControl): Promise<void> {
     log.info('stopped');
     process.exit(0);
   };
-  process.on('message', (m: ToChild) => {
-    if (m.type === 'stop') void stop(m.drainMs);
-  });
+  handlers.set('stop', (m) => m.type === 'stop' && void stop(m.drainMs));
   for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => void stop(10_000));
-  process.on('disconnect', () => void stop(0));
-  send({ type: 'ready', url: listening.url, graphs: server.graphs });
+  channel.on('close', () => void stop(0));
+  send({ type: 'ready', graphs: server.graphs });
 }
 
 /** Without Redis the parent holds the key registry: ask it. */
 function parentVerifier(): ApiKeyVerifier {
   let next = 0;
   const waiting = new Map<number, (org: string | null) => void>();
-  process.on('message', (m: ToChild) => {
+  handlers.set('verified', (m) => {
     if (m.type !== 'verified') return;
     waiting.get(m.id)?.(m.org);
     waiting.delete(m.id);
@@ -109,6 +123,9 @@ function parentVerifier(): ApiKeyVerifier {
     });
 }
 
-process.once('message', (m: ToChild) => {
+handlers.set('start', (m) => {
+  handlers.delete('start');
   if (m.type === 'start') void main(m);
 });
+// Losing the host before the start: nothing to serve.
+channel.on('close', () => handlers.has('start') && process.exit(0));

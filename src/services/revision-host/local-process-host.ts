@@ -1,9 +1,18 @@
-import { fork, type ChildProcess } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
+import { DEFAULT_ORG } from '../../keys/bootstrap.ts';
+import { CgroupParent } from '../../sandbox/cgroup.ts';
+import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../sandbox/probe.ts';
+import { CHANNEL_FD, onMessages, writeMessage } from './channel.ts';
+import { launchArgv } from './launch.ts';
+import { describe, parseFromChild } from './messages.ts';
+import { pipeOutput } from './output-log.ts';
+import type { ProcessControl, ToChild } from './protocol.ts';
 import {
   RevisionLoadError,
   type RevisionExit,
@@ -13,14 +22,15 @@ import {
 } from './revision-host.ts';
 
 /**
- * Each revision as its own OS process on a loopback port: `fork` of
- * agent-process.ts under tsx (an app's TypeScript loads as it is), with a
- * heap bound, an environment of its own (PATH, HOME, NODE_ENV, the app's
- * env and secrets; never the gateway's), and `@langchain/*` resolved from
- * the gateway's node_modules when the app has none (NODE_PATH for require,
- * a resolve hook for import). Its output becomes the gateway's log lines with
- * `deployment` and `revision`; API keys are checked against the Redis
- * registry by the process itself, or against `verifyKey` over IPC.
+ * Each revision as its own OS process on a loopback port the host chose:
+ * node under tsx running agent-process.ts (launch.ts says how: the bubblewrap
+ * sandbox, a cgroup, an environment of its own). Its output becomes the
+ * gateway's log lines with `deployment` and `revision` (output-log.ts); its
+ * messages come over fd 3 and are checked and accepted only in the phase that
+ * expects them (`ready`/`failed` while loading, `verify` after), so nothing it
+ * writes can throw in the gateway or choose its own route target. Without a
+ * sandbox only the gateway's own organisation's deployments run, unless every
+ * tenant is trusted.
  */
 export interface LocalProcessHostOptions {
   readonly log: Logger;
@@ -35,54 +45,152 @@ export interface LocalProcessHostOptions {
   readonly heartbeatMs?: number;
   /** After a drain, how long a process may take to exit before SIGKILL. */
   readonly killGraceMs?: number;
+  /** SANDBOX (default auto: bwrap when it works here). */
+  readonly sandbox?: SandboxSetting;
+  /** TRUST_ALL_TENANTS: without a sandbox, run every organisation's deployments all the same. */
+  readonly trustAllTenants?: boolean;
 }
-
-const ENTRY = fileURLToPath(new URL('./agent-process.ts', import.meta.url));
-const TSX = import.meta.resolve('tsx');
-const GATEWAY_MODULES = fileURLToPath(new URL('../../../node_modules', import.meta.url));
-const LEVELS: Record<number, string> = { 10: 'trace', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'fatal' };
-/** Variables of the gateway a process inherits; nothing else (no SECRETS_KEY, REDIS_URL, ...). */
-const INHERITED = ['PATH', 'HOME', 'NODE_ENV', 'TZ', 'LANG', 'TMPDIR'];
 
 export class LocalProcessHost implements RevisionHost {
   readonly kind = 'local-process';
+  readonly sandbox: SandboxMode;
   private readonly running = new Set<ChildProcess>();
+  private readonly cgroups: CgroupParent | null;
 
-  constructor(private readonly o: LocalProcessHostOptions) {}
+  constructor(private readonly o: LocalProcessHostOptions) {
+    const probe = probeSandbox(o.sandbox ?? 'auto');
+    this.sandbox = probe.mode;
+    this.cgroups = CgroupParent.open(`gateway-${process.pid}`);
+    const limits = this.cgroups ? 'cgroup' : 'rlimit';
+    if (probe.mode === 'bwrap') o.log.info({ sandbox: 'bwrap', limits }, 'revisions run in a bubblewrap sandbox');
+    else
+      o.log.warn(
+        { sandbox: 'off', why: probe.why, limits, trustAllTenants: o.trustAllTenants === true },
+        o.trustAllTenants
+          ? 'revisions run without a sandbox, and TRUST_ALL_TENANTS=1 runs every organisation: tenants can read each other'
+          : `revisions run without a sandbox: only deployments of the organisation "${DEFAULT_ORG}" run (TRUST_ALL_TENANTS=1 runs all)`,
+      );
+  }
 
-  start(spec: RevisionSpec, signal?: AbortSignal): Promise<RunningRevision> {
-    const log = this.o.log.child({ deployment: spec.deploymentId, revision: spec.revisionId });
-    const env: NodeJS.ProcessEnv = {};
-    for (const name of INHERITED) if (process.env[name] !== undefined) env[name] = process.env[name];
-    Object.assign(env, { NODE_PATH: GATEWAY_MODULES }, spec.env);
-    const child = fork(ENTRY, [], {
+  async start(spec: RevisionSpec, signal?: AbortSignal): Promise<RunningRevision> {
+    if (this.sandbox === 'off' && !this.o.trustAllTenants && spec.org !== DEFAULT_ORG)
+      throw new RevisionLoadError(
+        'this gateway has no sandbox for deployments (SANDBOX) and runs only its own organisation\u2019s; ' +
+          'TRUST_ALL_TENANTS=1 runs every organisation',
+      );
+    const port = await freePort();
+    const home = mkdtempSync(join(tmpdir(), 'revision-home-'));
+    const launch = launchArgv(spec, this.sandbox, this.cgroups, home);
+    const child = spawn(launch.command, launch.args, {
       cwd: spec.appDir,
-      env,
-      execArgv: ['--import', TSX, `--max-old-space-size=${spec.memoryMb}`],
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      serialization: 'json',
+      env: launch.env,
+      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
+    return this.supervise(spec, child, launch.cgroup, home, port, signal);
+  }
+
+  private supervise(
+    spec: RevisionSpec,
+    child: ChildProcess,
+    cgroup: ReturnType<typeof launchArgv>['cgroup'],
+    home: string,
+    port: number,
+    signal?: AbortSignal,
+  ): Promise<RunningRevision> {
+    const log = this.o.log.child({ deployment: spec.deploymentId, revision: spec.revisionId });
+    const channel = child.stdio[CHANNEL_FD] as Socket;
+    channel.on('error', () => channel.destroy());
     this.running.add(child);
     const lastLines: string[] = [];
-    pipeLog(child, log, (line) => {
-      lastLines.push(line);
-      if (lastLines.length > 20) lastLines.shift();
-    });
-    let stopRequested = false;
-    const exited = new Promise<RevisionExit>((resolve) =>
-      child.once('exit', (code, sig) => {
-        this.running.delete(child);
-        resolve({ reason: exitReason(code, sig, lastLines), requested: stopRequested });
-      }),
+    pipeOutput(
+      { stdout: child.stdout!, stderr: child.stderr! },
+      {
+        log,
+        remember: (line) => {
+          lastLines.push(line);
+          if (lastLines.length > 20) lastLines.shift();
+        },
+      },
     );
-    child.on('message', (m: FromChild) => {
-      if (m.type !== 'verify') return;
-      this.o.verifyKey(m.key).then(
-        (org) => sendTo(child, { type: 'verified', id: m.id, org }),
-        () => sendTo(child, { type: 'verified', id: m.id, org: null }),
-      );
+    let stopRequested = false;
+    const exited = new Promise<RevisionExit>((resolve) => {
+      const done = (code: number | null, sig: NodeJS.Signals | null, spawnError?: Error) => {
+        this.running.delete(child);
+        const oom = cgroup?.oomKilled() ?? false;
+        cgroup?.remove();
+        rmSync(home, { recursive: true, force: true });
+        const reason = spawnError
+          ? `could not start: ${spawnError.message}`
+          : exitReason(code, sig, lastLines, oom ? spec.memoryMb : null);
+        resolve({ reason, requested: stopRequested });
+      };
+      child.once('exit', (code, sig) => done(code, sig));
+      child.once('error', (err) => child.pid === undefined && done(null, null, err));
     });
-    const control: ProcessControl = {
+    const target = `http://127.0.0.1:${port}`;
+    const send = (m: ToChild) => writeMessage(channel, m);
+    let phase: 'loading' | 'serving' | 'over' = 'loading';
+    const ignore = (m: unknown, why: string) => log.warn({ message: describe(m) }, `revision message ignored: ${why}`);
+
+    const killGraceMs = this.o.killGraceMs ?? 5000;
+    const stop = async (drainMs: number) => {
+      if (child.exitCode !== null || child.signalCode !== null || child.pid === undefined) return;
+      stopRequested = true;
+      send({ type: 'stop', drainMs });
+      const timer = setTimeout(() => child.kill('SIGKILL'), drainMs + killGraceMs);
+      await exited;
+      clearTimeout(timer);
+    };
+    send({ ...this.control(spec), port });
+
+    return new Promise((resolve, reject) => {
+      const fail = (reason: string) => {
+        if (phase !== 'loading') return;
+        phase = 'over';
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        void stop(0);
+        reject(new RevisionLoadError(reason));
+      };
+      const timer = setTimeout(
+        () => fail(`the app did not load within ${Math.round(this.o.loadTimeoutMs / 1000)} s`),
+        this.o.loadTimeoutMs,
+      );
+      const onAbort = () => fail('cancelled');
+      signal?.addEventListener('abort', onAbort, { once: true });
+      void exited.then((e) => fail(`the process ended before it was ready (${e.reason})`));
+      onMessages(channel, (raw) => {
+        const m = parseFromChild(raw);
+        if (m === null) return ignore(raw, 'not a message of the protocol');
+        if (m.type === 'verify') {
+          if (phase !== 'serving') return ignore(raw, 'a key check before the revision is ready');
+          return void this.o.verifyKey(m.key).then(
+            (org) => send({ type: 'verified', id: m.id, org }),
+            () => send({ type: 'verified', id: m.id, org: null }),
+          );
+        }
+        if (phase !== 'loading') return ignore(raw, `${m.type} once the revision is ${phase}`);
+        if (m.type === 'failed') return fail(m.reason);
+        phase = 'serving';
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        log.info({ target, graphs: m.graphs, pid: child.pid, sandbox: this.sandbox }, 'revision process ready');
+        resolve({
+          deploymentId: spec.deploymentId,
+          revisionId: spec.revisionId,
+          target,
+          pid: child.pid,
+          exited,
+          health: () => health(target),
+          stop,
+        });
+      });
+      if (signal?.aborted) onAbort();
+    });
+  }
+
+  private control(spec: RevisionSpec): Omit<ProcessControl, 'port'> {
+    return {
       type: 'start',
       deploymentId: spec.deploymentId,
       revisionId: spec.revisionId,
@@ -94,63 +202,13 @@ export class LocalProcessHost implements RevisionHost {
       logLevel: this.o.logLevel ?? 'info',
       heartbeatMs: this.o.heartbeatMs ?? 10_000,
     };
-    sendTo(child, control);
-
-    const killGraceMs = this.o.killGraceMs ?? 5000;
-    const stop = async (drainMs: number) => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      stopRequested = true;
-      sendTo(child, { type: 'stop', drainMs });
-      const timer = setTimeout(() => child.kill('SIGKILL'), drainMs + killGraceMs);
-      await exited;
-      clearTimeout(timer);
-    };
-
-    return new Promise((resolve, reject) => {
-      const fail = (reason: string) => {
-        cleanup();
-        void stop(0);
-        reject(new RevisionLoadError(reason));
-      };
-      const timer = setTimeout(
-        () => fail(`the app did not load within ${Math.round(this.o.loadTimeoutMs / 1000)} s`),
-        this.o.loadTimeoutMs,
-      );
-      const onAbort = () => fail('cancelled');
-      signal?.addEventListener('abort', onAbort, { once: true });
-      const onMessage = (m: FromChild) => {
-        if (m.type === 'failed') fail(m.reason);
-        else if (m.type === 'ready') {
-          cleanup();
-          log.info({ target: m.url, graphs: m.graphs, pid: child.pid }, 'revision process ready');
-          resolve({
-            deploymentId: spec.deploymentId,
-            revisionId: spec.revisionId,
-            target: m.url,
-            pid: child.pid,
-            exited,
-            health: () => health(m.url),
-            stop,
-          });
-        }
-      };
-      const onEarlyExit = () => void exited.then((e) => fail(`the process ended before it was ready (${e.reason})`));
-      const cleanup = () => {
-        clearTimeout(timer);
-        signal?.removeEventListener('abort', onAbort);
-        child.off('message', onMessage);
-        child.off('exit', onEarlyExit);
-      };
-      child.on('message', onMessage);
-      child.once('exit', onEarlyExit);
-      if (signal?.aborted) onAbort();
-    });
   }
 
   async close(): Promise<void> {
     const all = [...this.running];
     for (const child of all) child.kill('SIGKILL');
     await Promise.all(all.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : once(c))));
+    this.cgroups?.close();
   }
 }
 
@@ -158,8 +216,16 @@ function once(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
 }
 
-function sendTo(child: ChildProcess, m: ToChild): void {
-  if (child.connected) child.send(m, (err) => void err);
+/** A loopback port free now, for the revision to listen on (it fails to load, saying so, if another took it since). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
 }
 
 async function health(target: string): Promise<boolean> {
@@ -172,35 +238,15 @@ async function health(target: string): Promise<boolean> {
   }
 }
 
-/** The process's JSON log lines at their level, other output as lines of its stream, all with deployment and revision. */
-function pipeLog(child: ChildProcess, log: Logger, remember: (line: string) => void): void {
-  for (const stream of ['stdout', 'stderr'] as const) {
-    const lines = createInterface({ input: child[stream]!, crlfDelay: Infinity });
-    lines.on('line', (line) => {
-      if (line.trim() === '') return;
-      remember(line);
-      let entry: Record<string, unknown> | null = null;
-      if (line.startsWith('{')) {
-        try {
-          entry = JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          entry = null;
-        }
-      }
-      if (entry === null) {
-        log[stream === 'stderr' ? 'warn' : 'info']({ stream }, line.slice(0, 8192));
-        return;
-      }
-      const { level, msg, time: _time, pid: _pid, hostname: _host, ...fields } = entry;
-      const name = LEVELS[Number(level)] ?? 'info';
-      log[name as 'info'].call(log, fields, typeof msg === 'string' ? msg : '');
-    });
-  }
-}
-
-/** Why a process ended, for a person: its exit, and the last line that tells (an out-of-memory, an uncaught error). */
-function exitReason(code: number | null, signal: NodeJS.Signals | null, lines: readonly string[]): string {
+/** Why a process ended, for a person: over its memory (the cgroup says), its exit, and the last line that tells. */
+function exitReason(
+  code: number | null,
+  signal: NodeJS.Signals | null,
+  lines: readonly string[],
+  oomOfMb: number | null,
+): string {
   const how = signal !== null ? `killed by ${signal}` : `exit code ${code}`;
+  if (oomOfMb !== null) return `${how}: out of memory (over its ${oomOfMb} MiB plus the runtime's)`;
   if (lines.some((l) => /heap out of memory|Allocation failed/i.test(l))) return `${how}: out of memory`;
   const telling = [...lines].reverse().find((l) => /error/i.test(l) && !l.startsWith('{') && !/^\s+at /.test(l));
   return telling ? `${how}: ${telling.trim().slice(0, 300)}` : how;

@@ -1,6 +1,8 @@
 /**
  * The messages between the control plane and a revision's process
- * (agent-process.ts), over the IPC channel of `child_process.fork`.
+ * (agent-process.ts): JSON lines on the process's fd 3 (channel.ts), not
+ * Node's IPC channel, so app code has no `process.send` into the gateway and
+ * every line it could write there is bounded and checked (messages.ts).
  */
 export interface ProcessControl {
   readonly type: 'start';
@@ -8,6 +10,8 @@ export interface ProcessControl {
   readonly revisionId: string;
   /** Absolute path of the app config. */
   readonly configPath: string;
+  /** The loopback port the host chose for it: the route's target, whatever the process says. */
+  readonly port: number;
   readonly org: string | null;
   /** Redis for the Agent Server's data and the key registry; null = in memory, keys checked by the parent over IPC. */
   readonly redisUrl: string | null;
@@ -23,6 +27,6 @@ export type ToChild =
   | { readonly type: 'stop'; readonly drainMs: number };
 
 export type FromChild =
-  | { readonly type: 'ready'; readonly url: string; readonly graphs: readonly string[] }
+  | { readonly type: 'ready'; readonly graphs: readonly string[] }
   | { readonly type: 'failed'; readonly reason: string }
   | { readonly type: 'verify'; readonly id: number; readonly key: string };

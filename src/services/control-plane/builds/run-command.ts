@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { bwrapArgv, type SandboxSpec } from '../../../sandbox/bwrap.ts';
 
 /**
  * Runs a command without a shell in its own process group, with a time
@@ -6,6 +7,9 @@ import { spawn } from 'node:child_process';
  * (SIGKILL), so helpers the command started (git's upload-pack and
  * index-pack, npm's scripts) stop with it, and the promise settles only on
  * 'close': once it has, nothing the command started writes anymore.
+ * With `sandbox`, the command runs in the same bubblewrap sandbox as a
+ * revision (src/sandbox/bwrap.ts): `cwd` is its only writable folder besides
+ * its HOME and /tmp; `env` is all it gets.
  */
 export interface RunOptions {
   readonly cwd?: string;
@@ -16,6 +20,8 @@ export interface RunOptions {
   readonly maxOutputBytes?: number;
   /** Each chunk of output as it comes (e.g. a build log). */
   readonly onOutput?: (text: string, stream: 'stdout' | 'stderr') => void;
+  /** Run it in the bubblewrap sandbox (needs `cwd`): HOME, /tmp and read-only paths as in SandboxSpec. */
+  readonly sandbox?: Pick<SandboxSpec, 'home' | 'tmp' | 'readOnly'>;
 }
 
 export interface RunResult {
@@ -30,10 +36,12 @@ export interface RunResult {
 const CLOSE_GRACE_MS = 5000;
 
 export function runCommand(command: string, args: readonly string[], options: RunOptions): Promise<RunResult> {
-  const { cwd, env, timeoutMs, signal, maxOutputBytes = 16 * 1024 * 1024, onOutput } = options;
+  const { cwd, env, timeoutMs, signal, maxOutputBytes = 16 * 1024 * 1024, onOutput, sandbox } = options;
+  if (sandbox && cwd === undefined) return Promise.reject(new Error('runCommand: a sandboxed command needs its cwd'));
+  const argv = sandbox ? bwrapArgv({ ...sandbox, command, args, dir: cwd! }) : [command, ...args];
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return resolve({ outcome: 'aborted', code: null, stdout: '', stderr: '' });
-    const child = spawn(command, args, {
+    const child = spawn(argv[0]!, argv.slice(1), {
       cwd,
       env,
       detached: true,

@@ -1,0 +1,75 @@
+import { fileURLToPath } from 'node:url';
+import { bwrapArgv, SANDBOX_HOME } from '../../sandbox/bwrap.ts';
+import { joinArgv, type CgroupParent, type RevisionCgroup } from '../../sandbox/cgroup.ts';
+import type { SandboxMode } from '../../sandbox/probe.ts';
+import type { RevisionSpec } from './revision-host.ts';
+
+/**
+ * How a revision's process is spawned: node under tsx running
+ * agent-process.ts, in the bubblewrap sandbox when there is one, in a cgroup
+ * of its own when the gateway can make one (else RLIMIT_DATA through
+ * `prlimit`), with an environment made here from nothing but a few neutral
+ * variables of the gateway, NODE_PATH and the app's env and secrets.
+ */
+export interface Launch {
+  readonly command: string;
+  readonly args: string[];
+  readonly env: NodeJS.ProcessEnv;
+  readonly cgroup: RevisionCgroup | null;
+}
+
+const ENTRY = fileURLToPath(new URL('./agent-process.ts', import.meta.url));
+const TSX = import.meta.resolve('tsx');
+const GATEWAY = fileURLToPath(new URL('../../../', import.meta.url));
+const GATEWAY_MODULES = `${GATEWAY}node_modules`;
+/** Variables of the gateway a process inherits; nothing else (no SECRETS_KEY, REDIS_URL, HOME, ...). */
+const INHERITED = ['PATH', 'NODE_ENV', 'TZ', 'LANG'];
+/** Memory of a revision beyond its heap bound: the runtime, compiled code, tsx, buffers. */
+export const MEMORY_OVERHEAD_MB = 256;
+export const MAX_PIDS = 256;
+export const MAX_CPUS = 1;
+let started = 0;
+
+export function launchArgv(
+  spec: RevisionSpec,
+  sandbox: SandboxMode,
+  cgroups: CgroupParent | null,
+  /** HOME and TMPDIR of the revision without bwrap (with it: a tmpfs of its own). */
+  ownHome: string,
+): Launch {
+  const memoryBytes = (spec.memoryMb + MEMORY_OVERHEAD_MB) * 1024 * 1024;
+  const env: NodeJS.ProcessEnv = {};
+  for (const name of INHERITED) if (process.env[name] !== undefined) env[name] = process.env[name];
+  // Without a sandbox HOME is still not the gateway's: the gateway's ~/.gitconfig and ~/.npmrc are not the app's.
+  const inBwrap = sandbox === 'bwrap';
+  Object.assign(env, { HOME: inBwrap ? SANDBOX_HOME : ownHome, TMPDIR: inBwrap ? '/tmp' : ownHome });
+  env.NODE_PATH = GATEWAY_MODULES;
+  Object.assign(env, spec.env);
+  let argv = [process.execPath, '--import', TSX, `--max-old-space-size=${spec.memoryMb}`, ENTRY];
+  if (sandbox === 'bwrap') {
+    argv = bwrapArgv({
+      command: argv[0]!,
+      args: argv.slice(1),
+      dir: spec.appDir,
+      readOnly: [`${GATEWAY}src`, `${GATEWAY}package.json`, GATEWAY_MODULES, realModule(TSX)],
+    });
+  }
+  let cgroup: RevisionCgroup | null = null;
+  try {
+    // One group per process, not per revision: a redeploy starts the revision again while its old process drains.
+    cgroup =
+      cgroups?.create(`${spec.revisionId}.${++started}`, { memoryBytes, pids: MAX_PIDS, cpus: MAX_CPUS }) ?? null;
+  } catch {
+    cgroup = null; // the kernel refused a limit: RLIMIT_DATA below still bounds its memory
+  }
+  if (cgroup) argv = joinArgv(cgroup.procsFiles, argv);
+  else argv = ['prlimit', `--data=${memoryBytes}`, '--', ...argv];
+  return { command: argv[0]!, args: argv.slice(1), env, cgroup };
+}
+
+/** The package folder of a resolved module URL (tsx may resolve through a symlinked node_modules). */
+function realModule(url: string): string {
+  const path = fileURLToPath(url);
+  const at = path.lastIndexOf('/node_modules/');
+  return at === -1 ? path : path.slice(0, at + '/node_modules'.length);
+}
