@@ -26,10 +26,7 @@ export async function startTestGateway(given: Record<string, string> = {}): Prom
   const env = withRunPrefixes(given);
   const settings = loadSettings({ PORT: '0', ADMIN_PORT: '0', LOG_LEVEL: 'info', ...env });
   const logs = new LogCapture();
-  const gateway = await startGateway(
-    settings,
-    createLogger(settings.logLevel, logs.stream),
-  );
+  const gateway = await startGateway(settings, createLogger(settings.logLevel, logs.stream));
   const close = async () => {
     // A test that failed mid-stream can leave a connection open, and server.close() waits for it: cut it after a grace
     // period.

@@ -81,5 +81,5 @@ function logLine(log: Logger, stream: 'stdout' | 'stderr', line: string): void {
   for (const [k, v] of Object.entries(rest)) (RESERVED.has(k) ? nested : fields)[k] = v;
   if (Object.keys(nested).length > 0) fields.app = nested;
   const name = LEVELS[Number(level)] ?? 'info';
-  (log[name as 'info']).call(log, fields, typeof msg === 'string' ? msg : '');
+  log[name as 'info'].call(log, fields, typeof msg === 'string' ? msg : '');
 }
