@@ -41,7 +41,6 @@ const hosts = Object.fromEntries(
     new LocalProcessHost({
       log: pino({ level: 'warn' }),
       redisUrl: null,
-      keysPrefix: `bench-${runId}`,
       verifyKey: async () => null,
       loadTimeoutMs: 60_000,
       sandbox: mode === 'bwrap' ? 'bwrap' : 'off',

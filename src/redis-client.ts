@@ -18,6 +18,8 @@ export interface RedisClientOptions {
   readonly connectTimeoutMs?: number;
   /** Commands of one event-loop turn go out as one pipeline (per node on a cluster; ioredis `enableAutoPipelining`). */
   readonly autoPipelining?: boolean;
+  /** false: no INFO before the first command (ioredis `enableReadyCheck`), for a user whose ACL has no INFO. */
+  readonly readyCheck?: boolean;
   /**
    * Every 'error' event of the client. Required: without a listener ioredis prints every failed reconnect attempt,
    * stack and all, to stderr.
@@ -56,6 +58,7 @@ function clientOptions(options: RedisClientOptions) {
     ...(options.lazyConnect !== undefined && { lazyConnect: options.lazyConnect }),
     ...(options.connectTimeoutMs !== undefined && { connectTimeout: options.connectTimeoutMs }),
     ...(options.autoPipelining !== undefined && { enableAutoPipelining: options.autoPipelining }),
+    ...(options.readyCheck !== undefined && { enableReadyCheck: options.readyCheck }),
   };
 }
 

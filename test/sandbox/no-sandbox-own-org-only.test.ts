@@ -19,7 +19,6 @@ describe('SANDBOX=off', () => {
     const host = new LocalProcessHost({
       log: pino({ level: 'silent' }),
       redisUrl: null,
-      keysPrefix: 'k',
       verifyKey: async () => null,
       loadTimeoutMs: 1000,
       sandbox: 'off',

@@ -26,6 +26,7 @@ import type { RouteTable } from '../../routing/route-table.ts';
 import { LocalProcessHost } from '../revision-host/local-process-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
+import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
 import { Serving } from './serving/serving.ts';
 
 /**
@@ -134,12 +135,21 @@ export async function createControlPlane(
       repoHosts,
       maxCheckoutBytes: settings.checkoutMaxBytes,
     });
+  // Revisions never get REDIS_URL's credentials: each deployment reaches its data as a Redis user of its own.
+  const redisUsers =
+    options.host === undefined && redis && settings.redisUrl !== null
+      ? await DeploymentRedisUsers.open({
+          redis,
+          platformUrl: settings.redisUrl,
+          trustAllTenants: settings.trustAllTenants,
+          log: cpLog.child({ component: 'deployment-redis-users' }),
+        })
+      : null;
   const host =
     options.host === undefined
       ? new LocalProcessHost({
           log: log.child({ component: 'deployment' }),
-          redisUrl: settings.redisUrl,
-          keysPrefix: settings.keysPrefix,
+          redisUrl: redisUsers && ((spec) => redisUsers.urlFor(spec)),
           verifyKey: async (key) => (await keys.findKey(key))?.org ?? null,
           loadTimeoutMs: settings.loadTimeoutMs,
           logLevel: settings.logLevel,
@@ -164,6 +174,7 @@ export async function createControlPlane(
           drainMs: settings.drainMs,
           dataPrefix: settings.deploymentDataPrefix,
           redis,
+          redisUsers,
         });
   const builds = new Builds({
     store,
@@ -233,6 +244,7 @@ export async function createControlPlane(
       await queue.close();
       await resumed;
       await serving?.close();
+      redisUsers?.close();
       await ownRoutes?.close();
       await store.close();
       if (!options.keys) await keys.close();

@@ -2,16 +2,15 @@ import { register } from 'node:module';
 import { dirname } from 'node:path';
 import pino from 'pino';
 import type { Redis } from 'ioredis';
-import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
 import { listen, type Listening } from '../../listen/listen.ts';
 import { createLogger } from '../../log.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
 import { createAgentServer, type AgentServer } from '../agent-server/app.ts';
-import { registryKeyVerifier, type ApiKeyVerifier } from '../agent-server/auth/authenticate.ts';
 import { RedisAgentStore } from '../agent-server/store/redis-agent-store.ts';
 import { RedisCheckpointer } from '../agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from '../agent-server/store/redis-item-store.ts';
 import { onMessages, openChildChannel, writeMessage } from './channel.ts';
+import { rememberedKeyAnswers } from './key-answers.ts';
 import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
 
 /**
@@ -20,7 +19,10 @@ import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
  * loads the app's Agent Server, listens on 127.0.0.1 at the port the host
  * chose and reports `ready`, or `failed` with one line (over the channel at
  * fd 3, channel.ts). Its log goes to stdout as JSON
- * lines (the parent adds the deployment and revision). SIGTERM, SIGINT or a
+ * lines (the parent adds the deployment and revision). API keys are checked
+ * by the host over the channel (key-answers.ts remembers its answers briefly):
+ * app code shares this process, so it holds no credential of the registry;
+ * its Redis URL, if any, is its deployment's own user's. SIGTERM, SIGINT or a
  * `stop` message close the listener, let open requests and streams finish
  * for up to the drain, then end the runs and exit; so does losing the parent.
  */
@@ -50,16 +52,15 @@ function oneLine(err: unknown, configPath: string): string {
 async function main(control: ProcessControl): Promise<void> {
   const log = createLogger(control.logLevel, pino.destination({ sync: true }));
   let redis: Redis | null = null;
-  let verifyApiKey: ApiKeyVerifier;
   if (control.redisUrl !== null) {
     redis = createRedisClient(control.redisUrl, {
       ...SERVICE_REDIS,
+      // The deployment's user may not run INFO (it tells about the whole server).
+      readyCheck: false,
       onError: (err) => log.warn({ err: err.message }, 'redis error'),
     });
-    verifyApiKey = registryKeyVerifier(new RedisKeyRegistry(redis, { prefix: control.keysPrefix }));
-  } else {
-    verifyApiKey = parentVerifier();
   }
+  const verifyApiKey = rememberedKeyAnswers(askHost());
   let server: AgentServer;
   try {
     server = await createAgentServer({
@@ -105,8 +106,8 @@ async function main(control: ProcessControl): Promise<void> {
   send({ type: 'ready', graphs: server.graphs });
 }
 
-/** Without Redis the parent holds the key registry: ask it. */
-function parentVerifier(): ApiKeyVerifier {
+/** The host holds the key registry: ask it (a question unanswered in 5 s rejects). */
+function askHost(): (key: string) => Promise<string | null> {
   let next = 0;
   const waiting = new Map<number, (org: string | null) => void>();
   handlers.set('verified', (m) => {
@@ -115,10 +116,10 @@ function parentVerifier(): ApiKeyVerifier {
     waiting.delete(m.id);
   });
   return (key) =>
-    new Promise((resolve) => {
+    new Promise((resolve, reject) => {
       const id = ++next;
-      const timer = setTimeout(() => (waiting.delete(id), resolve(null)), 5000);
-      waiting.set(id, (org) => (clearTimeout(timer), resolve(org === null ? null : { org })));
+      const timer = setTimeout(() => (waiting.delete(id), reject(new Error('no answer'))), 5000);
+      waiting.set(id, (org) => (clearTimeout(timer), resolve(org)));
       send({ type: 'verify', id, key });
     });
 }

@@ -34,10 +34,12 @@ import {
  */
 export interface LocalProcessHostOptions {
   readonly log: Logger;
-  /** Redis for the Agent Servers' data and the key registry; null = in memory. */
-  readonly redisUrl: string | null;
-  readonly keysPrefix: string;
-  /** Answers a key check of a process without Redis: the key's organisation, or null. */
+  /**
+   * The Redis URL a revision's process gets for its Agent Server's data (credentials of its deployment's own, from
+   * the control plane: deployment-redis-users.ts), or null = in memory. It may reject with a RevisionLoadError.
+   */
+  readonly redisUrl: ((spec: RevisionSpec) => Promise<string | null>) | null;
+  /** Answers a key check of a process: the key's organisation, or null. */
   readonly verifyKey: (key: string) => Promise<string | null>;
   /** Time a process has to load its app and listen. */
   readonly loadTimeoutMs: number;
@@ -78,6 +80,7 @@ export class LocalProcessHost implements RevisionHost {
         'this gateway has no sandbox for deployments (SANDBOX) and runs only its own organisation\u2019s; ' +
           'TRUST_ALL_TENANTS=1 runs every organisation',
       );
+    const redisUrl = this.o.redisUrl ? await this.o.redisUrl(spec) : null;
     const port = await freePort();
     const home = mkdtempSync(join(tmpdir(), 'revision-home-'));
     const launch = launchArgv(spec, this.sandbox, this.cgroups, home);
@@ -86,7 +89,7 @@ export class LocalProcessHost implements RevisionHost {
       env: launch.env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
-    return this.supervise(spec, child, launch.cgroup, home, port, signal);
+    return this.supervise(spec, child, launch.cgroup, home, { ...this.control(spec, redisUrl), port }, signal);
   }
 
   private supervise(
@@ -94,7 +97,7 @@ export class LocalProcessHost implements RevisionHost {
     child: ChildProcess,
     cgroup: ReturnType<typeof launchArgv>['cgroup'],
     home: string,
-    port: number,
+    start: ProcessControl,
     signal?: AbortSignal,
   ): Promise<RunningRevision> {
     const log = this.o.log.child({ deployment: spec.deploymentId, revision: spec.revisionId });
@@ -127,7 +130,7 @@ export class LocalProcessHost implements RevisionHost {
       child.once('exit', (code, sig) => done(code, sig));
       child.once('error', (err) => child.pid === undefined && done(null, null, err));
     });
-    const target = `http://127.0.0.1:${port}`;
+    const target = `http://127.0.0.1:${start.port}`;
     const send = (m: ToChild) => writeMessage(channel, m);
     let phase: 'loading' | 'serving' | 'over' = 'loading';
     const ignore = (m: unknown, why: string) => log.warn({ message: describe(m) }, `revision message ignored: ${why}`);
@@ -141,7 +144,7 @@ export class LocalProcessHost implements RevisionHost {
       await exited;
       clearTimeout(timer);
     };
-    send({ ...this.control(spec), port });
+    send(start);
 
     return new Promise((resolve, reject) => {
       const fail = (reason: string) => {
@@ -189,16 +192,15 @@ export class LocalProcessHost implements RevisionHost {
     });
   }
 
-  private control(spec: RevisionSpec): Omit<ProcessControl, 'port'> {
+  private control(spec: RevisionSpec, redisUrl: string | null): Omit<ProcessControl, 'port'> {
     return {
       type: 'start',
       deploymentId: spec.deploymentId,
       revisionId: spec.revisionId,
       configPath: join(spec.appDir, spec.configPath),
       org: spec.org,
-      redisUrl: this.o.redisUrl,
+      redisUrl,
       dataPrefix: spec.dataPrefix,
-      keysPrefix: this.o.keysPrefix,
       logLevel: this.o.logLevel ?? 'info',
       heartbeatMs: this.o.heartbeatMs ?? 10_000,
     };

@@ -13,10 +13,12 @@ export interface ProcessControl {
   /** The loopback port the host chose for it: the route's target, whatever the process says. */
   readonly port: number;
   readonly org: string | null;
-  /** Redis for the Agent Server's data and the key registry; null = in memory, keys checked by the parent over IPC. */
+  /**
+   * Redis for the Agent Server's data, with the deployment's own credentials (limited to `dataPrefix`), never the
+   * platform's; null = in memory. Keys are always checked by the host (`verify`): the process never reads the registry.
+   */
   readonly redisUrl: string | null;
   readonly dataPrefix: string;
-  readonly keysPrefix: string;
   readonly logLevel: string;
   readonly heartbeatMs: number;
 }

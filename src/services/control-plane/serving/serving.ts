@@ -8,6 +8,7 @@ import type { SecretBox } from '../store/secrets.ts';
 import type { ControlPlaneStore } from '../store.ts';
 import type { StoredDeployment, StoredRevision } from '../types.ts';
 import { removeDeploymentData } from './deployment-data.ts';
+import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
 import { launchRevision } from './revision-launch.ts';
 import { clearServingError, showServingError } from './serving-error.ts';
 
@@ -17,8 +18,8 @@ import { clearServingError, showServingError } from './serving-error.ts';
  * revision-launch.ts), moves the deployment's route to it once it is ready
  * (the previous process drains, then stops), restarts a process that dies
  * with backoff (and says so on the deployment when it keeps dying:
- * serving-error.ts), and retires a deleted deployment (route, process, its
- * Agent Server data: deployment-data.ts).
+ * serving-error.ts), and retires a deleted deployment (route, Redis user,
+ * process, its Agent Server data: deployment-data.ts).
  */
 export interface ServingOptions {
   readonly host: RevisionHost;
@@ -35,6 +36,8 @@ export interface ServingOptions {
   readonly dataPrefix: string;
   /** Redis holding that data, to remove it on delete; null = in memory (it goes with the process). */
   readonly redis: Redis | null;
+  /** The deployments' own Redis users, deleted with them; null = none made. */
+  readonly redisUsers?: Pick<DeploymentRedisUsers, 'remove'> | null;
   /** How long a replaced revision keeps accepting after its route moved (default 2 s). */
   readonly routeSettleMs?: number;
   /** First restart delay after a crash; doubles up to 30 s. */
@@ -139,9 +142,13 @@ export class Serving {
     await this.promote(d, rev.id, proc, current);
   }
 
-  /** A deleted deployment: no route, its process stopped at once, its Agent Server data removed. */
+  /**
+   * A deleted deployment: no route, no Redis user (its connections end with it), its process stopped at once, its
+   * Agent Server data removed.
+   */
   async remove(deploymentId: string): Promise<void> {
     await this.o.routes.delete(deploymentId);
+    await this.o.redisUsers?.remove(deploymentId);
     const s = this.served.get(deploymentId);
     this.served.delete(deploymentId);
     const replaced = [...this.settling].filter((x) => x.deploymentId === deploymentId);

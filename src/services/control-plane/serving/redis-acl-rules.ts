@@ -1,0 +1,79 @@
+/**
+ * What a deployment's own Redis user may do, as `ACL SETUSER` arguments, and
+ * the URL its process connects with. Pure: no I/O (deployment-redis-users.ts
+ * applies them).
+ *
+ * The commands are exactly those the Agent Server's Redis stores send
+ * (agent-server/store/redis-agent-store.ts, redis-checkpointer.ts,
+ * redis-item-store.ts and its Lua script); none of them publishes or
+ * subscribes, so the user has no channel. Everything else is denied: KEYS,
+ * SCAN, FLUSHALL, CONFIG, ACL, INFO, CLIENT, DEBUG, MODULE, FUNCTION, ... The key
+ * pattern bounds every allowed command, EVAL's scripts included (Redis checks
+ * each `redis.call` of a script against the caller's keys).
+ */
+export const DEPLOYMENT_COMMANDS = [
+  // strings and keys
+  'get',
+  'set',
+  'mget',
+  'exists',
+  'unlink',
+  // sets
+  'sadd',
+  'srem',
+  'smembers',
+  // hashes (hdel and hlen: the item store's delete script)
+  'hset',
+  'hsetnx',
+  'hget',
+  'hgetall',
+  'hdel',
+  'hlen',
+  // sorted sets (zrem: the delete script)
+  'zadd',
+  'zrange',
+  'zrevrange',
+  'zrevrangebylex',
+  'zrem',
+  // the item store's delete script; MULTI for every put
+  'eval',
+  'multi',
+  'exec',
+  'discard',
+  // ioredis sends SELECT when REDIS_URL names a database (the pattern applies in every database)
+  'select',
+  'ping',
+] as const;
+
+/** The ACL user of a deployment. */
+export function deploymentUserName(deploymentId: string): string {
+  return `gw-dep-${deploymentId}`;
+}
+
+/**
+ * `ACL SETUSER <name> ...` arguments: `reset` first, so a user left by an earlier start (or made by hand) keeps
+ * nothing of its own: no old password, key, channel or command.
+ */
+export function deploymentUserRules(dataPrefix: string, password: string): string[] {
+  return [
+    'reset',
+    'on',
+    `>${password}`,
+    `~${globEscape(dataPrefix)}:*`,
+    'resetchannels',
+    '-@all',
+    ...DEPLOYMENT_COMMANDS.map((c) => `+${c}`),
+  ];
+}
+
+/** The platform's URL with the deployment user's credentials instead: same scheme (TLS), host, port, db, options. */
+export function deploymentRedisUrl(platformUrl: string, user: string, password: string): string {
+  const url = new URL(platformUrl);
+  url.username = encodeURIComponent(user);
+  url.password = encodeURIComponent(password);
+  return url.href;
+}
+
+function globEscape(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}
