@@ -11,6 +11,7 @@ import type { ControlPlaneEnv } from './api/auth.ts';
 import { BuildQueue } from './builds/build-queue.ts';
 import { GitBuilder, type Builder } from './builds/builder.ts';
 import { Builds } from './builds/builds.ts';
+import { buildSandbox } from './builds/build-sandbox.ts';
 import { MemoryControlPlaneStore } from './store/memory-store.ts';
 import { RedisControlPlaneStore } from './store/redis-store.ts';
 import { ANY_REPO_HOST, repoHostPolicy } from './builds/repo-hosts.ts';
@@ -126,9 +127,11 @@ export async function createControlPlane(
           cpLog.child({ component: 'deployment-routes' }),
         ).table;
   const routes = options.routes ?? ownRoutes!;
+  const sandbox = buildSandbox(settings, keys);
   const builder =
     options.builder ??
     new GitBuilder({
+      sandbox: sandbox.mode,
       gitTimeoutMs: settings.gitTimeoutMs,
       localRepos: settings.localRepos,
       repoHosts,
@@ -169,6 +172,7 @@ export async function createControlPlane(
     store,
     serving,
     installTimeoutMs: settings.installTimeoutMs,
+    sandbox,
     keepBuilds: serving ? settings.keepBuilds : 1,
     builder,
     queue,

@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Builder } from './builder.ts';
+import type { BuildSandbox } from './build-sandbox.ts';
 import type { BuildQueue } from './build-queue.ts';
 import { redeploy } from './redeploy.ts';
 import { openRepoUrl } from './repo-url.ts';
@@ -39,6 +40,10 @@ export interface BuildsOptions {
   readonly installTimeoutMs?: number;
   /** Build folders kept per deployment (the serving revision's included); default 1. */
   readonly keepBuilds?: number;
+  /** Most bytes of an install's `node_modules` (NODE_MODULES_MAX_MB); default INSTALL_MAX_BYTES. */
+  readonly nodeModulesMaxBytes?: number;
+  /** Where npm runs (build-sandbox.ts); default no sandbox, every tenant trusted (tests of the bookkeeping). */
+  readonly sandbox?: BuildSandbox;
 }
 
 export class Builds {
