@@ -114,8 +114,10 @@ export async function createControlPlane(
   }
 
   const repoHosts = settings.repoHostsChecked ? repoHostPolicy(settings.repoHostsAllowed) : ANY_REPO_HOST;
-  const queue = new BuildQueue(settings.buildConcurrency, (err, id) =>
-    cpLog.error({ err, revisionId: id }, 'build job failed'),
+  const queue = new BuildQueue(
+    settings.buildConcurrency,
+    (err, id) => cpLog.error({ err, revisionId: id }, 'build job failed'),
+    { perTenant: settings.buildConcurrencyPerTenant },
   );
   // Alone with REDIS_URL, the control plane writes the table the edges read; else one of this process.
   const ownRoutes = options.routes

@@ -40,6 +40,8 @@ export interface ControlPlaneSettings {
   /** Delay per revision step, to reproduce the hosted ~15 minute build. */
   readonly buildDelayMs: number;
   readonly buildConcurrency: number;
+  /** Builds of one tenant (workspace) running at once (BUILD_CONCURRENCY_PER_TENANT, default 1); the rest take turns. */
+  readonly buildConcurrencyPerTenant: number;
   /** Where builds check sources out (`<workDir>/<region>/<deployment>/<revision>`). */
   readonly workDir: string;
   /** Budget of one git command (clone, ls-remote). */
@@ -103,6 +105,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     secretsKey: secretsKey(env),
     buildDelayMs: Math.round(seconds(env, 'BUILD_DELAY_SECONDS', 0, 0, 86_400) * 1000),
     buildConcurrency: integer(env, 'BUILD_CONCURRENCY', 2, 1, 64),
+    buildConcurrencyPerTenant: integer(env, 'BUILD_CONCURRENCY_PER_TENANT', 1, 1, 64),
     workDir: text(env, 'BUILD_WORK_DIR', join(tmpdir(), 'gateway-builds')),
     gitTimeoutMs: Math.round(seconds(env, 'GIT_TIMEOUT_SECONDS', 60, 0, 86_400) * 1000) || 1,
     port: integer(env, 'CONTROL_PLANE_PORT', 8081, 0, 65535),

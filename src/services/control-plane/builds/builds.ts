@@ -64,7 +64,8 @@ export class Builds {
   }
 
   enqueue(revision: StoredRevision): void {
-    this.o.queue.add(revision.id, revision.deployment_id, (signal) => this.runs.run(revision, signal));
+    const run = (signal: AbortSignal) => this.runs.run(revision, signal);
+    this.o.queue.add(revision.id, revision.deployment_id, run, revision.tenant_id);
   }
 
   /** Every unfinished revision of the deployment but `keep` becomes SKIPPED or INTERRUPTED; their runs stop. */
@@ -135,7 +136,8 @@ export class Builds {
    * again), then the route and the deployment's active revision move to it.
    */
   enqueueRedeploy(rev: StoredRevision): void {
-    this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, (signal) => redeploy(this.o, rev, signal));
+    const run = (signal: AbortSignal) => redeploy(this.o, rev, signal);
+    this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, run, rev.tenant_id);
   }
 
   /** The deployment's `repo_url` with its credentials (for `git ls-remote`). */
