@@ -174,6 +174,7 @@ export async function createControlPlane(
     store,
     serving,
     installTimeoutMs: settings.installTimeoutMs,
+    nodeModulesMaxBytes: settings.nodeModulesMaxBytes,
     sandbox,
     keepBuilds: serving ? settings.keepBuilds : 1,
     builder,

@@ -50,7 +50,7 @@ const NPM_ENV = [
   'NODE_EXTRA_CA_CERTS',
 ];
 
-/** Default most bytes of `node_modules` (INSTALL_MAX_MB where the caller passes it). */
+/** Default most bytes of `node_modules` (NODE_MODULES_MAX_MB, passed by the builds). */
 export const INSTALL_MAX_BYTES = 2048 * 1024 * 1024;
 
 export interface InstallOptions {
