@@ -19,6 +19,8 @@ export interface SandboxSpec {
   readonly args: readonly string[];
   /** The folder the command works in (cwd), writable, at the same path inside. */
   readonly dir: string;
+  /** Where the command starts, inside `dir` (an app in a subfolder of its checkout); default `dir`. */
+  readonly cwd?: string;
   /** A writable HOME of its own, mounted at SANDBOX_HOME; default an empty tmpfs. */
   readonly home?: string;
   /** A writable /tmp of its own; default an empty tmpfs. */
@@ -59,7 +61,7 @@ export function bwrapArgv(spec: SandboxSpec): string[] {
   for (const p of [...(spec.readOnly ?? []), ...(runtime ? [runtime] : [])]) a.push(...readOnlyResolved(p));
   a.push('--bind', spec.dir, spec.dir);
   // bwrap's root is a tmpfs: read-only, so the only writable places are the folder, HOME and /tmp.
-  a.push('--remount-ro', '/', '--chdir', spec.dir);
+  a.push('--remount-ro', '/', '--chdir', spec.cwd ?? spec.dir);
   a.push('--', spec.command, ...spec.args);
   return a;
 }

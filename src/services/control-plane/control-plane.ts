@@ -11,6 +11,7 @@ import type { ControlPlaneEnv } from './api/auth.ts';
 import { BuildQueue } from './builds/build-queue.ts';
 import { GitBuilder, type Builder } from './builds/builder.ts';
 import { Builds } from './builds/builds.ts';
+import { buildSandbox } from './builds/build-sandbox.ts';
 import { MemoryControlPlaneStore } from './store/memory-store.ts';
 import { RedisControlPlaneStore } from './store/redis-store.ts';
 import { ANY_REPO_HOST, repoHostPolicy } from './builds/repo-hosts.ts';
@@ -114,8 +115,10 @@ export async function createControlPlane(
   }
 
   const repoHosts = settings.repoHostsChecked ? repoHostPolicy(settings.repoHostsAllowed) : ANY_REPO_HOST;
-  const queue = new BuildQueue(settings.buildConcurrency, (err, id) =>
-    cpLog.error({ err, revisionId: id }, 'build job failed'),
+  const queue = new BuildQueue(
+    settings.buildConcurrency,
+    (err, id) => cpLog.error({ err, revisionId: id }, 'build job failed'),
+    { perTenant: settings.buildConcurrencyPerTenant },
   );
   // Alone with REDIS_URL, the control plane writes the table the edges read; else one of this process.
   const ownRoutes = options.routes
@@ -127,9 +130,11 @@ export async function createControlPlane(
           cpLog.child({ component: 'deployment-routes' }),
         ).table;
   const routes = options.routes ?? ownRoutes!;
+  const sandbox = buildSandbox(settings, keys);
   const builder =
     options.builder ??
     new GitBuilder({
+      sandbox: sandbox.mode,
       gitTimeoutMs: settings.gitTimeoutMs,
       localRepos: settings.localRepos,
       repoHosts,
@@ -180,6 +185,8 @@ export async function createControlPlane(
     store,
     serving,
     installTimeoutMs: settings.installTimeoutMs,
+    nodeModulesMaxBytes: settings.nodeModulesMaxBytes,
+    sandbox,
     keepBuilds: serving ? settings.keepBuilds : 1,
     builder,
     queue,

@@ -40,6 +40,8 @@ export interface ControlPlaneSettings {
   /** Delay per revision step, to reproduce the hosted ~15 minute build. */
   readonly buildDelayMs: number;
   readonly buildConcurrency: number;
+  /** Builds of one tenant (workspace) running at once (BUILD_CONCURRENCY_PER_TENANT, default 1); the rest take turns. */
+  readonly buildConcurrencyPerTenant: number;
   /** Where builds check sources out (`<workDir>/<region>/<deployment>/<revision>`). */
   readonly workDir: string;
   /** Budget of one git command (clone, ls-remote). */
@@ -67,6 +69,8 @@ export interface ControlPlaneSettings {
   readonly installTimeoutMs: number;
   /** Most bytes of a build's checkout, .git included (CHECKOUT_MAX_MB, default 1024). */
   readonly checkoutMaxBytes: number;
+  /** Most bytes of a build's `node_modules` after its install (NODE_MODULES_MAX_MB, default 2048). */
+  readonly nodeModulesMaxBytes: number;
   /** Build folders kept per deployment: the active revision's and the latest other DEPLOYED ones (KEEP_BUILDS, 3). */
   readonly keepBuilds: number;
   /** How often `build_on_push` deployments' branches are checked (BUILD_ON_PUSH_INTERVAL_SECONDS, default 60). */
@@ -103,6 +107,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     secretsKey: secretsKey(env),
     buildDelayMs: Math.round(seconds(env, 'BUILD_DELAY_SECONDS', 0, 0, 86_400) * 1000),
     buildConcurrency: integer(env, 'BUILD_CONCURRENCY', 2, 1, 64),
+    buildConcurrencyPerTenant: integer(env, 'BUILD_CONCURRENCY_PER_TENANT', 1, 1, 64),
     workDir: text(env, 'BUILD_WORK_DIR', join(tmpdir(), 'gateway-builds')),
     gitTimeoutMs: Math.round(seconds(env, 'GIT_TIMEOUT_SECONDS', 60, 0, 86_400) * 1000) || 1,
     port: integer(env, 'CONTROL_PLANE_PORT', 8081, 0, 65535),
@@ -117,6 +122,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     loadTimeoutMs: Math.round(seconds(env, 'DEPLOYMENT_LOAD_TIMEOUT_SECONDS', 60, 1, 3600) * 1000),
     installTimeoutMs: Math.round(seconds(env, 'INSTALL_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000),
     checkoutMaxBytes: integer(env, 'CHECKOUT_MAX_MB', 1024, 1, 1_048_576) * 1024 * 1024,
+    nodeModulesMaxBytes: integer(env, 'NODE_MODULES_MAX_MB', 2048, 1, 1_048_576) * 1024 * 1024,
     keepBuilds: integer(env, 'KEEP_BUILDS', 3, 1, 100),
     pushPollMs: Math.round(seconds(env, 'BUILD_ON_PUSH_INTERVAL_SECONDS', 60, 0.1, 86_400) * 1000),
     drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,

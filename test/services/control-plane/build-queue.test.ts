@@ -65,4 +65,71 @@ describe('BuildQueue', () => {
     q.add('late', 'g', async () => {});
     expect(q.has('late')).toBe(false);
   });
+
+  describe('fair across tenants', () => {
+    /** Jobs that record their start and end only when the test says so: no clock, no sleeps. */
+    const controlled = (q: BuildQueue) => {
+      const started: string[] = [];
+      const gates = new Map<string, () => void>();
+      const add = (id: string, tenant: string) =>
+        q.add(id, `dep-${id}`, () => new Promise<void>((r) => (started.push(id), gates.set(id, r))), tenant);
+      const finish = async (id: string) => {
+        gates.get(id)!();
+        await new Promise((r) => setImmediate(r));
+      };
+      return { started, add, finish };
+    };
+
+    it("one tenant's many builds hold at most perTenant slots; another tenant's build starts at once", () => {
+      const q = new BuildQueue(2, undefined, { perTenant: 1 });
+      const { started, add } = controlled(q);
+      for (const id of ['a1', 'a2', 'a3', 'a4']) add(id, 'A');
+      expect(started).toEqual(['a1']);
+      add('b1', 'B');
+      expect(started).toEqual(['a1', 'b1']);
+      expect(q.size).toEqual({ running: 2, waiting: 3 });
+    });
+
+    it('a freed slot goes to the next tenant in turn (round robin), not to the one that just ran', async () => {
+      const q = new BuildQueue(1, undefined, { perTenant: 1 });
+      const { started, add, finish } = controlled(q);
+      for (const id of ['a1', 'a2', 'a3']) add(id, 'A');
+      add('b1', 'B');
+      add('b2', 'B');
+      add('c1', 'C');
+      for (const id of ['a1', 'b1', 'c1', 'a2', 'b2', 'a3']) await finish(id);
+      expect(started).toEqual(['a1', 'b1', 'c1', 'a2', 'b2', 'a3']);
+      await q.idle();
+    });
+
+    it('with perTenant 2, one tenant alone uses two slots; the third waits for a freed one', async () => {
+      const q = new BuildQueue(3, undefined, { perTenant: 2 });
+      const { started, add, finish } = controlled(q);
+      for (const id of ['a1', 'a2', 'a3']) add(id, 'A');
+      expect(started).toEqual(['a1', 'a2']);
+      add('b1', 'B');
+      expect(started).toEqual(['a1', 'a2', 'b1']);
+      await finish('b1');
+      expect(started).toEqual(['a1', 'a2', 'b1']);
+      await finish('a1');
+      expect(started).toEqual(['a1', 'a2', 'b1', 'a3']);
+      await finish('a2');
+      await finish('a3');
+      await q.idle();
+    });
+
+    it('cancelling a waiting job keeps the others in turn', async () => {
+      const q = new BuildQueue(1, undefined, { perTenant: 1 });
+      const { started, add, finish } = controlled(q);
+      add('a1', 'A');
+      add('a2', 'A');
+      add('b1', 'B');
+      await q.cancel('b1');
+      expect(q.has('b1')).toBe(false);
+      await finish('a1');
+      expect(started).toEqual(['a1', 'a2']);
+      await finish('a2');
+      await q.idle();
+    });
+  });
 });

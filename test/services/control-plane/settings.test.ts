@@ -36,6 +36,23 @@ describe('control plane settings', () => {
     expect(loadControlPlaneSettings({ LOCAL_REPOS: 'deny' }).localRepos).toBe(false);
   });
 
+  it('build limits: NODE_MODULES_MAX_MB and BUILD_CONCURRENCY_PER_TENANT, defaults and errors', () => {
+    expect(loadControlPlaneSettings({})).toMatchObject({
+      nodeModulesMaxBytes: 2048 * 1024 * 1024,
+      buildConcurrencyPerTenant: 1,
+    });
+    expect(loadControlPlaneSettings({ NODE_MODULES_MAX_MB: '300', BUILD_CONCURRENCY_PER_TENANT: '2' })).toMatchObject({
+      nodeModulesMaxBytes: 300 * 1024 * 1024,
+      buildConcurrencyPerTenant: 2,
+    });
+    for (const [name, value] of [
+      ['NODE_MODULES_MAX_MB', '0'],
+      ['NODE_MODULES_MAX_MB', 'lots'],
+      ['BUILD_CONCURRENCY_PER_TENANT', '0'],
+    ])
+      expect(() => loadControlPlaneSettings({ [name!]: value! })).toThrow(name);
+  });
+
   it('deployment settings: defaults, values, and errors naming the variable', () => {
     expect(loadControlPlaneSettings({})).toMatchObject({
       deploymentMemoryMb: 512,

@@ -1,40 +1,60 @@
 /**
- * Background jobs with a concurrency limit. A job is identified by an id and
- * belongs to a group (its deployment); cancelling removes it if it waits, or
- * aborts its signal and waits for it to stop if it runs. The API never waits
- * on a job: `add` returns at once.
+ * Background jobs with a concurrency limit, fair across tenants. A job is
+ * identified by an id, belongs to a group (its deployment) and to a tenant;
+ * at most `perTenant` jobs of one tenant run at once, and a freed slot goes
+ * to the next tenant waiting in turn (round robin), so one tenant's many slow
+ * builds never hold every slot nor keep another tenant waiting behind them.
+ * Cancelling removes a job if it waits, or aborts its signal and waits for it
+ * to stop if it runs. The API never waits on a job: `add` returns at once.
  */
 export type Job = (signal: AbortSignal) => Promise<void>;
 
 interface Entry {
   readonly id: string;
   readonly group: string;
+  readonly tenant: string;
   readonly job: Job;
   readonly abort: AbortController;
   done?: Promise<void>;
 }
 
+export interface BuildQueueOptions {
+  /** Most jobs of one tenant running at once (BUILD_CONCURRENCY_PER_TENANT); default: no bound but `concurrency`. */
+  readonly perTenant?: number;
+}
+
 export class BuildQueue {
-  private readonly waiting: Entry[] = [];
+  /** Waiting jobs per tenant, first in first out (tenants in the order they came, for ties). */
+  private readonly waiting = new Map<string, Entry[]>();
+  /** When each tenant's last job started (a count): the least recent goes first. A number per workspace that built. */
+  private readonly served = new Map<string, number>();
+  private turn = 0;
   private readonly running = new Map<string, Entry>();
   private idleWaiters: (() => void)[] = [];
   private closed = false;
+  readonly perTenant: number;
 
   constructor(
     readonly concurrency: number,
     private readonly onError: (err: unknown, id: string) => void = () => {},
+    { perTenant = concurrency }: BuildQueueOptions = {},
   ) {
     if (!(concurrency >= 1)) throw new RangeError('concurrency must be at least 1');
+    if (!(perTenant >= 1)) throw new RangeError('perTenant must be at least 1');
+    this.perTenant = perTenant;
   }
 
   get size(): { readonly running: number; readonly waiting: number } {
-    return { running: this.running.size, waiting: this.waiting.length };
+    return { running: this.running.size, waiting: this.allWaiting().length };
   }
 
-  /** Queues `job` under `id` (a second add of a queued or running id is ignored). */
-  add(id: string, group: string, job: Job): void {
-    if (this.closed || this.running.has(id) || this.waiting.some((e) => e.id === id)) return;
-    this.waiting.push({ id, group, job, abort: new AbortController() });
+  /** Queues `job` under `id` for `tenant` (default: its group); a second add of a queued or running id is ignored. */
+  add(id: string, group: string, job: Job, tenant: string = group): void {
+    if (this.closed || this.has(id)) return;
+    const entry = { id, group, tenant, job, abort: new AbortController() };
+    const line = this.waiting.get(tenant);
+    if (line) line.push(entry);
+    else this.waiting.set(tenant, [entry]);
     this.pump();
   }
 
@@ -44,7 +64,7 @@ export class BuildQueue {
   }
 
   has(id: string): boolean {
-    return this.running.has(id) || this.waiting.some((e) => e.id === id);
+    return this.running.has(id) || this.allWaiting().some((e) => e.id === id);
   }
 
   /** Stops job `id`: dropped if waiting, aborted (and awaited) if running. */
@@ -59,7 +79,7 @@ export class BuildQueue {
 
   /** Resolves when nothing runs or waits. */
   idle(): Promise<void> {
-    if (this.running.size === 0 && this.waiting.length === 0) return Promise.resolve();
+    if (this.running.size === 0 && this.waiting.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -69,17 +89,46 @@ export class BuildQueue {
     await this.stop(() => true);
   }
 
+  private allWaiting(): Entry[] {
+    return [...this.waiting.values()].flat();
+  }
+
   private async stop(which: (e: Entry) => boolean): Promise<void> {
-    for (let i = this.waiting.length - 1; i >= 0; i--) if (which(this.waiting[i]!)) this.waiting.splice(i, 1);
+    for (const [tenant, line] of this.waiting) {
+      const kept = line.filter((e) => !which(e));
+      if (kept.length === 0) this.waiting.delete(tenant);
+      else this.waiting.set(tenant, kept);
+    }
     const stopping = [...this.running.values()].filter(which);
     for (const e of stopping) e.abort.abort();
     await Promise.all(stopping.map((e) => e.done));
     this.settle();
   }
 
+  /**
+   * The first job of the tenant served least recently among those under their bound (round robin: a tenant whose
+   * build just started goes to the end of the turn, even with nothing else waiting then).
+   */
+  private next(): Entry | null {
+    const busy = new Map<string, number>();
+    for (const e of this.running.values()) busy.set(e.tenant, (busy.get(e.tenant) ?? 0) + 1);
+    let pick: string | null = null;
+    for (const tenant of this.waiting.keys()) {
+      if ((busy.get(tenant) ?? 0) >= this.perTenant) continue;
+      if (pick === null || (this.served.get(tenant) ?? 0) < (this.served.get(pick) ?? 0)) pick = tenant;
+    }
+    if (pick === null) return null;
+    const line = this.waiting.get(pick)!;
+    const entry = line.shift()!;
+    if (line.length === 0) this.waiting.delete(pick);
+    this.served.set(pick, ++this.turn);
+    return entry;
+  }
+
   private pump(): void {
-    while (this.running.size < this.concurrency && this.waiting.length > 0) {
-      const entry = this.waiting.shift()!;
+    while (this.running.size < this.concurrency) {
+      const entry = this.next();
+      if (entry === null) return;
       this.running.set(entry.id, entry);
       entry.done = (async () => {
         try {
@@ -96,6 +145,6 @@ export class BuildQueue {
   }
 
   private settle(): void {
-    if (this.running.size === 0 && this.waiting.length === 0) for (const w of this.idleWaiters.splice(0)) w();
+    if (this.running.size === 0 && this.waiting.size === 0) for (const w of this.idleWaiters.splice(0)) w();
   }
 }

@@ -1,5 +1,6 @@
 import { mkdir, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { SandboxMode } from '../../../sandbox/probe.ts';
 import { readAppConfig, BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';
 import { git, GitError, redactCredentials } from './git.ts';
@@ -44,6 +45,8 @@ export interface GitBuilderOptions {
   readonly repoHosts?: RepoHostPolicy;
   /** Most bytes a checkout (its .git included) may take (CHECKOUT_MAX_MB); default CHECKOUT_MAX_BYTES. */
   readonly maxCheckoutBytes?: number;
+  /** `bwrap`: every git command runs in the sandbox (git.ts), writing only the revision's folder. Default `off`. */
+  readonly sandbox?: SandboxMode;
 }
 
 /** A 51 KiB pack can check out as 200 MiB: the checkout is measured before anything reads it. */
@@ -86,12 +89,7 @@ export class GitBuilder implements Builder {
     if (this.options.localRepos === false && isLocal(repoUrl)) return null;
     const admitted = (await this.options.repoHosts?.admit(repoUrl)) ?? { refused: null, pin: null };
     if (admitted.refused !== null) return null;
-    const out = await git(['ls-remote', '--', repoUrl, ref], {
-      timeoutMs: this.options.gitTimeoutMs,
-      signal,
-      localRepos: this.options.localRepos ?? true,
-      pin: admitted.pin,
-    });
+    const out = await git(['ls-remote', '--', repoUrl, ref], { ...this.gitOptions(repoUrl, admitted.pin), signal });
     const lines = out.split('\n').map((l) => l.split('\t'));
     const named = (full: string) => lines.find(([, name]) => name === full)?.[0];
     return named(`refs/heads/${ref}`) ?? named(`refs/tags/${ref}^{}`) ?? named(`refs/tags/${ref}`) ?? null;
@@ -111,9 +109,13 @@ export class GitBuilder implements Builder {
     pin: string | null,
   ): Promise<string> {
     const shown = redactCredentials(url);
-    const opts = { timeoutMs: this.options.gitTimeoutMs, signal, localRepos: this.options.localRepos ?? true, pin };
-    await rm(folder, { recursive: true, force: true });
-    await mkdir(dirname(folder), { recursive: true });
+    // The clone's target exists beforehand (empty): the sandbox binds it, and it is all git may write.
+    const opts = { ...this.gitOptions(url, pin), signal, writable: folder };
+    const fresh = async () => {
+      await rm(folder, { recursive: true, force: true });
+      await mkdir(folder, { recursive: true });
+    };
+    await fresh();
     // No template: a build needs no sample hooks, and copying them is most of a local clone's time.
     const clone = ['clone', '--quiet', '--template=', '--no-tags'];
     try {
@@ -123,7 +125,7 @@ export class GitBuilder implements Builder {
         throw this.failure(err, (m) => `repo_url: cannot read repository ${shown}: ${m}`);
       }
       if (!SHA.test(ref)) throw new BuildFailure(`repo_ref: "${ref}" is not a branch, tag or commit of ${shown}`);
-      await rm(folder, { recursive: true, force: true });
+      await fresh();
       await this.run(
         git([...clone, '--no-checkout', '--', url, folder], opts),
         (m) => `repo_url: cannot clone ${shown}: ${m}`,
@@ -141,6 +143,19 @@ export class GitBuilder implements Builder {
     ).trim();
   }
 
+  /** What every git command of a build gets: its budget, the transports and address allowed, and the sandbox. */
+  private gitOptions(url: string, pin: string | null) {
+    const localRepos = this.options.localRepos ?? true;
+    const local = localRepos ? localPath(url) : null;
+    return {
+      timeoutMs: this.options.gitTimeoutMs,
+      localRepos,
+      pin,
+      sandbox: this.options.sandbox === 'bwrap',
+      readOnly: local === null ? [] : [local],
+    };
+  }
+
   /** Git failures as BuildFailure with `reason(git's message)`; a cancellation stays a GitError('aborted'). */
   private async run(step: Promise<string>, reason: (message: string) => string): Promise<string> {
     try {
@@ -152,6 +167,16 @@ export class GitBuilder implements Builder {
 
   private failure(err: unknown, reason: (message: string) => string): unknown {
     return err instanceof GitError && err.kind !== 'aborted' ? new BuildFailure(reason(err.message)) : err;
+  }
+}
+
+/** The folder a local `repo_url` names (read in the sandbox), or null for a network one. */
+function localPath(url: string): string | null {
+  if (url.startsWith('/')) return url;
+  try {
+    return /^file:/i.test(url) ? fileURLToPath(url) : null;
+  } catch {
+    return null;
   }
 }
 

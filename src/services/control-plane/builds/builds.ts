@@ -3,6 +3,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Builder } from './builder.ts';
+import type { BuildSandbox } from './build-sandbox.ts';
 import type { BuildQueue } from './build-queue.ts';
 import { redeploy } from './redeploy.ts';
 import { openRepoUrl } from './repo-url.ts';
@@ -39,6 +40,10 @@ export interface BuildsOptions {
   readonly installTimeoutMs?: number;
   /** Build folders kept per deployment (the serving revision's included); default 1. */
   readonly keepBuilds?: number;
+  /** Most bytes of an install's `node_modules` (NODE_MODULES_MAX_MB); default INSTALL_MAX_BYTES. */
+  readonly nodeModulesMaxBytes?: number;
+  /** Where npm runs (build-sandbox.ts); default no sandbox, every tenant trusted (tests of the bookkeeping). */
+  readonly sandbox?: BuildSandbox;
 }
 
 export class Builds {
@@ -59,7 +64,8 @@ export class Builds {
   }
 
   enqueue(revision: StoredRevision): void {
-    this.o.queue.add(revision.id, revision.deployment_id, (signal) => this.runs.run(revision, signal));
+    const run = (signal: AbortSignal) => this.runs.run(revision, signal);
+    this.o.queue.add(revision.id, revision.deployment_id, run, revision.tenant_id);
   }
 
   /** Every unfinished revision of the deployment but `keep` becomes SKIPPED or INTERRUPTED; their runs stop. */
@@ -130,7 +136,8 @@ export class Builds {
    * again), then the route and the deployment's active revision move to it.
    */
   enqueueRedeploy(rev: StoredRevision): void {
-    this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, (signal) => redeploy(this.o, rev, signal));
+    const run = (signal: AbortSignal) => redeploy(this.o, rev, signal);
+    this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, run, rev.tenant_id);
   }
 
   /** The deployment's `repo_url` with its credentials (for `git ls-remote`). */

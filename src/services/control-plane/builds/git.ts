@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
 import { runCommand } from './run-command.ts';
 
 /**
@@ -17,6 +18,11 @@ import { runCommand } from './run-command.ts';
  * own per run, and an environment of PATH plus what git and its transports need (proxy and CA settings). Redirects are
  * not followed (an allowed host answering 302 would reach any address), and the address the host check resolved is the
  * one curl connects to (`pin`), so a second DNS answer cannot point the clone elsewhere.
+ *
+ * With `sandbox`, git runs in the bubblewrap sandbox of a revision (src/sandbox/bwrap.ts): the network, the system
+ * read-only, its HOME (empty, its own), the folder it writes (`writable`: the clone's target) and a local repository
+ * it reads; no other process, no other build folder, nothing of the gateway's. A git bug or a transport helper a
+ * repository could steer then reaches nothing but the build it is making.
  */
 const CONFIG = [
   'protocol.allow=never',
@@ -65,6 +71,11 @@ function gitEnv(home: string): NodeJS.ProcessEnv {
   return env;
 }
 
+/** CA files the environment names, visible in the sandbox (where /etc/ssl is the only place otherwise). */
+function caFiles(): string[] {
+  return ['SSL_CERT_FILE', 'SSL_CERT_DIR'].flatMap((n) => (process.env[n] ? [process.env[n]] : []));
+}
+
 export class GitError extends Error {
   constructor(
     readonly kind: 'failed' | 'timeout' | 'aborted',
@@ -83,6 +94,12 @@ export interface GitOptions {
   readonly signal?: AbortSignal;
   /** `host:port:address[,address]` for curl (http.curloptResolve): the addresses the host check resolved. */
   readonly pin?: string | null;
+  /** Run git in the bubblewrap sandbox (the gateway found one: SANDBOX). */
+  readonly sandbox?: boolean;
+  /** The folder git writes in the sandbox (a clone's target, made beforehand); default `cwd`. */
+  readonly writable?: string;
+  /** Paths git reads in the sandbox besides the system (a local repository). */
+  readonly readOnly?: readonly string[];
 }
 
 /**
@@ -91,12 +108,17 @@ export interface GitOptions {
  */
 export async function git(
   args: readonly string[],
-  { cwd, timeoutMs, signal, localRepos = true, pin }: GitOptions,
+  { cwd, timeoutMs, signal, localRepos = true, pin, sandbox, writable, readOnly = [] }: GitOptions,
 ): Promise<string> {
   const config = [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`];
   if (pin) config.push('-c', `http.curloptResolve=${pin}`);
   const home = await mkdtemp(join(tmpdir(), 'gateway-git-home-'));
-  const result = await runCommand('git', [...config, ...args], { cwd, env: gitEnv(home), timeoutMs, signal })
+  // In the sandbox the empty HOME is mounted at SANDBOX_HOME; a command that writes nothing (ls-remote) works in it.
+  const dir = writable ?? cwd ?? home;
+  const run = sandbox
+    ? { cwd: cwd ?? dir, env: gitEnv(SANDBOX_HOME), sandbox: { dir, home, readOnly: [...readOnly, ...caFiles()] } }
+    : { cwd, env: gitEnv(home) };
+  const result = await runCommand('git', [...config, ...args], { ...run, timeoutMs, signal })
     .catch((err: Error) => {
       throw new GitError('failed', `git could not run: ${err.message}`);
     })

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';
+import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
 import { runCommand } from './run-command.ts';
 
 /**
@@ -20,6 +21,11 @@ import { runCommand } from './run-command.ts';
  * in the build log. npm reads no config of the gateway's: its own empty HOME (no `~/.npmrc`), no global npmrc, a
  * cache of its own unless the operator sets npm_config_cache; only the app's own `.npmrc` applies, and a command-line
  * flag outranks it. Past `maxBytes` of `node_modules` the install fails with the size in its reason.
+ *
+ * With `sandbox`, npm (and every script it runs) is in the bubblewrap sandbox of a revision: the network, the system
+ * read-only, the checkout writable, a /tmp and a HOME of its own per build (its npm cache: an operator's
+ * npm_config_cache is not passed, as it would be shared by every tenant); no other process, no other build, nothing
+ * of the gateway's. Without it, scripts run as the gateway's user: only for tenants the gateway trusts (builds.ts).
  */
 export interface InstallResult {
   /** What ran and what it printed (the end of it when long); null when nothing was installed. */
@@ -44,7 +50,7 @@ const NPM_ENV = [
   'NODE_EXTRA_CA_CERTS',
 ];
 
-/** Default most bytes of `node_modules` (INSTALL_MAX_MB where the caller passes it). */
+/** Default most bytes of `node_modules` (NODE_MODULES_MAX_MB, passed by the builds). */
 export const INSTALL_MAX_BYTES = 2048 * 1024 * 1024;
 
 export interface InstallOptions {
@@ -54,11 +60,22 @@ export interface InstallOptions {
   readonly maxBytes?: number;
   /** The app config's file name in `appDir` (its `install_scripts`); default `langgraph.json`. */
   readonly configFile?: string;
+  /** Run npm in the bubblewrap sandbox (the gateway found one: SANDBOX). */
+  readonly sandbox?: boolean;
+  /** The folder npm may write in the sandbox: the checkout `appDir` is in; default `appDir`. */
+  readonly writable?: string;
 }
 
 export async function installDependencies(
   appDir: string,
-  { timeoutMs, signal, maxBytes = INSTALL_MAX_BYTES, configFile = 'langgraph.json' }: InstallOptions,
+  {
+    timeoutMs,
+    signal,
+    maxBytes = INSTALL_MAX_BYTES,
+    configFile = 'langgraph.json',
+    sandbox = false,
+    writable = appDir,
+  }: InstallOptions,
 ): Promise<InstallResult> {
   if (!existsSync(join(appDir, 'package.json'))) return { log: null };
   const locked = existsSync(join(appDir, 'package-lock.json')) || existsSync(join(appDir, 'npm-shrinkwrap.json'));
@@ -66,20 +83,28 @@ export async function installDependencies(
   const args = [locked ? 'ci' : 'install', '--no-audit', '--no-fund', '--no-update-notifier'];
   if (!scripts) args.push('--ignore-scripts');
   const home = await mkdtemp(join(tmpdir(), 'gateway-npm-home-'));
+  // In the sandbox the same folder is the HOME at SANDBOX_HOME.
+  const own = sandbox ? SANDBOX_HOME : home;
   const env: NodeJS.ProcessEnv = {
     NODE_ENV: 'development',
     CI: 'true',
-    HOME: home,
-    npm_config_userconfig: join(home, '.npmrc'),
-    npm_config_globalconfig: join(home, 'npmrc'),
-    npm_config_cache: join(home, '.npm'),
+    HOME: own,
+    npm_config_userconfig: join(own, '.npmrc'),
+    npm_config_globalconfig: join(own, 'npmrc'),
+    npm_config_cache: join(own, '.npm'),
   };
   for (const name of NPM_ENV) if (process.env[name] !== undefined) env[name] = process.env[name];
+  if (sandbox) {
+    env.TMPDIR = '/tmp';
+    env.npm_config_cache = join(own, '.npm');
+  }
+  const caFiles = ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS'].flatMap((n) => (process.env[n] ? [process.env[n]] : []));
   let log = `$ npm ${args.join(' ')}\n`;
   if (!scripts) log += '(install scripts off: "install_scripts": true in the app config runs them)\n';
   const result = await runCommand('npm', args, {
     cwd: appDir,
     env,
+    sandbox: sandbox ? { dir: writable, home, readOnly: caFiles } : undefined,
     timeoutMs,
     signal,
     onOutput: (text) => {

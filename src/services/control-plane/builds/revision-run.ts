@@ -1,5 +1,5 @@
 import { readdir, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildFailure } from './builder.ts';
 import { openRepoUrl } from './repo-url.ts';
@@ -87,15 +87,20 @@ export class RevisionRun {
           await move('BUILDING', 'BUILD_FAILED', `BUILD_FAILED: ${reason}`, { ...changes, build_log: buildLog });
           log.warn({ reason }, 'build failed');
         };
-        const appDir = dirname(
-          join(
-            this.folderOf(deploymentId, revisionId),
-            changes.source_revision_config.langgraph_config_path ?? 'langgraph.json',
-          ),
-        );
+        const folder = this.folderOf(deploymentId, revisionId);
+        const configPath = join(folder, changes.source_revision_config.langgraph_config_path ?? 'langgraph.json');
+        const refusal = (await this.o.sandbox?.refusal(rev.tenant_id)) ?? null;
+        if (refusal !== null) return await failed(refusal, null);
         try {
           changes.build_log = (
-            await installDependencies(appDir, { timeoutMs: this.o.installTimeoutMs ?? 600_000, signal })
+            await installDependencies(dirname(configPath), {
+              timeoutMs: this.o.installTimeoutMs ?? 600_000,
+              signal,
+              maxBytes: this.o.nodeModulesMaxBytes,
+              configFile: basename(configPath),
+              sandbox: this.o.sandbox?.mode === 'bwrap',
+              writable: folder,
+            })
           ).log;
         } catch (err) {
           if (signal.aborted || err instanceof InstallCancelled) throw new Settled();

@@ -20,8 +20,11 @@ export interface RunOptions {
   readonly maxOutputBytes?: number;
   /** Each chunk of output as it comes (e.g. a build log). */
   readonly onOutput?: (text: string, stream: 'stdout' | 'stderr') => void;
-  /** Run it in the bubblewrap sandbox (needs `cwd`): HOME, /tmp and read-only paths as in SandboxSpec. */
-  readonly sandbox?: Pick<SandboxSpec, 'home' | 'tmp' | 'readOnly'>;
+  /**
+   * Run it in the bubblewrap sandbox (needs `cwd`): HOME, /tmp and read-only paths as in SandboxSpec; `dir` is its
+   * writable folder (default `cwd`, else a folder `cwd` is in).
+   */
+  readonly sandbox?: Pick<SandboxSpec, 'home' | 'tmp' | 'readOnly'> & { readonly dir?: string };
 }
 
 export interface RunResult {
@@ -38,7 +41,7 @@ const CLOSE_GRACE_MS = 5000;
 export function runCommand(command: string, args: readonly string[], options: RunOptions): Promise<RunResult> {
   const { cwd, env, timeoutMs, signal, maxOutputBytes = 16 * 1024 * 1024, onOutput, sandbox } = options;
   if (sandbox && cwd === undefined) return Promise.reject(new Error('runCommand: a sandboxed command needs its cwd'));
-  const argv = sandbox ? bwrapArgv({ ...sandbox, command, args, dir: cwd! }) : [command, ...args];
+  const argv = sandbox ? bwrapArgv({ ...sandbox, command, args, dir: sandbox.dir ?? cwd!, cwd }) : [command, ...args];
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return resolve({ outcome: 'aborted', code: null, stdout: '', stderr: '' });
     const child = spawn(argv[0]!, argv.slice(1), {
