@@ -11,6 +11,7 @@ import { ensureDefaultAssistants } from './api/assistants/lookup.ts';
 import { assistantOperations } from './api/assistants/assistants.ts';
 import { authenticate, type AgentEnv, type ApiKeyVerifier } from './auth/authenticate.ts';
 import type { ServerContext } from './context.ts';
+import { DEFAULT_AGENT_QUOTAS, type AgentQuotas } from './quotas.ts';
 import { CronScheduler } from './runs/cron-scheduler.ts';
 import { cronOperations } from './api/crons/crons.ts';
 import { authHandlers, type AuthHandlers } from './auth/custom-handlers.ts';
@@ -68,6 +69,8 @@ export interface AgentServerOptions {
   readonly maxJsonDepth?: number;
   /** How often the cron scheduler looks for due crons; default 1 s. */
   readonly cronTickMs?: number;
+  /** Limits on crons and store items (settings.ts); each one not given takes its default (quotas.ts). */
+  readonly quotas?: Partial<AgentQuotas>;
 }
 
 export interface AgentServer {
@@ -139,6 +142,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     log,
     heartbeatMs,
     configurableHeaders: configurableHeaderFilter(config.configurableHeaders),
+    quotas: { ...DEFAULT_AGENT_QUOTAS, ...options.quotas },
   };
   const orphaned = await settleOrphans(ctx);
   if (orphaned > 0)

@@ -2,6 +2,7 @@ import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import type { HeaderFilter } from './api/runs/configurable-headers.ts';
 import type { GraphRegistry } from './graphs.ts';
+import type { AgentQuotas } from './quotas.ts';
 import type { Runner } from './runs/runner.ts';
 import type { AgentStore } from './store/agent-store.ts';
 
@@ -19,4 +20,6 @@ export interface ServerContext {
   readonly heartbeatMs: number;
   /** Which request headers a run copies into `config.configurable` (configurable-headers.ts). */
   readonly configurableHeaders: HeaderFilter;
+  /** Crons and store items a user and the server may hold (quotas.ts). */
+  readonly quotas: AgentQuotas;
 }
