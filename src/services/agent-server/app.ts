@@ -1,4 +1,4 @@
-import { getConfig, InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from '@langchain/langgraph';
+import { getConfig, MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { applyAppEnv, importExport, readAppConfig, type AppConfig } from './app-config.ts';
@@ -19,6 +19,8 @@ import { mountDocs } from './api/meta/docs.ts';
 import { jsonBodyLimit, notFoundJson, serviceErrorHandler } from '../shared/http-errors.ts';
 import { loadGraphs } from './graphs.ts';
 import { MemoryAgentStore } from './store/memory-agent-store.ts';
+import { MemoryItemStore } from './store/memory-item-store.ts';
+import type { CountedItemStore } from './store/item-quota.ts';
 import { openApiDocument } from './api/meta/openapi.ts';
 import { settleOrphans } from './runs/orphans.ts';
 import { mount, type Operation } from './api/operations.ts';
@@ -57,10 +59,10 @@ export interface AgentServerOptions {
   /** Default: in memory (LangGraph's MemorySaver). */
   readonly checkpointer?: BaseCheckpointSaver;
   /**
-   * The long-term memory store (`/store/items`, a graph's `config.store`). Default: in memory (LangGraph's
-   * InMemoryStore).
+   * The long-term memory store (`/store/items`, a graph's `config.store`), counting its items for the quotas. Default:
+   * in memory (LangGraph's InMemoryStore with counts).
    */
-  readonly items?: BaseStore;
+  readonly items?: CountedItemStore;
   /** Idle time before a `: heartbeat` comment on a run stream; default 10 s. */
   readonly heartbeatMs?: number;
   /** Largest request body; default 10 MiB. */
@@ -122,7 +124,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   // Before the app's modules load: a graph may take the logger at import.
   registerSdkLogger(log, currentNode);
   const checkpointer = options.checkpointer ?? new MemorySaver();
-  const items = options.items ?? new InMemoryStore();
+  const items = options.items ?? new MemoryItemStore();
   const graphs = await loadGraphs(config, checkpointer, items);
   let handlers: AuthHandlers | null = null;
   if (config.auth !== null) {
