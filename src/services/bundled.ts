@@ -74,6 +74,7 @@ export class BundledServices {
       org: DEFAULT_ORG,
       heartbeatMs: settings.heartbeatMs,
       maxJsonDepth: settings.maxJsonDepth,
+      quotas: settings.quotas,
       ...(redis && {
         store: new RedisAgentStore(redis, { prefix: settings.storePrefix }),
         checkpointer: new RedisCheckpointer(redis, { prefix: settings.storePrefix }),

@@ -1,4 +1,4 @@
-import { getConfig, InMemoryStore, MemorySaver, type BaseCheckpointSaver, type BaseStore } from '@langchain/langgraph';
+import { getConfig, MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
 import { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { applyAppEnv, importExport, readAppConfig, type AppConfig } from './app-config.ts';
@@ -11,6 +11,7 @@ import { ensureDefaultAssistants } from './api/assistants/lookup.ts';
 import { assistantOperations } from './api/assistants/assistants.ts';
 import { authenticate, type AgentEnv, type ApiKeyVerifier } from './auth/authenticate.ts';
 import type { ServerContext } from './context.ts';
+import { DEFAULT_AGENT_QUOTAS, type AgentQuotas } from './quotas.ts';
 import { CronScheduler } from './runs/cron-scheduler.ts';
 import { cronOperations } from './api/crons/crons.ts';
 import { authHandlers, type AuthHandlers } from './auth/custom-handlers.ts';
@@ -18,6 +19,8 @@ import { mountDocs } from './api/meta/docs.ts';
 import { jsonBodyLimit, notFoundJson, serviceErrorHandler } from '../shared/http-errors.ts';
 import { loadGraphs } from './graphs.ts';
 import { MemoryAgentStore } from './store/memory-agent-store.ts';
+import { MemoryItemStore } from './store/memory-item-store.ts';
+import type { CountedItemStore } from './store/item-quota.ts';
 import { openApiDocument } from './api/meta/openapi.ts';
 import { settleOrphans } from './runs/orphans.ts';
 import { mount, type Operation } from './api/operations.ts';
@@ -56,10 +59,10 @@ export interface AgentServerOptions {
   /** Default: in memory (LangGraph's MemorySaver). */
   readonly checkpointer?: BaseCheckpointSaver;
   /**
-   * The long-term memory store (`/store/items`, a graph's `config.store`). Default: in memory (LangGraph's
-   * InMemoryStore).
+   * The long-term memory store (`/store/items`, a graph's `config.store`), counting its items for the quotas. Default:
+   * in memory (LangGraph's InMemoryStore with counts).
    */
-  readonly items?: BaseStore;
+  readonly items?: CountedItemStore;
   /** Idle time before a `: heartbeat` comment on a run stream; default 10 s. */
   readonly heartbeatMs?: number;
   /** Largest request body; default 10 MiB. */
@@ -68,6 +71,8 @@ export interface AgentServerOptions {
   readonly maxJsonDepth?: number;
   /** How often the cron scheduler looks for due crons; default 1 s. */
   readonly cronTickMs?: number;
+  /** Limits on crons and store items (settings.ts); each one not given takes its default (quotas.ts). */
+  readonly quotas?: Partial<AgentQuotas>;
 }
 
 export interface AgentServer {
@@ -119,7 +124,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   // Before the app's modules load: a graph may take the logger at import.
   registerSdkLogger(log, currentNode);
   const checkpointer = options.checkpointer ?? new MemorySaver();
-  const items = options.items ?? new InMemoryStore();
+  const items = options.items ?? new MemoryItemStore();
   const graphs = await loadGraphs(config, checkpointer, items);
   let handlers: AuthHandlers | null = null;
   if (config.auth !== null) {
@@ -139,6 +144,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     log,
     heartbeatMs,
     configurableHeaders: configurableHeaderFilter(config.configurableHeaders),
+    quotas: { ...DEFAULT_AGENT_QUOTAS, ...options.quotas },
   };
   const orphaned = await settleOrphans(ctx);
   if (orphaned > 0)

@@ -1,9 +1,11 @@
-import type { BaseCheckpointSaver, BaseStore } from '@langchain/langgraph';
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import type { HeaderFilter } from './api/runs/configurable-headers.ts';
 import type { GraphRegistry } from './graphs.ts';
+import type { AgentQuotas } from './quotas.ts';
 import type { Runner } from './runs/runner.ts';
 import type { AgentStore } from './store/agent-store.ts';
+import type { CountedItemStore } from './store/item-quota.ts';
 
 /** What the route modules share. */
 export interface ServerContext {
@@ -13,10 +15,12 @@ export interface ServerContext {
   /** Where thread state lives (the graphs run on it). */
   readonly checkpointer: BaseCheckpointSaver;
   /** The long-term memory store: graphs reach it as `config.store`, clients at `/store/items`. */
-  readonly items: BaseStore;
+  readonly items: CountedItemStore;
   readonly log: Logger;
   /** Idle time before a `: heartbeat` comment on a run stream. */
   readonly heartbeatMs: number;
   /** Which request headers a run copies into `config.configurable` (configurable-headers.ts). */
   readonly configurableHeaders: HeaderFilter;
+  /** Crons and store items a user and the server may hold (quotas.ts). */
+  readonly quotas: AgentQuotas;
 }

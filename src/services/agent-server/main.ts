@@ -55,6 +55,7 @@ export async function runAgentServer(
       log,
       heartbeatMs: settings.heartbeatMs,
       maxJsonDepth: settings.maxJsonDepth,
+      quotas: settings.quotas,
     });
   } catch (err) {
     if (err instanceof GraphLoadError) {

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import {
+  bytes,
   integer,
   isDevelopment,
   list,
@@ -13,6 +14,7 @@ import {
   text,
   type Env,
 } from '../../settings/env.ts';
+import { DEFAULT_AGENT_QUOTAS as D, type AgentQuotas } from './quotas.ts';
 
 /**
  * Environment → the Agent Server's frozen settings, read with the settings
@@ -41,6 +43,8 @@ export interface AgentServerSettings {
   readonly maxJsonDepth: number;
   /** NODE_ENV is not `production`: without AGENT_SERVER_API_KEYS a random key is made and printed. */
   readonly development: boolean;
+  /** MAX_CRONS, MIN_CRON_INTERVAL_SECONDS, MAX_STORE_ITEMS, MAX_STORE_BYTES and their per-user forms (quotas.ts). */
+  readonly quotas: AgentQuotas;
 }
 
 export const EXAMPLE_APP_CONFIG = fileURLToPath(new URL('../../../examples/app/langgraph.json', import.meta.url));
@@ -69,5 +73,19 @@ export function loadAgentServerSettings(env: Env): AgentServerSettings {
     logLevel,
     maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', DEFAULT_MAX_JSON_DEPTH, 1, 1000),
     development: isDevelopment(env),
+    quotas: quotas(env),
+  });
+}
+
+function quotas(env: Env): AgentQuotas {
+  return Object.freeze({
+    maxCrons: integer(env, 'MAX_CRONS', D.maxCrons, 0, 1_000_000),
+    maxCronsPerUser: integer(env, 'MAX_CRONS_PER_USER', D.maxCronsPerUser, 0, 1_000_000),
+    minCronIntervalSeconds: integer(env, 'MIN_CRON_INTERVAL_SECONDS', D.minCronIntervalSeconds, 1, 31_536_000),
+    maxStoreItems: integer(env, 'MAX_STORE_ITEMS', D.maxStoreItems, 0, 1_000_000_000),
+    maxStoreBytes: bytes(env, 'MAX_STORE_BYTES', D.maxStoreBytes),
+    maxStoreItemsPerUser: integer(env, 'MAX_STORE_ITEMS_PER_USER', D.maxStoreItemsPerUser, 0, 1_000_000_000),
+    maxStoreBytesPerUser: bytes(env, 'MAX_STORE_BYTES_PER_USER', D.maxStoreBytesPerUser),
+    maxStoreValueBytes: bytes(env, 'MAX_STORE_VALUE_BYTES', D.maxStoreValueBytes),
   });
 }

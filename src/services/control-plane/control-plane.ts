@@ -211,6 +211,7 @@ export async function createControlPlane(
         })))
       : null,
     repoHosts,
+    maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant,
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 

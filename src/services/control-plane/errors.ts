@@ -4,6 +4,7 @@
 import { ApiError } from '../shared/api-error.ts';
 
 export { ApiError, invalid } from '../shared/api-error.ts';
+export { quotaExceeded } from '../shared/quota-error.ts';
 export type { ValidationIssue } from '../shared/validation-issues.ts';
 
 export const badRequest = (detail: string) => new ApiError(400, detail);

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Builds } from './builds/builds.ts';
 import { deploymentUrl, type DeploymentAddressing } from '../../routing/deployment-url.ts';
-import { badRequest, conflict, deploymentNotFound, invalid, revisionNotFound } from './errors.ts';
+import { badRequest, conflict, deploymentNotFound, invalid, quotaExceeded, revisionNotFound } from './errors.ts';
 import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './api/schemas.ts';
 import type { RepoHostPolicy } from './builds/repo-hosts.ts';
@@ -33,6 +33,8 @@ export interface ServiceOptions {
   readonly addressing?: (() => DeploymentAddressing) | null;
   /** Where a `repo_url` may point (checked at create and patch; the builder checks again). Default: anywhere. */
   readonly repoHosts?: RepoHostPolicy;
+  /** MAX_DEPLOYMENTS_PER_TENANT: a tenant's deployments in this region; one more answers 409. Default: no limit. */
+  readonly maxDeploymentsPerTenant?: number;
 }
 
 const DEFAULT_CONFIG_PATH = 'langgraph.json';
@@ -79,7 +81,14 @@ export class DeploymentService {
     };
     const first = queuedRevision(deployment, 1, now);
     const stored = { ...deployment, latest_revision_id: first.id };
-    await this.o.store.createDeployment(stored, first);
+    const max = this.o.maxDeploymentsPerTenant ?? Infinity;
+    if (!(await this.o.store.createDeployment(stored, first, max))) {
+      this.o.log.warn({ tenantId, max }, 'deployment refused: tenant at MAX_DEPLOYMENTS_PER_TENANT');
+      throw quotaExceeded(
+        'deployments_per_tenant',
+        `workspace ${tenantId} already has ${max} deployments in region ${this.o.store.region}, the most MAX_DEPLOYMENTS_PER_TENANT allows. Delete one to free its slot, or ask the operator to raise MAX_DEPLOYMENTS_PER_TENANT.`,
+      );
+    }
     this.o.log.info(
       { deploymentId: id, revisionId: first.id, tenantId, source: body.source, secrets: body.secrets.length },
       'deployment created',

@@ -91,6 +91,8 @@ export interface ControlPlaneSettings {
   readonly sandbox: SandboxSetting;
   /** TRUST_ALL_TENANTS=1: without a sandbox, run every organisation's deployments (else only the gateway's own). */
   readonly trustAllTenants: boolean;
+  /** MAX_DEPLOYMENTS_PER_TENANT (default 20): a workspace's deployments in this region; one more answers 409. */
+  readonly maxDeploymentsPerTenant: number;
 }
 
 export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
@@ -139,6 +141,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     edgePort: integer(env, 'PORT', 8080, 0, 65535),
     sandbox: oneOf(env, 'SANDBOX', ['auto', 'bwrap', 'off'], 'auto'),
     trustAllTenants: oneOf(env, 'TRUST_ALL_TENANTS', ['0', '1'], '0') === '1',
+    maxDeploymentsPerTenant: integer(env, 'MAX_DEPLOYMENTS_PER_TENANT', 20, 1, 1_000_000),
   });
 }
 

@@ -31,8 +31,12 @@ export interface DeploymentChange {
 export interface ControlPlaneStore {
   readonly kind: 'memory' | 'redis';
   readonly region: Region;
-  /** Stores a new deployment and its first revision together. */
-  createDeployment(deployment: StoredDeployment, first: StoredRevision): Promise<void>;
+  /**
+   * Stores a new deployment and its first revision together, unless its tenant already has `maxPerTenant`
+   * deployments in this region: then nothing is stored and the answer is false. The count and the write are one
+   * atomic step, so concurrent creates (from any instance) never take a tenant past the limit.
+   */
+  createDeployment(deployment: StoredDeployment, first: StoredRevision, maxPerTenant?: number): Promise<boolean>;
   /** The deployment if it exists, is of this region and of `tenantId`; else null. */
   getDeployment(tenantId: string, id: string): Promise<StoredDeployment | null>;
   /** A tenant's deployments, newest first, filtered, then paged. */

@@ -254,6 +254,44 @@ export function storeContract(name: string, make: () => Promise<StoreHarness>): 
       expect((await h.store.getDeployment('ws-a', d.id))?.revision_count).toBe(20);
     });
 
+    it('a tenant at maxPerTenant: create answers false and stores nothing; a delete frees the slot', async () => {
+      const tenant = `ws-${randomUUID().slice(0, 8)}`;
+      const make = () => {
+        const d0 = deploymentRecord({ tenant_id: tenant });
+        const first = revisionRecord(d0, 1);
+        return { d: { ...d0, latest_revision_id: first.id }, first };
+      };
+      const a = make();
+      const b = make();
+      expect(await h.store.createDeployment(a.d, a.first, 2)).toBe(true);
+      expect(await h.store.createDeployment(b.d, b.first, 2)).toBe(true);
+      const c = make();
+      expect(await h.store.createDeployment(c.d, c.first, 2)).toBe(false);
+      expect(await h.store.getDeployment(tenant, c.d.id)).toBeNull();
+      expect(await h.store.getRevision(c.d.id, c.first.id)).toBeNull();
+      expect((await h.store.unfinishedRevisions()).map((r) => r.id)).not.toContain(c.first.id);
+      // Another tenant is not counted with this one.
+      const other = deploymentRecord({ tenant_id: `${tenant}-other` });
+      expect(await h.store.createDeployment(other, revisionRecord(other, 1), 2)).toBe(true);
+      await h.store.deleteDeployment(tenant, a.d.id);
+      expect(await h.store.createDeployment(c.d, c.first, 2)).toBe(true);
+      expect((await h.store.listDeployments(tenant, {}, ALL)).map((d) => d.id).sort()).toEqual([b.d.id, c.d.id].sort());
+    });
+
+    it('concurrent creates at the limit (from two instances): exactly maxPerTenant succeed', async () => {
+      const tenant = `ws-${randomUUID().slice(0, 8)}`;
+      const stores = [h.store, h.peer ?? h.store];
+      const answers = await Promise.all(
+        Array.from({ length: 12 }, (_, i) => {
+          const d0 = deploymentRecord({ tenant_id: tenant });
+          const first = revisionRecord(d0, 1);
+          return stores[i % 2]!.createDeployment({ ...d0, latest_revision_id: first.id }, first, 5);
+        }),
+      );
+      expect(answers.filter((ok) => ok)).toHaveLength(5);
+      expect(await h.store.listDeployments(tenant, {}, ALL)).toHaveLength(5);
+    });
+
     it('a peer on the same storage reads what this one wrote', async () => {
       if (!h.peer) return;
       const { d, first } = await create();

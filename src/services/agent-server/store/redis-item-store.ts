@@ -1,5 +1,6 @@
 import {
   BaseStore,
+  validateNamespace,
   type GetOperation,
   type Item,
   type ListNamespacesOperation,
@@ -10,7 +11,9 @@ import {
   type SearchItem,
   type SearchOperation,
 } from '@langchain/langgraph-checkpoint';
+import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+import { valueBytes, type CountedItemStore, type ItemLimits, type ItemRefusal, type ItemUsage } from './item-quota.ts';
 
 /**
  * LangGraph's long-term memory (a BaseStore: what graphs reach as
@@ -22,6 +25,12 @@ import type { Redis } from 'ioredis';
  *   namespaces    sorted set (all scores 0) of the namespaces holding items
  *   values:<ns>   hash key → JSON {value, updated_at}
  *   created:<ns>  hash key → ISO time of the item's first put
+ *   sizes:<ns>    hash key → `<bytes> <owner>`: what the item counts for (item-quota.ts)
+ *   usage         hash: items, bytes, items:<owner>, bytes:<owner>
+ *
+ * Every put and delete goes through item-put.lua or item-delete.lua, which
+ * keep the counts in the same step (items written before there were counts
+ * are not counted until written again).
  *
  * Semantic search (`query` over an embeddings index) is not supported: a
  * search answers the items under the prefix that pass the filter, in
@@ -37,18 +46,15 @@ interface StoredValue {
   readonly updated_at: string;
 }
 
-/**
- * Removes an item, and its namespace from the index once the namespace holds nothing (atomically, so a concurrent put
- * is never unindexed).
- */
-const DELETE_SCRIPT = `
-redis.call('HDEL', KEYS[1], ARGV[1])
-redis.call('HDEL', KEYS[2], ARGV[1])
-if redis.call('HLEN', KEYS[1]) == 0 then redis.call('ZREM', KEYS[3], ARGV[2]) end
-return 1`;
+const PUT_LUA = readFileSync(new URL('./item-put.lua', import.meta.url), 'utf8');
+const DELETE_LUA = readFileSync(new URL('./item-delete.lua', import.meta.url), 'utf8');
 
-export class RedisItemStore extends BaseStore {
+type ItemScript = (...args: (string | number)[]) => Promise<unknown>;
+
+export class RedisItemStore extends BaseStore implements CountedItemStore {
   private readonly base: string;
+  private readonly putScript: ItemScript;
+  private readonly deleteScript: ItemScript;
 
   constructor(
     private readonly client: Redis,
@@ -56,6 +62,32 @@ export class RedisItemStore extends BaseStore {
   ) {
     super();
     this.base = `${prefix}:items:`;
+    // EVALSHA, with the script sent again after a NOSCRIPT.
+    client.defineCommand('agentItemPut', { lua: PUT_LUA, numberOfKeys: 5 });
+    client.defineCommand('agentItemDelete', { lua: DELETE_LUA, numberOfKeys: 5 });
+    const commands = client as unknown as { agentItemPut: ItemScript; agentItemDelete: ItemScript };
+    this.putScript = commands.agentItemPut.bind(client);
+    this.deleteScript = commands.agentItemDelete.bind(client);
+  }
+
+  async putWithin(
+    namespace: string[],
+    key: string,
+    value: Record<string, unknown>,
+    owner: string | null,
+    limits: ItemLimits,
+  ): Promise<ItemRefusal | null> {
+    validateNamespace(namespace);
+    const answer = await this.store(namespace, key, value, owner, limits);
+    if (answer === 0) return null;
+    const [limit, used, max] = answer as [ItemRefusal['limit'], number, string];
+    return { limit, used: Number(used), max: Number(max) };
+  }
+
+  async usage(owner?: string): Promise<ItemUsage> {
+    const fields = owner === undefined ? ['items', 'bytes'] : [`items:${owner}`, `bytes:${owner}`];
+    const [items, bytes] = await this.client.hmget(this.k('usage'), ...fields);
+    return { items: Number(items ?? 0), bytes: Number(bytes ?? 0) };
   }
 
   async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
@@ -82,26 +114,47 @@ export class RedisItemStore extends BaseStore {
 
   private async write({ namespace, key, value }: PutOperation): Promise<null> {
     const ns = JSON.stringify(namespace);
-    if (value === null) {
-      await this.client.eval(
-        DELETE_SCRIPT,
-        3,
-        this.k(`values:${ns}`),
-        this.k(`created:${ns}`),
-        this.k('namespaces'),
-        key,
-        ns,
-      );
-      return null;
-    }
-    const now = new Date().toISOString();
-    await this.client
-      .multi()
-      .hset(this.k(`values:${ns}`), key, JSON.stringify({ value, updated_at: now } satisfies StoredValue))
-      .hsetnx(this.k(`created:${ns}`), key, now)
-      .zadd(this.k('namespaces'), 0, ns)
-      .exec();
+    if (value === null) await this.deleteScript(...this.itemKeys(ns), key, ns);
+    // A graph's own write (`config.store`): counted, for nobody, under no limit.
+    else await this.store(namespace, key, value, null, null);
     return null;
+  }
+
+  private store(
+    namespace: string[],
+    key: string,
+    value: Record<string, unknown>,
+    owner: string | null,
+    limits: ItemLimits | null,
+  ): Promise<unknown> {
+    const ns = JSON.stringify(namespace);
+    const now = new Date().toISOString();
+    const stored = JSON.stringify({ value, updated_at: now } satisfies StoredValue);
+    const max = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? -1 : n);
+    return this.putScript(
+      ...this.itemKeys(ns),
+      key,
+      ns,
+      stored,
+      now,
+      valueBytes(value),
+      owner ?? '',
+      max(limits?.items),
+      max(limits?.bytes),
+      max(limits?.userItems),
+      max(limits?.userBytes),
+    );
+  }
+
+  /** KEYS of item-put.lua and item-delete.lua for the namespace `ns` (JSON). */
+  private itemKeys(ns: string): string[] {
+    return [
+      this.k(`values:${ns}`),
+      this.k(`created:${ns}`),
+      this.k('namespaces'),
+      this.k(`sizes:${ns}`),
+      this.k('usage'),
+    ];
   }
 
   private async searchItems({

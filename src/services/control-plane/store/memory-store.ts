@@ -24,12 +24,19 @@ export class MemoryControlPlaneStore implements ControlPlaneStore {
 
   constructor(readonly region: Region) {}
 
-  async createDeployment(deployment: StoredDeployment, first: StoredRevision): Promise<void> {
+  async createDeployment(
+    deployment: StoredDeployment,
+    first: StoredRevision,
+    maxPerTenant = Infinity,
+  ): Promise<boolean> {
     checkOwnership(this.region, deployment, 'deployment');
     checkOwnership(this.region, first, 'revision');
     if (this.deployments.has(deployment.id)) throw new Error(`deployment ${deployment.id} exists`);
+    // Counted and written with no await in between: atomic, as every write here.
+    if (this.countOf(deployment.tenant_id) >= maxPerTenant) return false;
     this.deployments.set(deployment.id, freeze(deployment));
     this.revisions.set(deployment.id, new Map([[first.id, freeze(first)]]));
+    return true;
   }
 
   async getDeployment(tenantId: string, id: string): Promise<StoredDeployment | null> {
@@ -113,6 +120,12 @@ export class MemoryControlPlaneStore implements ControlPlaneStore {
   }
 
   async close(): Promise<void> {}
+
+  private countOf(tenantId: string): number {
+    let n = 0;
+    for (const d of this.deployments.values()) if (d.tenant_id === tenantId && d.region === this.region) n++;
+    return n;
+  }
 
   private deployment(tenantId: string, id: string): StoredDeployment | null {
     const d = this.deployments.get(id);

@@ -60,14 +60,18 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
     this.cas = (client as unknown as { controlPlaneCas: Cas }).controlPlaneCas.bind(client);
   }
 
-  async createDeployment(d: StoredDeployment, first: StoredRevision): Promise<void> {
+  async createDeployment(d: StoredDeployment, first: StoredRevision, maxPerTenant = Infinity): Promise<boolean> {
     checkOwnership(this.region, d, 'deployment');
     checkOwnership(this.region, first, 'revision');
-    await this.guard(async () => {
+    return this.guard(async () => {
       const seq = await this.client.incr(this.k('seq'));
       const keys = [this.k(`dep:${d.id}`), this.k(`tenant:${d.tenant_id}`), ...this.revisionKeys(first)];
-      const ops: Op[] = [['zadd', 2, seq, d.id], ...this.revisionOps(first, 3)];
-      if (!(await this.apply(keys, '', JSON.stringify(d), ops))) throw new Error(`deployment ${d.id} exists`);
+      // The tenant's index counted in the same script that adds to it: two creates at the limit cannot both pass.
+      const ops: Op[] = Number.isFinite(maxPerTenant) ? [['zcard-below', 2, maxPerTenant]] : [];
+      ops.push(['zadd', 2, seq, d.id], ...this.revisionOps(first, 3));
+      const applied = await this.run(keys, '', JSON.stringify(d), ops);
+      if (applied === 0) throw new Error(`deployment ${d.id} exists`);
+      return applied === 1;
     });
   }
 
@@ -233,7 +237,12 @@ export class RedisControlPlaneStore implements ControlPlaneStore {
   }
 
   private async apply(keys: string[], expected: string, next: string, ops: Op[]): Promise<boolean> {
-    return (await this.cas(keys.length, ...keys, expected, next, JSON.stringify(ops))) === 1;
+    return (await this.run(keys, expected, next, ops)) === 1;
+  }
+
+  /** cas.lua's answer: 1 applied, 0 the record changed since it was read, -1 a check op refused. */
+  private async run(keys: string[], expected: string, next: string, ops: Op[]): Promise<number> {
+    return this.cas(keys.length, ...keys, expected, next, JSON.stringify(ops));
   }
 
   /** A record of this region, or null (absent, or written by another region's instance). */

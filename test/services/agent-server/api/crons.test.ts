@@ -6,14 +6,18 @@ import { deleteByPrefix } from '../../../helpers/redis-keys.ts';
 import { eventually, newKey, sdk, startAgentServer, startStack, userInput, type Stack } from '../helpers.ts';
 import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
 
-/** Crons (`client.crons`) with the unmodified public client, through the edge; the scheduler ticks every 100 ms. */
+/**
+ * Crons (`client.crons`) with the unmodified public client, through the edge; the scheduler ticks every 100 ms and
+ * schedules may run every second (MIN_CRON_INTERVAL_SECONDS lowered to 1: cron-quotas.test.ts covers the default).
+ */
 const EVERY_SECOND = '* * * * * *';
+const quotas = { minCronIntervalSeconds: 1 };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe('crons through the SDK', () => {
   let stack: Stack;
   beforeAll(async () => {
-    stack = await startStack({ cronTickMs: 100 });
+    stack = await startStack({ cronTickMs: 100, quotas });
   });
   afterAll(() => stack?.close());
 
@@ -145,7 +149,12 @@ describe('crons on two servers sharing one Redis store', () => {
     // Ticks are driven by the test: both servers look at the same due cron at the same moment.
     const servers = await Promise.all(
       [0, 1].map(() =>
-        startAgentServer({ store: new RedisAgentStore(redis, { prefix }), checkpointer, cronTickMs: 3_600_000 }),
+        startAgentServer({
+          store: new RedisAgentStore(redis, { prefix }),
+          checkpointer,
+          cronTickMs: 3_600_000,
+          quotas,
+        }),
       ),
     );
     try {

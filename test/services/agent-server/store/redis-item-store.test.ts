@@ -1,5 +1,6 @@
 import { InMemoryStore, type BaseStore } from '@langchain/langgraph';
 import { afterAll, describe, expect, it } from 'vitest';
+import { MemoryItemStore } from '../../../../src/services/agent-server/store/memory-item-store.ts';
 import { RedisItemStore } from '../../../../src/services/agent-server/store/redis-item-store.ts';
 import { deleteByPrefix, keysByPrefix } from '../../../helpers/redis-keys.ts';
 import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
@@ -19,6 +20,7 @@ let made = 0;
 const stores: [string, () => BaseStore][] = [
   ['InMemoryStore (the reference)', () => new InMemoryStore()],
   ['RedisItemStore', () => new RedisItemStore(redis, { prefix: `${prefix}:${++made}` })],
+  ['MemoryItemStore (InMemoryStore with counts)', () => new MemoryItemStore()],
 ];
 
 describe.each(stores)('%s', (_, make) => {

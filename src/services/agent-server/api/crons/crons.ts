@@ -13,6 +13,8 @@ import { errorSchema } from '../common-schemas.ts';
 import { cronCount, cronCreate, cronPatch, cronSchema, cronSearch, type CronCreate } from './schemas.ts';
 import { visibleThread } from '../threads/threads.ts';
 import type { Cron, Json } from '../../store/records.ts';
+import { quotaOwner } from '../../quotas.ts';
+import { checkCronInterval, CronQuota } from './cron-quota.ts';
 
 /**
  * Crons (`client.crons`): a run body started on a schedule (cron format,
@@ -27,7 +29,10 @@ import type { Cron, Json } from '../../store/records.ts';
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
   404: { description: 'Unknown cron, assistant or thread (or not visible to the caller).', schema: errorSchema },
-  422: { description: 'Invalid request (e.g. a schedule that is not cron format).', schema: errorSchema },
+  422: {
+    description: 'Invalid request (e.g. a schedule that is not cron format, or runs more often than the minimum).',
+    schema: errorSchema,
+  },
 };
 const common = { tag: 'Crons' } as const;
 
@@ -37,7 +42,8 @@ export function cronJson({ run_as: _runAs, ...cron }: Cron): Omit<Cron, 'run_as'
 }
 
 export function cronOperations(ctx: ServerContext): Operation[] {
-  const { store, graphs } = ctx;
+  const { store, graphs, quotas } = ctx;
+  const quota = new CronQuota(store, quotas);
   /** The cron of the path, if the `crons:<action>` handler's filter lets the caller see it; 404 otherwise. */
   const visibleCron = async (c: Context<AgentEnv>, action: 'update' | 'delete', value: Json): Promise<Cron> => {
     const id = param(c, 'cron_id');
@@ -74,6 +80,7 @@ export function cronOperations(ctx: ServerContext): Operation[] {
           assistant_id: assistant.assistant_id,
         });
       const { schedule, end_time, enabled, on_run_completed, ...runBody } = body;
+      checkCronInterval(schedule, quotas);
       // The public shape of `crons:create`: a handler may change the payload, e.g. write an owner into its metadata.
       const value: Json = {
         cron_id: newId(),
@@ -107,10 +114,14 @@ export function cronOperations(ctx: ServerContext): Operation[] {
           permissions: [...auth.user.permissions],
         },
       };
-      await store.putCron(cron);
+      await quota.within(quotaOwner(auth.user), () => store.putCron(cron));
       return c.json(cronJson(cron));
     };
-  const createAnswer = { 200: { description: 'The cron.', schema: cronSchema }, ...errors };
+  const createAnswer = {
+    200: { description: 'The cron.', schema: cronSchema },
+    409: { description: 'Quota exceeded: MAX_CRONS, or MAX_CRONS_PER_USER for the caller.', schema: errorSchema },
+    ...errors,
+  };
 
   return [
     operation({
@@ -171,6 +182,7 @@ export function cronOperations(ctx: ServerContext): Operation[] {
       body: cronPatch,
       responses: { 200: { description: 'The cron.', schema: cronSchema }, ...errors },
       async handler(c, { body }) {
+        if (body.schedule !== undefined) checkCronInterval(body.schedule, quotas);
         const cron = await visibleCron(c, 'update', { ...body });
         const { schedule, end_time, enabled, on_run_completed, metadata, ...runFields } = body;
         const changedRun = Object.fromEntries(Object.entries(runFields).filter(([, v]) => v !== undefined));

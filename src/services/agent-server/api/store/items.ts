@@ -7,6 +7,8 @@ import type { ServerContext } from '../../context.ts';
 import { invalid } from '../../errors.ts';
 import { operation, type Operation } from '../operations.ts';
 import { errorSchema, object } from '../common-schemas.ts';
+import { quotaOwner } from '../../quotas.ts';
+import { checkValueSize, itemLimits, storeQuotaError } from './item-limits.ts';
 
 /**
  * The long-term memory store (`client.store`): items (a JSON value under a
@@ -100,7 +102,8 @@ const itemJson = (item: Item) => ({
   updated_at: new Date(item.updatedAt).toISOString(),
 });
 
-export function storeOperations({ items }: ServerContext): Operation[] {
+export function storeOperations({ items, quotas }: ServerContext): Operation[] {
+  const limits = itemLimits(quotas);
   /** Runs the `store:<action>` handler on `value` (it may change `value.namespace`); the namespace to use. */
   const authorized = async (
     c: Context<AgentEnv>,
@@ -128,10 +131,21 @@ export function storeOperations({ items }: ServerContext): Operation[] {
       summary: 'Store an item',
       description: 'Creates or replaces the item at `namespace` and `key` (its `created_at` stays).',
       body: storePut,
-      responses: { 204: { description: 'Stored.' }, ...errors },
+      responses: {
+        204: { description: 'Stored.' },
+        409: {
+          description: 'Quota exceeded: MAX_STORE_ITEMS, MAX_STORE_BYTES or their per-user forms.',
+          schema: errorSchema,
+        },
+        413: { description: 'The value is larger than MAX_STORE_VALUE_BYTES.', schema: errorSchema },
+        ...errors,
+      },
       async handler(c, { body }) {
         const namespace = await authorized(c, 'put', { namespace: body.namespace, key: body.key, value: body.value });
-        await storeCall(() => items.put(namespace, body.key, body.value));
+        checkValueSize(body.value, quotas);
+        const owner = quotaOwner(c.get('auth').user);
+        const refused = await storeCall(() => items.putWithin(namespace, body.key, body.value, owner, limits));
+        if (refused !== null) throw storeQuotaError(refused, owner);
         return c.body(null, 204);
       },
     }),
