@@ -1,7 +1,8 @@
 import pino, { type Logger } from 'pino';
+import pretty from 'pino-pretty';
 
 /**
- * The root logger: JSON lines on stdout, written asynchronously so logging
+ * The root logger: JSON lines on stdout (LOG_FORMAT=json, the default), written asynchronously so logging
  * never blocks a request. Credentials are redacted wherever they could
  * appear (request headers, errors that carry them); identities never reach
  * a log line in the first place, only rule ids and digests.
@@ -27,7 +28,23 @@ export interface LogDestination {
 
 const destinations = new WeakMap<Logger, LogDestination>();
 
-export function createLogger(level: string, destination: LogDestination = pino.destination({ sync: false })): Logger {
+/** LOG_FORMAT: `json` lines for collectors, or `pretty` for a person at a terminal. */
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+
+/**
+ * LOG_FORMAT=pretty: pino's own pretty printer (pino-pretty) as the destination, in this thread: a transport's worker
+ * thread would cost every edge worker a thread for a format meant for one person reading. It takes the same JSON
+ * lines, so the request lines the access log assembles itself are prettified too. Colours only on a terminal.
+ */
+export function prettyDestination(out: NodeJS.WritableStream | number = 1): LogDestination {
+  const colorize = out === 1 ? process.stdout.isTTY : false;
+  return pretty({ destination: out, colorize, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', sync: true });
+}
+
+/** `destination`: where lines go, or the format of lines on stdout. */
+export function createLogger(level: string, to: LogDestination | LogFormat = 'json'): Logger {
+  const destination = to === 'json' ? pino.destination({ sync: false }) : to === 'pretty' ? prettyDestination() : to;
   const log = pino(
     {
       level,

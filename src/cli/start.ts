@@ -19,7 +19,7 @@ import type { Output } from '../process/output.ts';
  */
 export async function start(_out: Output, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const settings = loadSettings(env);
-  const log = createLogger(settings.logLevel);
+  const log = createLogger(settings.logLevel, settings.logFormat);
   installProcessGuards(log);
   // Set by the primary (workers/pool.ts) in the environment it forks a worker with.
   const slot = env[WORKER_SLOT_VARIABLE];

@@ -1,6 +1,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Registry, type Metric } from 'prom-client';
 import { HotCounter, HotHistogram } from './hot-metrics.ts';
 import type { BreakerState } from '../limiter/breaker.ts';
+import { registerControlPlaneMetrics } from './control-plane-metrics.ts';
 
 /**
  * Prometheus metrics of the gateway, served on the admin listener. Labels
@@ -107,6 +108,8 @@ export function createMetrics(workerSlot?: number) {
       metrics.rulesInfo.set({ region, version }, 1);
     },
   };
+  // A worker runs no bundled service (its primary does, and serves their metrics).
+  if (workerSlot === undefined) registerControlPlaneMetrics(registry);
   if (workerSlot !== undefined) {
     // Read from the request counter when scraped: nothing more on the request path.
     registry.registerMetric({

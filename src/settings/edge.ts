@@ -18,6 +18,7 @@ import {
 } from './env.ts';
 import { deploymentsDomain, publicUrl, routesPrefixSetting } from './deployment-routes.ts';
 import { trustedProxies, type TrustedProxies } from '../edge/client-ip.ts';
+import { LOG_FORMATS, type LogFormat } from '../log.ts';
 
 /**
  * Environment → the edge's frozen, typed settings: what `gateway start` runs in every edge process, and what
@@ -48,6 +49,8 @@ export interface EdgeSettings {
   /** True when IDENTITY_SECRET is unset and the public development secret is in use. */
   readonly identitySecretIsDefault: boolean;
   readonly logLevel: string;
+  /** LOG_FORMAT: `json` lines (default) or `pretty` (pino-pretty, for a terminal). */
+  readonly logFormat: LogFormat;
   /** Redis for buckets; null = in-memory store. */
   readonly redisUrl: string | null;
   /** Redis Cluster seed nodes (`host:port`); empty = not a cluster. */
@@ -129,6 +132,7 @@ function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: '
     identitySecret: secret || DEVELOPMENT_IDENTITY_SECRET,
     identitySecretIsDefault: secret === '',
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, 'json'),
     redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisClusterNodes: list(env, 'REDIS_CLUSTER_NODES').map((n) => hostPort('REDIS_CLUSTER_NODES', n)),
     storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 50, 1, 60_000),

@@ -1,6 +1,7 @@
 import cluster, { type Worker } from 'node:cluster';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
+import { registerControlPlaneMetrics } from '../metrics/control-plane-metrics.ts';
 import type { MetricsSource, Readiness } from '../admin/app.ts';
 import { isWorkerMessage, WORKER_SLOT_VARIABLE, type PrimaryMessage, type WorkerMessage } from './messages.ts';
 import { restartDelayMs, RESTART_STABLE_MS } from './restart-delay.ts';
@@ -63,6 +64,8 @@ export class WorkerPool {
       deathsInARow: 0,
       restartTimer: undefined,
     }));
+    // The primary runs the bundled services: their metrics are its own series.
+    registerControlPlaneMetrics(this.registry);
     const slots = this.slots;
     new Gauge({
       name: 'gateway_workers',

@@ -8,6 +8,7 @@ import type { RevisionStatus, StoredDeployment, StoredRevision } from '../types.
 import { RevisionLoadError, type RunningRevision } from '../../revision-host/revision-host.ts';
 import { InstallCancelled, InstallFailure, installDependencies } from './install.ts';
 import type { BuildsOptions } from './builds.ts';
+import { revisionReached } from '../../../metrics/control-plane-metrics.ts';
 
 /** The deployment once `rev` serves it. */
 export function servingRevision(d: StoredDeployment, rev: StoredRevision, at: Date): StoredDeployment {
@@ -47,6 +48,7 @@ export class RevisionRun {
       );
       if (moved === null) throw new Settled();
       log.info({ status: to }, 'revision status');
+      revisionReached(moved);
       return moved;
     };
     let proc: RunningRevision | null = null;
@@ -126,6 +128,7 @@ export class RevisionRun {
       proc = null;
       await this.deploy(deploying, serving);
       log.info({ status: 'DEPLOYED' }, 'revision status');
+      revisionReached({ status: 'DEPLOYED', status_history: [] });
     } catch (err) {
       if (err instanceof Settled || signal.aborted) return;
       log.error({ err }, 'revision run failed');

@@ -10,6 +10,7 @@ import type { StoredDeployment, StoredRevision } from '../types.ts';
 import { removeDeploymentData } from './deployment-data.ts';
 import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
 import { launchRevision } from './revision-launch.ts';
+import { processCrashed, processStarted } from '../../../metrics/control-plane-metrics.ts';
 import { clearServingError, showServingError } from './serving-error.ts';
 
 /**
@@ -83,7 +84,7 @@ export class Serving {
 
   /** Starts the revision's process from its build folder; rejects with a RevisionLoadError when the app cannot load. */
   launch(d: StoredDeployment, rev: StoredRevision, signal?: AbortSignal): Promise<RunningRevision> {
-    return launchRevision(this.o, d, rev, signal);
+    return launchRevision(this.o, d, rev, signal).then(processStarted);
   }
 
   /**
@@ -207,6 +208,7 @@ export class Serving {
       s.proc = null;
       if (Date.now() - started >= HEALTHY_AFTER_MS) s.crashes = 0;
       s.crashes++;
+      processCrashed();
       this.crashed(s, exit.reason);
     });
   }

@@ -1,0 +1,84 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { compose, gatewayContainer, kitFiles, manifest, read, ROOT, yamlDocuments } from './kit.ts';
+
+/** The operations kit's files parse, and say what they must (issue 28, item 8). */
+describe('operations kit: files', () => {
+  it.each(kitFiles())('%s parses', (file) => {
+    if (file.endsWith('.json')) expect(() => JSON.parse(read(file)) as unknown).not.toThrow();
+    else if (/\.ya?ml$/.test(file)) expect(yamlDocuments(file).length).toBeGreaterThan(0);
+    else throw new Error(`${file}: a kit file is YAML or JSON`);
+  });
+
+  it('the ConfigMap holds the rule files exactly (regenerate it as its header says when this fails)', () => {
+    const data = manifest('rules-configmap.yaml').data as Record<string, string>;
+    expect(Object.keys(data).sort()).toEqual(['eu.yaml', 'us.yaml']);
+    for (const [name, text] of Object.entries(data)) expect(text, name).toBe(read(join('rules', name)));
+  });
+
+  it('kustomization lists every manifest but the example Secret, and each exists', () => {
+    const resources = (manifest('kustomization.yaml').resources as string[]).sort();
+    expect(resources).toEqual(['deployment.yaml', 'hpa.yaml', 'pdb.yaml', 'rules-configmap.yaml', 'service.yaml']);
+    for (const r of resources) expect(existsSync(join(ROOT, 'deploy/kubernetes', r)), r).toBe(true);
+  });
+
+  it('the Deployment: probes on the admin port, rules mounted at RULES_DIR, a grace period above the drain', () => {
+    const spec = manifest('deployment.yaml').spec.template.spec;
+    const c = gatewayContainer();
+    const env = Object.fromEntries((c.env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
+    const admin = (c.ports as { name: string; containerPort: number }[]).find((p) => p.name === 'admin');
+    expect(admin?.containerPort).toBe(9090);
+    expect(env.ADMIN_HOST).toBe('0.0.0.0');
+    const preStop = Number((c.lifecycle?.preStop?.exec?.command as string[] | undefined)?.[1] ?? 0);
+    expect(spec.terminationGracePeriodSeconds).toBeGreaterThan(Number(env.DRAIN_SECONDS) + preStop);
+    const rules = (c.volumeMounts as { name: string; mountPath: string }[]).find((m) => m.name === 'rules');
+    expect(rules?.mountPath).toBe(env.RULES_DIR);
+    expect(spec.volumes.find((v: { name: string }) => v.name === 'rules').configMap.name).toBe(
+      manifest('rules-configmap.yaml').metadata.name,
+    );
+    expect(c.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
+  });
+
+  it('the Deployment never holds a secret value: REDIS_URL, IDENTITY_SECRET, SECRETS_KEY, ADMIN_TOKEN are Secret refs', () => {
+    const env = gatewayContainer().env as { name: string; value?: string; valueFrom?: unknown }[];
+    for (const name of ['REDIS_URL', 'IDENTITY_SECRET', 'SECRETS_KEY', 'ADMIN_TOKEN']) {
+      const e = env.find((x) => x.name === name);
+      expect(e?.valueFrom, name).toMatchObject({ secretKeyRef: { name: 'gateway-secrets', key: name } });
+      expect(e?.value, name).toBeUndefined();
+    }
+  });
+
+  it('the Service, PodDisruptionBudget and HorizontalPodAutoscaler select and scale the Deployment', () => {
+    const deployment = manifest('deployment.yaml');
+    const labels = deployment.spec.selector.matchLabels as Record<string, string>;
+    expect(deployment.spec.template.metadata.labels).toMatchObject(labels);
+    expect(manifest('service.yaml').spec.selector).toEqual(labels);
+    expect(manifest('pdb.yaml').spec.selector.matchLabels).toEqual(labels);
+    const hpa = manifest('hpa.yaml').spec;
+    expect(hpa.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: deployment.metadata.name });
+    expect(hpa.minReplicas).toBeLessThanOrEqual(hpa.maxReplicas);
+  });
+
+  it('compose: the gateway from the Dockerfile with Redis 7, both health-checked, builds on a named volume', () => {
+    const c = compose();
+    const gateway = c.services.gateway;
+    expect(gateway.build).toBe('.');
+    expect(c.services.redis.image).toBe('redis:7');
+    expect(c.services.redis.healthcheck.test).toEqual(['CMD', 'redis-cli', 'ping']);
+    expect(gateway.depends_on.redis.condition).toBe('service_healthy');
+    expect(gateway.healthcheck.test.join(' ')).toContain('/healthz');
+    expect(gateway.environment.REDIS_URL).toBe('redis://redis:6379');
+    // The volume is mounted where the image keeps its builds.
+    const workDir = /^ENV BUILD_WORK_DIR=(\S+)$/m.exec(read('Dockerfile'))?.[1];
+    expect(workDir).toBeDefined();
+    expect(gateway.volumes).toContain(`builds:${workDir}`);
+    expect(gateway.environment.BUILD_WORK_DIR).toBe(workDir);
+    expect(Object.keys(c.volumes)).toContain('builds');
+    expect(gateway.ports.map((p: string) => p.split(':').at(-1))).toEqual(['8080', '9090']);
+    // Docker's SIGKILL comes after the drain.
+    expect(Number.parseInt(gateway.stop_grace_period as string)).toBeGreaterThan(
+      Number(gateway.environment.DRAIN_SECONDS),
+    );
+  });
+});
