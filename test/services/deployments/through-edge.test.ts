@@ -42,6 +42,9 @@ beforeAll(async () => {
     SECRETS_KEY: TEST_SECRETS_KEY,
     BUILD_WORK_DIR: workDir,
     NODE_ENV: 'test',
+    // The shared Redis has no password (no user of its own per deployment is possible): another organisation's
+    // deployment runs only with every tenant trusted (revision-gets-platform-redis-credentials.test.ts has the ACLs).
+    TRUST_ALL_TENANTS: '1',
   });
   const keys = new RedisKeyRegistry(redis, { prefix: `${RUN}:keys` });
   await keys.addWorkspace(tenant.org, tenant.workspace);
