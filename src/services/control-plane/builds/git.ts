@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
 import { runCommand } from './run-command.ts';
+import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
 
 /**
  * The `git` CLI, run without a shell, non-interactively, with a time budget
@@ -50,25 +51,8 @@ const ENV: NodeJS.ProcessEnv = {
   LANGUAGE: 'C',
 };
 
-/** What git may take from the gateway's environment: how to find programs, reach a proxy and trust a CA. */
-const PASSED = [
-  'PATH',
-  'HTTPS_PROXY',
-  'https_proxy',
-  'HTTP_PROXY',
-  'http_proxy',
-  'NO_PROXY',
-  'no_proxy',
-  'ALL_PROXY',
-  'all_proxy',
-  'SSL_CERT_FILE',
-  'SSL_CERT_DIR',
-];
-
 function gitEnv(home: string): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...ENV, HOME: home, XDG_CONFIG_HOME: home };
-  for (const name of PASSED) if (process.env[name] !== undefined) env[name] = process.env[name];
-  return env;
+  return { ...passedEnv(OUTBOUND_ENV), ...ENV, HOME: home, XDG_CONFIG_HOME: home };
 }
 
 /** CA files the environment names, visible in the sandbox (where /etc/ssl is the only place otherwise). */

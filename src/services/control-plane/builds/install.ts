@@ -6,6 +6,7 @@ import { BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';
 import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
 import { runCommand } from './run-command.ts';
+import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
 
 /**
  * Installs an app's dependencies when its checkout has a package.json (next
@@ -34,21 +35,8 @@ export interface InstallResult {
 
 export const BUILD_LOG_MAX = 64 * 1024;
 
-const NPM_ENV = [
-  'PATH',
-  'TMPDIR',
-  'LANG',
-  'npm_config_cache',
-  'npm_config_registry',
-  'HTTPS_PROXY',
-  'https_proxy',
-  'HTTP_PROXY',
-  'http_proxy',
-  'NO_PROXY',
-  'no_proxy',
-  'SSL_CERT_FILE',
-  'NODE_EXTRA_CA_CERTS',
-];
+/** Besides the network's variables, what npm may take from the gateway's environment. */
+const NPM_ENV = [...OUTBOUND_ENV, 'TMPDIR', 'LANG', 'npm_config_cache', 'npm_config_registry'];
 
 /** Default most bytes of `node_modules` (NODE_MODULES_MAX_MB, passed by the builds). */
 export const INSTALL_MAX_BYTES = 2048 * 1024 * 1024;
@@ -93,7 +81,7 @@ export async function installDependencies(
     npm_config_globalconfig: join(own, 'npmrc'),
     npm_config_cache: join(own, '.npm'),
   };
-  for (const name of NPM_ENV) if (process.env[name] !== undefined) env[name] = process.env[name];
+  Object.assign(env, passedEnv(NPM_ENV));
   if (sandbox) {
     env.TMPDIR = '/tmp';
     env.npm_config_cache = join(own, '.npm');
