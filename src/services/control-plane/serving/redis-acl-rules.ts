@@ -18,25 +18,29 @@ export const DEPLOYMENT_COMMANDS = [
   'mget',
   'exists',
   'unlink',
+  'del',
   // sets
   'sadd',
   'srem',
   'smembers',
-  // hashes (hdel and hlen: the item store's delete script)
+  // hashes (hdel, hlen, hincrby: the item store's scripts and their counters)
   'hset',
   'hsetnx',
   'hget',
+  'hmget',
   'hgetall',
   'hdel',
   'hlen',
+  'hincrby',
   // sorted sets (zrem: the delete script)
   'zadd',
   'zrange',
   'zrevrange',
   'zrevrangebylex',
   'zrem',
-  // the item store's delete script; MULTI for every put
+  // the item store's put and delete scripts (ioredis' defineCommand: EVALSHA, then EVAL on NOSCRIPT); MULTI
   'eval',
+  'evalsha',
   'multi',
   'exec',
   'discard',
