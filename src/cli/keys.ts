@@ -11,7 +11,7 @@ export const KEYS_USAGE = `usage: gateway keys create --org <organisation> --wor
 
   Creates an API key of <organisation> (which then owns <workspace>) and
   prints it once: only its SHA-256 hash is stored. Needs REDIS_URL (the
-  registry the gateway uses; API_KEYS_PREFIX, default "keys").
+  registry the gateway uses; API_KEYS_PREFIX, default "keys", under REDIS_PREFIX when set).
   stdout: the key alone (or one JSON object with --json); stderr: what was done.
   Exit 0 created, 1 the workspace belongs to another organisation, 2 usage, settings or registry unreachable.
 `;
