@@ -4,7 +4,9 @@
 import { register } from 'tsx/esm/api';
 
 register();
+const argv = process.argv.slice(2);
+if (argv[0] !== 'start') (await import('../src/process/output.ts')).exitQuietlyOnClosedPipe();
 const { main } = await import('../src/cli/main.ts');
-const code = await main(process.argv.slice(2));
+const code = await main(argv);
 // A start that failed may leave connections retrying and listeners open: a failed command exits now.
 if (code !== 0) process.exit(code);

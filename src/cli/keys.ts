@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import type { Redis } from 'ioredis';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import { KeyRegistryError, type KeyRegistry } from '../keys/types.ts';
@@ -6,12 +5,13 @@ import { closeRedis, createRedisClient } from '../redis-client.ts';
 import { SettingsError } from '../settings/env.ts';
 import { loadKeyRegistrySettings } from '../settings/key-registry.ts';
 import type { Output } from '../process/output.ts';
+import { commandArgs, USAGE_EXIT_CODE, UsageError } from './args.ts';
 
 export const KEYS_USAGE = `usage: gateway keys create --org <organisation> --workspace <workspace> [--json]
 
   Creates an API key of <organisation> (which then owns <workspace>) and
   prints it once: only its SHA-256 hash is stored. Needs REDIS_URL (the
-  registry the gateway uses; API_KEYS_PREFIX, default "keys").
+  registry the gateway uses; API_KEYS_PREFIX, default "keys", under REDIS_PREFIX when set).
   stdout: the key alone (or one JSON object with --json); stderr: what was done.
   Exit 0 created, 1 the workspace belongs to another organisation, 2 usage, settings or registry unreachable.
 `;
@@ -27,18 +27,27 @@ export async function keysCommand(
 ): Promise<number> {
   const [sub, ...rest] = args;
   if (sub !== 'create') {
-    (sub === undefined || sub === 'help' || sub === '--help' ? out.log : out.err)(KEYS_USAGE);
-    return sub === 'help' || sub === '--help' ? 0 : 2;
+    const asked = sub === 'help' || sub === '--help' || sub === '-h';
+    if (asked || sub === undefined) out.log(KEYS_USAGE);
+    else out.err(`gateway keys: unknown command "${sub}" (see gateway keys --help)`);
+    return asked ? 0 : USAGE_EXIT_CODE;
   }
-  let values: { org?: string; workspace?: string; json?: boolean };
+  let values: { org?: string; workspace?: string; json?: boolean; help?: boolean };
   try {
-    ({ values } = parseArgs({
-      args: [...rest],
-      options: { org: { type: 'string' }, workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
-    }));
+    ({ values } = commandArgs(
+      'keys create',
+      rest,
+      { org: { type: 'string' }, workspace: { type: 'string' }, json: { type: 'boolean', default: false } },
+      false,
+    ));
   } catch (err) {
-    out.err(`gateway keys create: ${(err as Error).message}\n\n${KEYS_USAGE}`);
-    return 2;
+    if (!(err instanceof UsageError)) throw err;
+    out.err(`gateway keys create: ${err.message} (${err.hint})`);
+    return USAGE_EXIT_CODE;
+  }
+  if (values.help) {
+    out.log(KEYS_USAGE);
+    return 0;
   }
   if (!values.org || !values.workspace) {
     out.err(`gateway keys create: --org and --workspace are required\n\n${KEYS_USAGE}`);

@@ -1,5 +1,4 @@
 import { isIP } from 'node:net';
-import { parseArgs } from 'node:util';
 import { REGIONS, type Region } from '../region.ts';
 import { InvalidPathError } from '../rules/normalize-path.ts';
 import { RuleFileError } from '../rules/parse.ts';
@@ -9,20 +8,8 @@ import { check } from './check.ts';
 import { explain } from './explain.ts';
 import { consoleOutput, type Output } from '../process/output.ts';
 import { keysCommand } from './keys.ts';
-
-const USAGE = `usage: gateway <command>
-
-  start                            run the gateway (settings from the environment, see docs/configuration.md)
-  check <rule file> [...]          validate and lint rule files (exit 0 clean, 1 findings, 2 unreadable)
-  explain <METHOD> <path> [options] which rule decides a request, why, and its buckets
-      -H, --header 'name: value'   a request header (repeatable)
-      --ip <address>               client IP (default 127.0.0.1)
-      --region us|eu               rule region (default: REGION, else us)
-      --rules-dir <dir>            rule folder (default: RULES_DIR, else rules)
-      --json                       one JSON object
-  keys create --org <o> --workspace <w>
-                                   create an API key in the registry (REDIS_URL); prints it once
-`;
+import { commandArgs, USAGE_EXIT_CODE, UsageError } from './args.ts';
+import { CHECK_USAGE, EXPLAIN_USAGE, START_USAGE, USAGE } from './usage.ts';
 
 /** Runs one command; returns the exit status. */
 export async function main(argv: readonly string[], out: Output = consoleOutput): Promise<number> {
@@ -30,11 +17,14 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
   try {
     switch (command) {
       case 'start':
+        if (commandArgs('start', rest, {}, false).values.help) return help(START_USAGE, out);
         // Loaded only here: the gateway's whole graph (edge, services, LangGraph) would make every other command
         // start about four times slower.
         return await (await import('./start.ts')).start(out);
-      case 'check':
-        return check(rest, out);
+      case 'check': {
+        const { values, positionals } = commandArgs('check', rest, {});
+        return values.help ? help(CHECK_USAGE, out) : check(positionals, out);
+      }
       case 'explain':
         return runExplain(rest, out);
       case 'keys':
@@ -56,29 +46,31 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
       err instanceof InvalidPathError ||
       err instanceof UsageError
     ) {
-      out.err(`gateway ${command}: ${err.message}`);
-      return err instanceof RuleFileError ? 1 : 2;
+      const hint = err instanceof UsageError && err.hint !== undefined ? ` (${err.hint})` : '';
+      out.err(`gateway ${command}: ${err.message}${hint}`);
+      return err instanceof RuleFileError ? 1 : USAGE_EXIT_CODE;
     }
     throw err;
   }
 }
 
-class UsageError extends Error {}
+function help(usage: string, out: Output): number {
+  out.log(usage);
+  return 0;
+}
 
 function runExplain(args: readonly string[], out: Output): number {
-  const { values, positionals } = parseArgs({
-    args: [...args],
-    allowPositionals: true,
-    options: {
-      header: { type: 'string', short: 'H', multiple: true, default: [] },
-      ip: { type: 'string', default: '127.0.0.1' },
-      region: { type: 'string' },
-      'rules-dir': { type: 'string' },
-      json: { type: 'boolean', default: false },
-    },
+  const { values, positionals } = commandArgs('explain', args, {
+    header: { type: 'string', short: 'H', multiple: true, default: [] },
+    ip: { type: 'string', default: '127.0.0.1' },
+    region: { type: 'string' },
+    'rules-dir': { type: 'string' },
+    json: { type: 'boolean', default: false },
   });
+  if (values.help) return help(EXPLAIN_USAGE, out);
   const [method, target] = positionals;
-  if (!method || !target || positionals.length > 2) throw new UsageError(`expected <METHOD> <path>\n\n${USAGE}`);
+  if (!method || !target || positionals.length > 2)
+    throw new UsageError('expected <METHOD> <path>', 'see gateway explain --help');
   const env = { ...process.env };
   if (values['rules-dir']) env.RULES_DIR = values['rules-dir'];
   const settings = loadEdgeSettings(env);

@@ -7,6 +7,7 @@ import { WORKER_SLOT_VARIABLE } from '../workers/messages.ts';
 import { runPrimary } from '../workers/primary.ts';
 import { runEdgeWorker } from '../workers/worker.ts';
 import type { Output } from '../process/output.ts';
+import { checkPortsFree, listenFailure } from './ports.ts';
 
 /**
  * `gateway start`: serve until SIGTERM/SIGINT, then drain (DRAIN_SECONDS) and
@@ -24,14 +25,15 @@ export async function start(_out: Output, env: NodeJS.ProcessEnv = process.env):
   // Set by the primary (workers/pool.ts) in the environment it forks a worker with.
   const slot = env[WORKER_SLOT_VARIABLE];
   if (cluster.isWorker && slot !== undefined) return runEdgeWorker(settings, log, Number(slot));
+  await checkPortsFree(settings);
   if (settings.workers > 1) {
-    if (settings.redisUrl !== null || !settings.workersAuto) return runPrimary(settings, log);
+    if (settings.redisUrl !== null || !settings.workersAuto) return runPrimary(settings, log).catch(asSetting);
     log.warn(
       { cpus: settings.workers },
       'WORKERS=auto without REDIS_URL: one edge process (in-memory buckets are per process; set REDIS_URL to use every CPU)',
     );
   }
-  const gateway = await startGateway(settings, log);
+  const gateway = await startGateway(settings, log).catch(asSetting);
   process.on('SIGHUP', () => gateway.reload());
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));
@@ -45,4 +47,9 @@ export async function start(_out: Output, env: NodeJS.ProcessEnv = process.env):
   log.info('stopped');
   log.flush();
   return 0;
+
+  /** A port taken between checkPortsFree and the listener: still a setting to change, not a crash. */
+  function asSetting(err: unknown): never {
+    throw listenFailure(err, settings) ?? err;
+  }
 }

@@ -24,12 +24,42 @@ export async function ensureDevelopmentKey(
   return { key, org, workspace };
 }
 
-/** What boot prints (on stdout, never through the logger: log lines are kept and shipped). */
-export function describeDevelopmentKey(dev: DevelopmentKey): string {
+/** Where the registry is, as the start banner needs it. */
+export interface RegistryPlace {
+  readonly kind: 'memory' | 'redis';
+  /** Its key prefix in Redis (API_KEYS_PREFIX, under REDIS_PREFIX). */
+  readonly prefix: string;
+}
+
+/**
+ * What boot prints (on stdout, never through the logger: log lines are kept and shipped), or null. It never suggests
+ * a command that would fail: `gateway keys create` writes to Redis, so it is offered only with a registry there.
+ * A development start that made no key on a Redis registry says why in one line (it holds keys already).
+ */
+export function developmentKeyBanner(
+  dev: DevelopmentKey | null,
+  registry: RegistryPlace,
+  development: boolean,
+): string | null {
+  const more = `gateway keys create --org <org> --workspace <workspace>`;
+  if (dev === null) {
+    if (!development || registry.kind !== 'redis') return null;
+    return `No development API key printed: the key registry in Redis (prefix "${registry.prefix}") already holds keys; create one with: ${more}`;
+  }
   return [
     'Development API key (shown once, only its hash is stored):',
     `  X-Api-Key: ${dev.key}`,
     `  X-Tenant-Id: ${dev.workspace}    (organisation "${dev.org}")`,
-    'Create more with: gateway keys create --org <org> --workspace <workspace>',
+    registry.kind === 'redis'
+      ? `Create more with: ${more}`
+      : `The key registry is in this process's memory: this is its only key, gone at a restart. For more keys, start with REDIS_URL and run: ${more}`,
   ].join('\n');
+}
+
+/** The banner of a key just made, wherever the registry is (its last line names the way to more keys). */
+export function describeDevelopmentKey(
+  dev: DevelopmentKey,
+  registry: RegistryPlace = { kind: 'redis', prefix: 'keys' },
+): string {
+  return developmentKeyBanner(dev, registry, true)!;
 }

@@ -1,7 +1,7 @@
 import { relative } from 'node:path';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { DEFAULT_ORG, DEFAULT_WORKSPACE, describeDevelopmentKey } from '../keys/bootstrap.ts';
+import { DEFAULT_ORG, DEFAULT_WORKSPACE, developmentKeyBanner } from '../keys/bootstrap.ts';
 import { MemoryKeyRegistry } from '../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import type { KeyRegistry } from '../keys/types.ts';
@@ -56,7 +56,12 @@ export class BundledServices {
     this.cp = cp;
     const server = await listen(guarded(cp.app, internalSecret()), 0, '127.0.0.1');
     markInternal(server.url);
-    if (cp.devKey) process.stdout.write(describeDevelopmentKey(cp.devKey) + '\n');
+    const banner = developmentKeyBanner(
+      cp.devKey,
+      { kind: cp.keys.kind, prefix: this.need('keys').prefix },
+      this.need('controlPlane').development,
+    );
+    if (banner !== null) process.stdout.write(banner + '\n');
     return { url: server.url, close: async () => (await server.close(), await cp.close()) };
   }
 

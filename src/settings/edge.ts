@@ -8,7 +8,6 @@ import {
   integer,
   list,
   LOG_LEVELS,
-  matching,
   oneOf,
   optionalUrl,
   port,
@@ -17,6 +16,7 @@ import {
   type Env,
 } from './env.ts';
 import { deploymentsDomain, publicUrl, routesPrefixSetting } from './deployment-routes.ts';
+import { storePrefix } from './namespace.ts';
 import { trustedProxies, type TrustedProxies } from '../edge/client-ip.ts';
 import { LOG_FORMATS, type LogFormat } from '../log.ts';
 
@@ -122,7 +122,7 @@ function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: '
     adminToken: text(env, 'ADMIN_TOKEN', '') || null,
     region: oneOf(env, 'REGION', REGIONS, 'us'),
     rulesDir: text(env, 'RULES_DIR', 'rules'),
-    keyPrefix: matching(
+    keyPrefix: storePrefix(
       env,
       'KEY_PREFIX',
       /^[A-Za-z0-9_.-]{1,32}$/,

@@ -1,4 +1,5 @@
-import { matching, optionalUrl, renamed, type Env } from './env.ts';
+import { optionalUrl, renamed, type Env } from './env.ts';
+import { storePrefix } from './namespace.ts';
 
 /**
  * Where the API-key registry lives: read by the bundled services, the control plane and `gateway keys`, so it sits
@@ -26,9 +27,9 @@ export function redisUrlSetting(env: Env): string | null {
   return optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:'], { placeholder: '{id}' });
 }
 
-/** A prefix of the services' Redis keys: 1-128 of letters, digits, `_`, `.`, `:`, `-`. */
+/** A prefix of the services' Redis keys: 1-128 of letters, digits, `_`, `.`, `:`, `-`; unset, under REDIS_PREFIX. */
 export function servicePrefix(env: Env, name: string, fallback: string): string {
-  return matching(env, name, /^[A-Za-z0-9_.:-]{1,128}$/, fallback, '1-128 letters, digits, "_", ".", ":" or "-"');
+  return storePrefix(env, name, /^[A-Za-z0-9_.:-]{1,128}$/, fallback, '1-128 letters, digits, "_", ".", ":" or "-"');
 }
 
 /**

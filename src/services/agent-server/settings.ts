@@ -1,12 +1,12 @@
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
+import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
 import {
   bytes,
   integer,
   isDevelopment,
   list,
   LOG_LEVELS,
-  matching,
   oneOf,
   port,
   seconds,
@@ -55,7 +55,7 @@ export function loadAgentServerSettings(env: Env): AgentServerSettings {
     if (k.length < 16) throw new SettingsError('AGENT_SERVER_API_KEYS', 'each key must be at least 16 characters');
   const heartbeatSeconds = seconds(env, 'SSE_HEARTBEAT_SECONDS', 10, 0.05, 300);
   const agentPort = port(env, 'AGENT_SERVER_PORT', 8123);
-  const storePrefix = matching(
+  const storePrefix = namespacedPrefix(
     env,
     'AGENT_STORE_PREFIX',
     /^[A-Za-z0-9:_.-]{1,100}$/,

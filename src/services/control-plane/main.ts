@@ -45,7 +45,7 @@ export async function runControlPlane(
   if (guard) installProcessGuards(log);
   const cp = await createControlPlane(settings, log);
   const server = await listen(cp.app, settings.port);
-  if (cp.devKey) out.log(describeDevelopmentKey(cp.devKey));
+  if (cp.devKey) out.log(describeDevelopmentKey(cp.devKey, { kind: cp.keys.kind, prefix: settings.keysPrefix }));
   log.info({ url: server.url, region: settings.region }, 'control plane listening');
   listening?.(server.url);
   const reason = await (stop ?? untilSignal());

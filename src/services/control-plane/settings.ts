@@ -6,7 +6,6 @@ import {
   isDevelopment,
   list,
   LOG_LEVELS,
-  matching,
   oneOf,
   optionalUrl,
   seconds,
@@ -18,6 +17,7 @@ import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkRepoHostsAllowed } from './builds/repo-hosts.ts';
 import type { SandboxSetting } from '../../sandbox/probe.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
+import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
 // The edge's reading of ROUTES_PREFIX, PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both.
 import { deploymentsDomain, publicUrl, routesPrefixSetting } from '../../settings/deployment-routes.ts';
 
@@ -128,7 +128,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     keepBuilds: integer(env, 'KEEP_BUILDS', 3, 1, 100),
     pushPollMs: Math.round(seconds(env, 'BUILD_ON_PUSH_INTERVAL_SECONDS', 60, 0.1, 86_400) * 1000),
     drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
-    deploymentDataPrefix: matching(
+    deploymentDataPrefix: namespacedPrefix(
       env,
       'DEPLOYMENT_DATA_PREFIX',
       /^[A-Za-z0-9_.-]{1,64}$/,

@@ -1,0 +1,34 @@
+/** What `gateway <command> --help` prints: each command's own usage, and the program's, which lists them all. */
+
+export const START_USAGE = `usage: gateway start
+
+  Runs the gateway until SIGTERM/SIGINT (then drains, DRAIN_SECONDS). Every setting comes from the environment
+  (docs/configuration.md); there are no options. Exit 2 on a bad setting or a port in use (naming the variable).
+`;
+
+export const CHECK_USAGE = `usage: gateway check <rule file> [...]
+
+  Validates and lints rule files, every problem of a file in one pass.
+  Exit 0 clean, 1 findings, 2 a file unreadable (or a usage error). A file named like an option goes after --.
+`;
+
+export const EXPLAIN_USAGE = `usage: gateway explain <METHOD> <path> [options]
+
+  Which rule decides a request, why, and its buckets.
+      -H, --header 'name: value'   a request header (repeatable)
+      --ip <address>               client IP (default 127.0.0.1)
+      --region us|eu               rule region (default: REGION, else us)
+      --rules-dir <dir>            rule folder (default: RULES_DIR, else rules)
+      --json                       one JSON object
+`;
+
+export const USAGE = `usage: gateway <command> [--help]
+
+  start                            run the gateway (settings from the environment, see docs/configuration.md)
+  check <rule file> [...]          validate and lint rule files (exit 0 clean, 1 findings, 2 unreadable)
+  explain <METHOD> <path> [options] which rule decides a request, why, and its buckets
+  keys create --org <o> --workspace <w>
+                                   create an API key in the registry (REDIS_URL); prints it once
+
+  gateway <command> --help prints a command's usage.
+`;
