@@ -14,6 +14,7 @@ const MAX_MESSAGE = 64 * 1024;
 export function onMessages(stream: Readable, handle: (m: unknown) => void): void {
   readLines(stream, MAX_MESSAGE, (line, truncated) => {
     if (truncated) return handle(undefined);
+    if (line === '') return; // the separator before each message (writeMessage)
     let m: unknown;
     try {
       m = JSON.parse(line);
@@ -24,8 +25,12 @@ export function onMessages(stream: Readable, handle: (m: unknown) => void): void
   });
 }
 
+/**
+ * Each message starts on a line of its own: app code can write on fd 3 too, and a line it left unfinished (a write
+ * cut short on the non-blocking socket) would otherwise swallow the next message, e.g. its own revision's `ready`.
+ */
 export function writeMessage(socket: Socket, m: unknown): void {
-  if (socket.writable) socket.write(JSON.stringify(m) + '\n');
+  if (socket.writable) socket.write('\n' + JSON.stringify(m) + '\n');
 }
 
 /** The child's end: fd 3 as a socket (it keeps the process alive only while it has something to wait for). */
