@@ -19,6 +19,7 @@ import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
 import { BundledServices, type BundledService } from './services/bundled.ts';
 import type { Settings } from './settings/settings.ts';
+import { internalHeaders } from './services/internal-auth.ts';
 
 /** The edge without an admin listener: what `gateway start` runs in one process, and in each edge worker. */
 export interface Edge {
@@ -134,10 +135,13 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     url: string | null,
     bundled: () => Promise<BundledService>,
   ): Promise<Upstream> => {
-    if (url !== null) return createUpstream(name, url, settings.maxConnections);
+    // A bundled service (here, or the primary's for a worker) answers only requests carrying this boot's secret.
+    const at = (to: string) =>
+      createUpstream(name, to, settings.maxConnections, { requestHeaders: internalHeaders(to) });
+    if (url !== null) return at(url);
     const service = await bundled();
     owned.push(service);
-    return createUpstream(name, service.url, settings.maxConnections);
+    return at(service.url);
   };
   const upstreams = {
     controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () =>

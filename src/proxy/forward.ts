@@ -3,7 +3,6 @@ import { Transform, type Readable } from 'node:stream';
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
-import { internalHeaders } from '../services/internal-auth.ts';
 import { clientResponseHeaders } from './headers.ts';
 
 /**
@@ -29,16 +28,15 @@ export function createUpstream(
   name: string,
   url: string,
   connections: number,
-  { display }: { display?: string } = {},
+  { display, requestHeaders }: { display?: string; requestHeaders?: Readonly<Record<string, string>> } = {},
 ): Upstream {
   const parsed = new URL(url);
-  const internal = internalHeaders(url);
   return {
     name,
     ...(display !== undefined && { display }),
     basePath: parsed.pathname.replace(/\/$/, ''),
     pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }),
-    ...(Object.keys(internal).length > 0 && { requestHeaders: internal }),
+    ...(requestHeaders !== undefined && Object.keys(requestHeaders).length > 0 && { requestHeaders }),
   };
 }
 

@@ -1,5 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
-import { INTERNAL_HEADER } from '../services/internal-auth.ts';
+
+/** The edge's proof to the bundled services that it sent a request (services/internal-auth.ts): never a client's. */
+export const INTERNAL_HEADER = 'x-gateway-internal';
 
 /**
  * Header hygiene between client and upstream (RFC 9110 §7.6.1): hop-by-hop

@@ -1,17 +1,17 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
+import { INTERNAL_HEADER } from '../proxy/headers.ts';
 
 /**
  * The bundled control plane and Agent Server listen on loopback, where a deployment's own process can reach them too,
  * past the edge's limits and key checks. They answer only requests carrying INTERNAL_HEADER with this boot's secret,
- * which only the edge has: it adds the header when it forwards to one of them (proxy/forward.ts) and drops any a client
+ * which only the edge has: it adds the header to the upstreams of the bundled services (gateway.ts) and drops any a client
  * sent (proxy/headers.ts); it never sends it to a deployment's process.
  *
  * The secret is random per boot. Edge workers (node:cluster) inherit it, with the services' origins, through the
  * environment the primary forks them with (SECRET_VARIABLE, ORIGINS_VARIABLE); a revision's process gets none of the
  * gateway's variables (revision-host).
  */
-export const INTERNAL_HEADER = 'x-gateway-internal';
 const SECRET_VARIABLE = 'GATEWAY_INTERNAL_SECRET';
 const ORIGINS_VARIABLE = 'GATEWAY_INTERNAL_ORIGINS';
 
