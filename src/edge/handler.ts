@@ -84,7 +84,8 @@ export function edgeHandler(options: EdgeOptions) {
       const read = readIdentity(req);
       const identity = read instanceof Promise ? await read : read; // awaited only on a registry lookup
       const { overlong } = identity;
-      verdict = await limit({ method, path: destination.path, ...identity.counted });
+      const { headers, ip } = identity.counted;
+      verdict = await limit({ method, path: destination.path, headers, ip });
       if (verdict?.decision === 'store-down') {
         // The store failed and the rule fails closed: no bucket decided, so no rate-limit headers.
         status = 503;

@@ -42,7 +42,21 @@ export function identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLen
     const overlong = overlongIdentity(req, maxIdentityLength);
     const peer = unmappedPeer(req);
     const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
-    const identity = (unknownKey: boolean): RequestIdentity => ({
+    // An over-long identity reaches no cache and no registry: it is refused after being counted.
+    const known = overlong !== null || keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
+    if (known === true || known === false) return identityOf(req, overlong, peer, ip, !known);
+    return known.then((k) => identityOf(req, overlong, peer, ip, !k));
+  };
+
+  // Made once per reader, not a closure per request: the common request allocates only what it returns.
+  function identityOf(
+    req: IncomingMessage,
+    overlong: string | null,
+    peer: string,
+    ip: string,
+    unknownKey: boolean,
+  ): RequestIdentity {
+    return {
       // An unknown key buys no bucket of its own: the request is counted as if it carried no key (it is still
       // forwarded with it: the upstream authenticates, and may know keys the registry does not, custom auth). An
       // over-long identity is counted as a request without identity headers, then refused.
@@ -54,12 +68,8 @@ export function identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLen
       clientIp: ip,
       trustedPeer: trust.isTrusted(peer) ? unmapIPv4(peer) : null,
       overlong,
-    });
-    // An over-long identity reaches no cache and no registry: it is refused after being counted.
-    const known = overlong !== null || keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
-    if (known === true || known === false) return identity(!known);
-    return known.then((k) => identity(!k));
-  };
+    };
+  }
 }
 
 function knownOrNoKey(check: KeyCheck, key: string | string[] | undefined): boolean | Promise<boolean> {
