@@ -11,14 +11,19 @@ export const ERRORS = {
   repeated_identity_header: { status: 400, detail: 'Repeated identity header' },
   identity_header_too_long: { status: 400, detail: 'Identity header too long (MAX_IDENTITY_LENGTH)' },
   no_client_address: { status: 400, detail: 'Client address unknown (connection closed)' },
+  admin_token_required: { status: 401, detail: 'Unauthorized: this needs the operator token (ADMIN_TOKEN)' },
+  key_management_off: { status: 403, detail: 'Key management is off' },
   not_found: { status: 404, detail: 'Not found' },
+  key_not_found: { status: 404, detail: 'No API key has this id' },
   deployment_not_found: { status: 404, detail: 'Deployment not found' },
+  workspace_taken: { status: 409, detail: 'Workspace belongs to another organisation' },
   request_timeout: { status: 408, detail: 'Request not received in time' },
   body_too_large: { status: 413, detail: 'Request body too large' },
   headers_too_large: { status: 431, detail: 'Request headers too large' },
   internal_error: { status: 500, detail: 'Internal gateway error' },
   upstream_unreachable: { status: 502, detail: 'Upstream unreachable' },
   store_unavailable: { status: 503, detail: 'Rate limit store unavailable' },
+  deployment_unavailable: { status: 503, detail: 'Deployment not serving now' },
   upstream_timeout: { status: 504, detail: 'Upstream did not answer in time' },
 } as const satisfies Record<string, { readonly status: number; readonly detail: string }>;
 
@@ -52,6 +57,18 @@ export const routeNotFound = () => new GatewayError('not_found');
 /** A deployment with no route here (unknown, not deployed yet, deleted); `id` null when the name was no id at all. */
 export const deploymentNotFound = (id: string | null) =>
   new GatewayError('deployment_not_found', id === null ? undefined : `Deployment ${id} not found`);
+/**
+ * A deployment that exists but has no process serving it now: starting (the gateway restarted, or its process is
+ * started again after a crash; try again shortly) or failed to start again (its owner reads why in the deployment's
+ * `serving_error`; the edge never tells the public the reason).
+ */
+export const deploymentUnavailable = (id: string, why: 'starting' | 'failed') =>
+  new GatewayError(
+    'deployment_unavailable',
+    why === 'starting'
+      ? `Deployment ${id} is starting; try again in a few seconds`
+      : `Deployment ${id} is not serving: its revision could not be started again (the deployment's serving_error says why)`,
+  );
 export const badRequest = (detail: string) => new GatewayError('bad_request', detail);
 export const invalidPath = (reason: string) => new GatewayError('invalid_path', `Invalid request path: ${reason}`);
 /** Two headers of one identity: which one counts is ambiguous. */

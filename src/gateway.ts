@@ -19,6 +19,7 @@ import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
 import { BundledServices, type BundledService } from './services/bundled.ts';
 import type { Settings } from './settings/settings.ts';
+import type { KeyRegistry } from './keys/types.ts';
 import { internalHeaders } from './services/internal-auth.ts';
 
 /** The edge without an admin listener: what `gateway start` runs in one process, and in each edge worker. */
@@ -40,6 +41,8 @@ export interface Edge {
   readonly routesKind: 'memory' | 'redis';
   /** What /readyz reports for this edge. */
   readiness(): Readiness;
+  /** The key registry of the bundled control plane (the admin listener's /keys), null when it runs elsewhere. */
+  readonly keys: KeyRegistry | null;
   /** Re-reads the rule file; invalid files are logged and the old rules keep serving. */
   reload(): void;
   /**
@@ -67,7 +70,12 @@ const STORE_BOOT_WAIT_MS = 3000;
 export async function startGateway(settings: Settings, log: Logger): Promise<Gateway> {
   const edge = await startEdge(settings, log);
   const admin = await listen(
-    adminApp({ metrics: edge.metrics.registry, ready: () => edge.readiness(), token: settings.adminToken }),
+    adminApp({
+      metrics: edge.metrics.registry,
+      ready: () => edge.readiness(),
+      token: settings.adminToken,
+      keys: edge.keys,
+    }),
     settings.adminPort,
     settings.adminHost,
   );
@@ -174,6 +182,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       ...upstreams,
       // The default deployment is this gateway's own Agent Server; any other, its route's target.
       deployment: (id) => (id === bundled.defaultDeploymentId ? upstreams.agentServer : deployments.get(id)),
+      deploymentDown: (id) => deployments.down(id),
       domain: settings.deploymentsDomain,
     }),
     trust: settings.trustProxy,
@@ -237,6 +246,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     storeKind: store.kind,
     routesKind: routeTable.kind,
     readiness,
+    keys: settings.controlPlaneUrl === null ? bundled.keys() : null,
     reload,
     async close() {
       draining = true;
@@ -250,7 +260,10 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
         deployments.close(),
         ...owned.map((o) => o.close()),
       ]);
-      await Promise.all([bundled.close(), routeTable.table.close()]);
+      // The services first: stopping, the control plane marks its deployments' routes as starting again (a 503, not a
+      // dead port, until the next start serves them), which needs the table still open.
+      await bundled.close();
+      await routeTable.table.close();
     },
   };
 }

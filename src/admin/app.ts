@@ -1,6 +1,8 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono } from 'hono';
 import { errorResponse, routeNotFound } from '../errors.ts';
+import type { KeyRegistry } from '../keys/types.ts';
+import { keysAdmin } from './keys.ts';
 
 export interface Readiness {
   /** Version of the rule file in force. */
@@ -21,7 +23,7 @@ export interface MetricsSource {
  * The admin listener (ADMIN_PORT): health, readiness and metrics for
  * orchestrators and Prometheus; never rate limited, never on the public port.
  *
- * Nothing here mutates. /healthz and /readyz stay open: probes carry no credentials, and they tell only whether the
+ * Only /keys mutates (API keys, with the operator token only: keys.ts). /healthz and /readyz stay open: probes carry no credentials, and they tell only whether the
  * gateway serves. /metrics counts every tenant's traffic (requests, limits, upstream latencies, deployments routed),
  * which one tenant's code on the same loopback must not read: with `token` (an operator's secret) it answers only
  * `authorization: Bearer <token>`, else 401.
@@ -30,12 +32,16 @@ export function adminApp({
   ready,
   metrics,
   token = null,
+  keys = null,
 }: {
   ready: () => Readiness;
   metrics: MetricsSource;
   token?: string | null;
+  /** The key registry of this gateway's services, managed under /keys (keys.ts); null: none here. */
+  keys?: KeyRegistry | null;
 }): Hono {
   const app = new Hono();
+  app.route('/keys', keysAdmin({ registry: keys, token }));
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   if (token !== null) {
     const expected = Buffer.from(`Bearer ${token}`);

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import {
   badRequest,
   deploymentNotFound,
+  deploymentUnavailable,
   GatewayError,
   identityHeaderTooLong,
   internalError,
@@ -104,7 +105,7 @@ export function edgeHandler(options: EdgeOptions) {
       if (overlong !== null) throw identityHeaderTooLong(overlong, maxIdentityLength);
       // An unknown deployment is counted like any request (probing deployment ids spends tokens), then refused.
       upstream = destination.upstream();
-      if (upstream === null) throw deploymentNotFound(deployment ?? null);
+      if (upstream === null) throw missingDeployment(destination, deployment);
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
       const forwarded = upstreamRequestHeaders(req.headers, {
@@ -168,6 +169,12 @@ function requestHost(host: string | undefined): string {
   if (host === undefined || host === '') throw badRequest('Missing Host header');
   if (!HOST.test(host)) throw badRequest(`Invalid Host header "${host.slice(0, 64)}"`);
   return host;
+}
+
+/** No upstream for a deployment destination: 503 when it exists but is not served now, else 404. */
+function missingDeployment(destination: Destination, deployment: string | undefined): GatewayError {
+  const down = destination.kind === 'deployment' && deployment !== undefined ? destination.down() : undefined;
+  return down === undefined ? deploymentNotFound(deployment ?? null) : deploymentUnavailable(deployment!, down);
 }
 
 function asGatewayError(err: unknown): GatewayError {

@@ -40,6 +40,19 @@ export class MemoryKeyRegistry implements KeyRegistry {
     return hash === null ? null : (this.byHash.get(hash) ?? null);
   }
 
+  async listKeys(org?: string): Promise<ApiKeyRecord[]> {
+    return byAge([...this.byHash.values()].filter((r) => org === undefined || r.org === org));
+  }
+
+  async revokeKey(id: string): Promise<ApiKeyRecord | null> {
+    for (const [hash, record] of this.byHash) {
+      if (record.id !== id) continue;
+      this.byHash.delete(hash);
+      return record;
+    }
+    return null;
+  }
+
   async claimBootstrap(): Promise<boolean> {
     if (this.bootstrapped || this.byHash.size > 0) return false;
     this.bootstrapped = true;
@@ -51,4 +64,9 @@ export class MemoryKeyRegistry implements KeyRegistry {
 
 export function workspaceTaken(workspace: string): KeyRegistryError {
   return new KeyRegistryError('workspace_taken', `workspace "${workspace}" belongs to another organisation`);
+}
+
+/** Oldest first (creation time, then id). */
+export function byAge(records: ApiKeyRecord[]): ApiKeyRecord[] {
+  return records.sort((a, b) => a.createdAt.localeCompare(b.createdAt) || a.id.localeCompare(b.id));
 }

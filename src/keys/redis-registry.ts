@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { checkName, generateKey, keyHash, newKeyId } from './key-format.ts';
-import { workspaceTaken } from './memory-registry.ts';
+import { byAge, workspaceTaken } from './memory-registry.ts';
 import type { ApiKeyRecord, CreatedKey, KeyRegistry } from './types.ts';
 import { closeRedis } from '../redis-client.ts';
 
@@ -81,6 +81,37 @@ export class RedisKeyRegistry implements KeyRegistry {
     if (hash === null) return null;
     const raw = await this.client.get(this.k(`key:${hash}`));
     return raw === null ? null : (JSON.parse(raw) as ApiKeyRecord);
+  }
+
+  /** Every record, by a SCAN of `key:*` (a registry of keys people made: thousands at most). */
+  async listKeys(org?: string): Promise<ApiKeyRecord[]> {
+    const found: ApiKeyRecord[] = [];
+    for (const [, record] of await this.records()) if (org === undefined || record.org === org) found.push(record);
+    return byAge(found);
+  }
+
+  async revokeKey(id: string): Promise<ApiKeyRecord | null> {
+    for (const [name, record] of await this.records()) {
+      if (record.id !== id) continue;
+      // Only while it is still that record (two revokes of one id: one answers it, the other null).
+      return (await this.client.del(name)) === 1 ? record : null;
+    }
+    return null;
+  }
+
+  /** Every `key:*` entry with its record (Redis names, records). */
+  private async records(): Promise<[string, ApiKeyRecord][]> {
+    const names: string[] = [];
+    const match = `${this.prefix.replace(/[*?[\]\\]/g, '\\$&')}:key:*`;
+    for await (const batch of this.client.scanStream({ match, count: 500 }) as AsyncIterable<string[]>)
+      names.push(...batch);
+    if (names.length === 0) return [];
+    const values = await this.client.mget(names);
+    const out: [string, ApiKeyRecord][] = [];
+    values.forEach((raw, i) => {
+      if (raw !== null) out.push([names[i]!, JSON.parse(raw) as ApiKeyRecord]);
+    });
+    return out;
   }
 
   async claimBootstrap(): Promise<boolean> {

@@ -33,6 +33,10 @@ export interface KeyRegistry {
   createKey(org: string): Promise<CreatedKey>;
   /** The record of a key, or null when the key is unknown (or malformed). */
   findKey(key: string): Promise<ApiKeyRecord | null>;
+  /** Every key's record (of `org` only, when given), oldest first: ids, never a key or its hash. */
+  listKeys(org?: string): Promise<ApiKeyRecord[]>;
+  /** Removes the key with this id: its record, or null when no key has it. */
+  revokeKey(id: string): Promise<ApiKeyRecord | null>;
   /**
    * Claims the one-time development bootstrap: true for exactly one caller,
    * and only while the registry holds no key at all (several processes on

@@ -1,4 +1,4 @@
-import type { RouteTable } from './route-table.ts';
+import type { RouteTable, RouteUnavailable } from './route-table.ts';
 import { createUpstream, type Upstream } from '../proxy/forward.ts';
 
 export interface DeploymentUpstreamsOptions {
@@ -30,11 +30,11 @@ export class DeploymentUpstreams {
     this.timer.unref();
   }
 
-  /** The upstream of the deployment's current route, or null when it has none. */
+  /** The upstream of the deployment's current route, or null when it has none or it is unavailable (see `down`). */
   get(deploymentId: string): Upstream | null {
     const route = this.table.get(deploymentId);
     const held = this.live.get(deploymentId);
-    if (route === undefined) {
+    if (route === undefined || route.unavailable !== undefined) {
       if (held) this.retire(deploymentId);
       return null;
     }
@@ -47,6 +47,11 @@ export class DeploymentUpstreams {
     return upstream;
   }
 
+  /** Why a deployment that exists has no process serving it now (its route says so), or undefined. */
+  down(deploymentId: string): RouteUnavailable | undefined {
+    return this.table.get(deploymentId)?.unavailable;
+  }
+
   /** Pools open now (current and draining), for tests and metrics. */
   get size(): { readonly live: number; readonly retiring: number } {
     return { live: this.live.size, retiring: this.retiring.size };
@@ -55,7 +60,8 @@ export class DeploymentUpstreams {
   /** Retires the pools of routes that changed or went, though no request asked for them since. */
   sweep(): void {
     for (const [id, held] of this.live) {
-      if (this.table.get(id)?.target !== held.target) this.retire(id);
+      const route = this.table.get(id);
+      if (route?.target !== held.target || route.unavailable !== undefined) this.retire(id);
     }
   }
 

@@ -1,4 +1,4 @@
-import type { DeploymentRoute, RouteTable } from './route-table.ts';
+import { storedRoute, type DeploymentRoute, type RouteTable } from './route-table.ts';
 
 /** The table of one process (the embedded default: the edge and the control plane share it in memory). */
 export class MemoryRouteTable implements RouteTable {
@@ -9,9 +9,7 @@ export class MemoryRouteTable implements RouteTable {
   }
 
   async set(route: DeploymentRoute): Promise<void> {
-    // A copy of the route's own fields: what the caller does with its object afterwards changes nothing here.
-    const { deploymentId, revisionId, tenantId, target } = route;
-    this.routes.set(deploymentId, { deploymentId, revisionId, tenantId, target });
+    this.routes.set(route.deploymentId, storedRoute(route));
   }
 
   async delete(deploymentId: string): Promise<void> {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { closeRedis } from '../redis-client.ts';
-import type { DeploymentRoute, RouteTable } from './route-table.ts';
+import { storedRoute, type DeploymentRoute, type RouteTable } from './route-table.ts';
 
 /**
  * The table in Redis, shared by the control plane (which writes it) and every
@@ -105,13 +105,7 @@ export class RedisRouteTable implements RouteTable {
   }
 
   async set(route: DeploymentRoute): Promise<void> {
-    const stored: DeploymentRoute = {
-      deploymentId: route.deploymentId,
-      revisionId: route.revisionId,
-      tenantId: route.tenantId,
-      target: route.target,
-    };
-    await this.write(route.deploymentId, JSON.stringify(stored));
+    await this.write(route.deploymentId, JSON.stringify(storedRoute(route)));
   }
 
   async delete(deploymentId: string): Promise<void> {
@@ -247,7 +241,13 @@ function parseRoute(json: string): DeploymentRoute | null {
       typeof r.tenantId === 'string' &&
       typeof r.target === 'string'
     )
-      return { deploymentId: r.deploymentId, revisionId: r.revisionId, tenantId: r.tenantId, target: r.target };
+      return storedRoute({
+        deploymentId: r.deploymentId,
+        revisionId: r.revisionId,
+        tenantId: r.tenantId,
+        target: r.target,
+        ...(r.unavailable === 'starting' || r.unavailable === 'failed' ? { unavailable: r.unavailable } : {}),
+      });
   } catch {
     // an entry nobody could have written through this table: skipped
   }

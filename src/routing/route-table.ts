@@ -13,6 +13,22 @@ export interface DeploymentRoute {
   readonly tenantId: string;
   /** The loopback URL of that revision's Agent Server process, e.g. `http://127.0.0.1:41234`. */
   readonly target: string;
+  /**
+   * Set when no process serves the deployment now, though it exists: `starting` (the gateway restarts, or its process
+   * is being started again after a crash) or `failed` (its revision could not be started again: the deployment's
+   * `serving_error` says why). The edge answers 503 naming the deployment instead of trying `target`.
+   */
+  readonly unavailable?: RouteUnavailable;
+}
+
+export type RouteUnavailable = 'starting' | 'failed';
+
+/** The fields a table stores of a route (a copy: what a caller does with its object afterwards changes nothing). */
+export function storedRoute(r: DeploymentRoute): DeploymentRoute {
+  const { deploymentId, revisionId, tenantId, target, unavailable } = r;
+  return unavailable === undefined
+    ? { deploymentId, revisionId, tenantId, target }
+    : { deploymentId, revisionId, tenantId, target, unavailable };
 }
 
 export interface RouteTable {

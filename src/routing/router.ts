@@ -1,5 +1,6 @@
 import { DEPLOYMENTS_PATH } from './deployment-url.ts';
 import type { Upstream } from '../proxy/forward.ts';
+import type { RouteUnavailable } from './route-table.ts';
 
 /**
  * Where one request goes, decided from its (normalised) path and Host:
@@ -20,6 +21,8 @@ export type Destination =
        * during that step (a store round trip) must not send the request to a pool already retired.
        */
       readonly upstream: () => Upstream | null;
+      /** Why the deployment, though it exists, has no process serving it now (asked when `upstream` gave null). */
+      readonly down: () => RouteUnavailable | undefined;
       readonly path: string;
       /** The path prefix stripped (`/deployments/{id}`), '' in the host form. */
       readonly prefix: string;
@@ -30,6 +33,8 @@ export interface RouterOptions {
   readonly agentServer: Upstream;
   /** The upstream of a deployment's current route, or null. */
   readonly deployment: (deploymentId: string) => Upstream | null;
+  /** Why a deployment that exists is not served now (its route says so); default: never. */
+  readonly deploymentDown?: (deploymentId: string) => RouteUnavailable | undefined;
   /** DEPLOYMENTS_DOMAIN (lowercase), or null: no host form. */
   readonly domain?: string | null;
 }
@@ -39,6 +44,7 @@ export const DEPLOYMENT_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
 export function router(options: RouterOptions) {
   const { controlPlane, agentServer, deployment } = options;
+  const deploymentDown = options.deploymentDown ?? (() => undefined);
   const hostSuffix = options.domain ? `.${options.domain}` : null;
   // Made once: the request path asks for one of them on every request.
   const toControlPlane = () => controlPlane;
@@ -48,6 +54,7 @@ export function router(options: RouterOptions) {
     kind: 'deployment',
     deploymentId,
     upstream: () => (DEPLOYMENT_ID.test(deploymentId) ? deployment(deploymentId) : null),
+    down: () => (DEPLOYMENT_ID.test(deploymentId) ? deploymentDown(deploymentId) : undefined),
     path,
     prefix,
   });

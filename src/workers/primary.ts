@@ -75,7 +75,12 @@ export async function runPrimary(settings: Settings, log: Logger) {
 
   let draining = false;
   const admin = await listen(
-    adminApp({ metrics: pool.metrics, ready: () => pool.readiness(draining), token: settings.adminToken }),
+    adminApp({
+      metrics: pool.metrics,
+      ready: () => pool.readiness(draining),
+      token: settings.adminToken,
+      keys: settings.controlPlaneUrl === null ? bundled.keys() : null,
+    }),
     settings.adminPort,
     settings.adminHost,
   );

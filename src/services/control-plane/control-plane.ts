@@ -6,6 +6,7 @@ import { MemoryKeyRegistry } from '../../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
 import type { KeyRegistry } from '../../keys/types.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
+import { SettingsError } from '../../settings/env.ts';
 import { controlPlaneApp } from './api/app.ts';
 import type { ControlPlaneEnv } from './api/auth.ts';
 import { BuildQueue } from './builds/build-queue.ts';
@@ -19,6 +20,7 @@ import { SecretBox } from './store/secrets.ts';
 import { DeploymentService } from './service.ts';
 import type { ControlPlaneSettings } from './settings.ts';
 import type { ControlPlaneStore } from './store.ts';
+import type { StoredDeployment, StoredRevision } from './types.ts';
 import { join } from 'node:path';
 import type { DeploymentAddressing } from '../../routing/deployment-url.ts';
 import { routeTableFromSettings } from '../../routing/from-settings.ts';
@@ -103,8 +105,16 @@ export async function createControlPlane(
     options.keys ?? (redis ? new RedisKeyRegistry(redis, { prefix: settings.keysPrefix }) : new MemoryKeyRegistry());
 
   let box: SecretBox;
+  const sealed = settings.secretsKey === null && store.kind === 'redis' ? await sealedDeployments(store) : 0;
   if (settings.secretsKey !== null) box = new SecretBox(settings.secretsKey);
-  else {
+  else if (sealed > 0) {
+    // A key made up now could open none of them: every such deployment would stop serving at this start.
+    if (ownRedis) await closeRedis(ownRedis);
+    throw new SettingsError(
+      'SECRETS_KEY',
+      `is unset, but the control-plane store in Redis holds secrets of ${sealed} deployment(s) sealed with one: set SECRETS_KEY to that key (with a new key those deployments show serving_error until their secrets are sent again)`,
+    );
+  } else {
     box = SecretBox.ephemeral();
     cpLog.warn(
       { store: store.kind },
@@ -261,6 +271,12 @@ export async function createControlPlane(
   };
 }
 
+/** How many deployments hold a value sealed with SECRETS_KEY (a secret, or a repo_url with credentials). */
+async function sealedDeployments(store: ControlPlaneStore): Promise<number> {
+  const all = await store.allDeployments();
+  return all.filter((d) => d.secrets.length > 0 || (d.repo_url_sealed ?? null) !== null).length;
+}
+
 /**
  * At start: every deployment whose active revision is DEPLOYED is served again from its kept build, one after the
  * other, in the background (the API answers meanwhile).
@@ -273,12 +289,23 @@ async function resumeServing(store: ControlPlaneStore, serving: Serving, log: Lo
     log.error({ err: (err as Error).message }, 'cannot list the deployments to serve again');
     return;
   }
+  // The active revision of each: DEPLOYED, or DEPLOY_FAILED when an earlier start could not serve it (tried again:
+  // SECRETS_KEY may have been put back). A revision that failed its first deploy never became active.
+  const toServe: { d: StoredDeployment; rev: StoredRevision }[] = [];
   for (const d of all) {
     if (d.active_revision_id === null || d.bundled) continue;
     try {
       const rev = await store.getRevision(d.id, d.active_revision_id);
-      if (rev?.status !== 'DEPLOYED') continue;
-      await serving.resume(d, rev);
+      if (rev?.status !== 'DEPLOYED' && rev?.status !== 'DEPLOY_FAILED') continue;
+      toServe.push({ d, rev });
+      await serving.starting(d, rev.id);
+    } catch (err) {
+      log.error({ deploymentId: d.id, err: (err as Error).message }, 'deployment could not be served again');
+    }
+  }
+  for (const { d, rev } of toServe) {
+    try {
+      if (!(await serving.resume(d, rev))) continue;
       log.info({ deploymentId: d.id, revisionId: rev.id }, 'deployment served again after a restart');
     } catch (err) {
       log.error({ deploymentId: d.id, err: (err as Error).message }, 'deployment could not be served again');

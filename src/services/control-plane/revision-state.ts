@@ -95,3 +95,34 @@ export function queuedRevision(d: StoredDeployment, seq: number, now: string): S
     auth_path: null,
   };
 }
+
+/**
+ * Outside the state machine, for the revision a deployment serves: DEPLOYED means it runs. When it cannot be started
+ * again after a restart (its build gone, its secrets sealed with another SECRETS_KEY, its app failing to load), it
+ * becomes DEPLOY_FAILED with why; when a later start serves it again (SECRETS_KEY put back), DEPLOYED again. Both
+ * moves are in its history. Only the deployment's active revision moves so: a revision that failed its first deploy
+ * never became active, and stays DEPLOY_FAILED.
+ */
+export function unservableRevision(revision: StoredRevision, at: Date, message: string): StoredRevision | null {
+  if (revision.status !== 'DEPLOYED') return null;
+  return withStatus(revision, 'DEPLOY_FAILED', at, message);
+}
+
+export function servedAgainRevision(revision: StoredRevision, at: Date): StoredRevision | null {
+  if (revision.status !== 'DEPLOY_FAILED') return null;
+  return withStatus(revision, 'DEPLOYED', at, null);
+}
+
+function withStatus(revision: StoredRevision, to: RevisionStatus, at: Date, message: string | null): StoredRevision {
+  const when = at.toISOString();
+  return {
+    ...revision,
+    status: to,
+    status_message: message,
+    updated_at: when,
+    status_history: [
+      ...revision.status_history,
+      message === null ? { status: to, at: when } : { status: to, at: when, message },
+    ],
+  };
+}

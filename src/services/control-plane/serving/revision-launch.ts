@@ -2,7 +2,7 @@ import { realpath } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
 import type { RunningRevision } from '../../revision-host/revision-host.ts';
 import { readInside } from '../builds/app-config.ts';
-import { secretOwner } from '../store/secrets.ts';
+import { SecretError, secretOwner } from '../store/secrets.ts';
 import type { StoredDeployment, StoredRevision } from '../types.ts';
 import type { ServingOptions } from './serving.ts';
 
@@ -37,8 +37,20 @@ export async function launchRevision(
   );
 }
 
+/** The deployment's secrets opened; one that cannot be is named, with what to do (never its value). */
 function secrets(o: ServingOptions, d: StoredDeployment): Record<string, string> {
-  return Object.fromEntries(d.secrets.map((s) => [s.name, o.box.open(s.ciphertext, secretOwner(d.id, s.name))]));
+  return Object.fromEntries(
+    d.secrets.map((s) => {
+      try {
+        return [s.name, o.box.open(s.ciphertext, secretOwner(d.id, s.name))];
+      } catch (err) {
+        if (!(err instanceof SecretError)) throw err;
+        throw new SecretError(
+          `its secret ${s.name} cannot be opened: ${err.message}, or send the deployment's secrets again (a PATCH with secrets and a source_revision_config.repo_ref)`,
+        );
+      }
+    }),
+  );
 }
 
 /** `resource_spec.memory_mb` when it is a sensible number of MiB. */

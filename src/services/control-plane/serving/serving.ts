@@ -11,7 +11,8 @@ import { removeDeploymentData } from './deployment-data.ts';
 import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
 import { launchRevision } from './revision-launch.ts';
 import { processCrashed, processStarted } from '../../../metrics/control-plane-metrics.ts';
-import { clearServingError, showServingError } from './serving-error.ts';
+import { clearServingError, showServingError, showUnservable } from './serving-error.ts';
+import { servedAgainRevision } from '../revision-state.ts';
 
 /**
  * Which revision serves each deployment, and keeping it served: starts a
@@ -121,26 +122,55 @@ export class Serving {
     return true;
   }
 
-  /** A deployment whose active revision was DEPLOYED, served again from its kept build (at start). */
-  async resume(d: StoredDeployment, rev: StoredRevision): Promise<void> {
+  /**
+   * At start, before any is served again: every deployment to serve again answers 503 "starting" meanwhile, not a
+   * 502 from the port its previous process had (a gateway that crashed left that route behind).
+   */
+  async starting(d: Pick<StoredDeployment, 'id' | 'tenant_id'>, revisionId: string): Promise<void> {
+    await this.o.routes.set({
+      deploymentId: d.id,
+      revisionId,
+      tenantId: d.tenant_id,
+      target: '',
+      unavailable: 'starting',
+    });
+  }
+
+  /**
+   * A deployment whose active revision was DEPLOYED (or could not be served at an earlier start: DEPLOY_FAILED),
+   * served again from its kept build (at start). When it cannot be, the deployment, its revision and its url say so
+   * (serving-error.ts, showUnservable).
+   */
+  async resume(d: StoredDeployment, rev: StoredRevision): Promise<boolean> {
     if (!this.hasBuild(d.id, rev.id)) {
-      await this.showError(
+      await showUnservable(
+        this.o,
         d,
+        rev,
         `the build of revision ${rev.id} is gone (BUILD_WORK_DIR was emptied): patch the deployment with a repo_ref to build again`,
       );
-      return;
+      return false;
     }
     let proc: RunningRevision;
     try {
       proc = await this.launch(d, rev);
     } catch (err) {
-      await this.showError(d, `revision ${rev.id} could not start again: ${(err as Error).message}`);
+      await showUnservable(this.o, d, rev, `revision ${rev.id} could not start again: ${(err as Error).message}`);
       throw err;
     }
-    if (this.closed) return void (await proc.stop(0));
-    // Still the deployment's active revision (not deleted or redeployed meanwhile).
-    const current = async () => (await this.o.store.getDeployment(d.tenant_id, d.id))?.active_revision_id === rev.id;
-    await this.promote(d, rev.id, proc, current);
+    if (this.closed) return (await proc.stop(0), false);
+    // Still the deployment's active revision (not deleted or redeployed meanwhile): READY and DEPLOYED (again).
+    const commit = async () => {
+      let ok = false;
+      await this.o.store.updateDeployment(d.tenant_id, d.id, (cur) => {
+        ok = cur.active_revision_id === rev.id;
+        if (!ok) return null;
+        const again = servedAgainRevision(rev, new Date());
+        return { deployment: { ...cur, status: 'READY' }, ...(again && { revision: again }) };
+      });
+      return ok;
+    };
+    return this.promote(d, rev.id, proc, commit);
   }
 
   /**
@@ -158,9 +188,19 @@ export class Serving {
     await this.removeData(deploymentId);
   }
 
-  /** Stops every process (no drain: the gateway is stopping). Routes stay (a restart with Redis serves them again). */
+  /**
+   * Stops every process (no drain: the gateway is stopping). Each served deployment's route stays, marked as starting
+   * (the next start serves it again: until then its url answers 503, not a dead port's 502).
+   */
   async close(): Promise<void> {
     this.closed = true;
+    await Promise.all(
+      [...this.served.values()].map((s) =>
+        this.starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId).catch((err: unknown) =>
+          this.o.log.warn({ err, deploymentId: s.deploymentId }, 'could not mark the route as starting'),
+        ),
+      ),
+    );
     const all = [...this.served.values(), ...this.settling];
     this.served.clear();
     this.settling.clear();
@@ -206,6 +246,8 @@ export class Serving {
     void proc.exited.then((exit) => {
       if (exit.requested || s.retired || this.closed || this.served.get(s.deploymentId) !== s) return;
       s.proc = null;
+      // Until it runs again its url answers 503 "starting", not 502 from the port it left.
+      this.starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId).catch(() => {});
       if (Date.now() - started >= HEALTHY_AFTER_MS) s.crashes = 0;
       s.crashes++;
       processCrashed();
