@@ -58,7 +58,7 @@ export class BundledServices {
     markInternal(server.url);
     const banner = developmentKeyBanner(
       cp.devKey,
-      { kind: cp.keys.kind, prefix: this.need('keys').prefix },
+      { kind: cp.keys.kind, prefix: this.need('keys').prefix, admin: this.settings.keysAdmin },
       this.need('controlPlane').development,
     );
     if (banner !== null) process.stdout.write(banner + '\n');

@@ -25,6 +25,8 @@ export interface BundledSettings {
   readonly agentServer: AgentServerSettings | null;
   /** The key registry (and the services' Redis) of either service, and of KEY_CHECK; null when none of them runs. */
   readonly keys: KeyRegistrySettings | null;
+  /** ADMIN_TOKEN is set: the admin listener manages API keys (`gateway keys` reaches them on any store). */
+  readonly keysAdmin: boolean;
 }
 
 export function loadSettings(env: Env): Settings {
@@ -32,5 +34,8 @@ export function loadSettings(env: Env): Settings {
   const controlPlane = edge.controlPlaneUrl === null ? loadControlPlaneSettings(env) : null;
   const agentServer = edge.agentServerUrl === null ? loadAgentServerSettings(env) : null;
   const keys = controlPlane || agentServer || edge.keyCheck ? loadKeyRegistrySettings(env) : null;
-  return Object.freeze({ ...edge, bundled: Object.freeze({ controlPlane, agentServer, keys }) });
+  return Object.freeze({
+    ...edge,
+    bundled: Object.freeze({ controlPlane, agentServer, keys, keysAdmin: edge.adminToken !== null }),
+  });
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { afterAll, describe, expect, it } from 'vitest';
+import { developmentKeyBanner } from '../../src/keys/bootstrap.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { SHARED_REDIS_URL, sharedRedis } from '../helpers/shared-redis.ts';
 
@@ -61,8 +62,33 @@ describe('the start banner', () => {
 
       const second = banner(await startOnce(env));
       expect(second).toEqual([
-        `No development API key printed: the key registry in Redis (prefix "${namespace}:keys") already holds keys; create one with: gateway keys create --org <org> --workspace <workspace>`,
+        `No development API key printed: the key registry in Redis (prefix "${namespace}:keys") already holds keys. Create more with: gateway keys create --org <org> --workspace <workspace>`,
       ]);
     });
+  });
+});
+
+describe('the banner offers `gateway keys create` only where it works, and says why no key is printed', () => {
+  const dev = { key: 'gwk_x', org: 'default', workspace: 'default' };
+  const memory = { kind: 'memory' as const, prefix: 'keys' };
+  it('memory store with ADMIN_TOKEN: the command (it reaches the admin listener); without: what to set', () => {
+    expect(
+      developmentKeyBanner(dev, { ...memory, admin: true }, true)!
+        .split('\n')
+        .at(-1),
+    ).toContain(
+      "Create more with: gateway keys create --org <org> --workspace <workspace>    (with this gateway's ADMIN_TOKEN",
+    );
+    const without = developmentKeyBanner(dev, memory, true)!.split('\n').at(-1)!;
+    expect(without).not.toContain('Create more with');
+    expect(without).toContain('start the gateway with ADMIN_TOKEN=<a secret>');
+  });
+  it('NODE_ENV=production: one line saying why no key is printed, on every store', () => {
+    for (const place of [memory, { ...memory, admin: true }, { kind: 'redis' as const, prefix: 'keys' }]) {
+      const line = developmentKeyBanner(null, place, false)!;
+      expect(line).toMatch(/^No development API key printed: NODE_ENV=production makes none/);
+      expect(line).not.toContain('\n');
+    }
+    expect(developmentKeyBanner(null, memory, false)).toContain('no key can be made');
   });
 });

@@ -33,6 +33,21 @@ export function registryContract(name: string, make: () => Promise<RegistryHarne
       expect(await h.registry.findKey('')).toBeNull();
     });
 
+    it('lists keys by id and organisation, never a key; a revoked key is no longer found (and across processes)', async () => {
+      const a = await h.registry.createKey('acme');
+      const b = await h.registry.createKey('globex');
+      const all = await h.registry.listKeys();
+      expect(all.map((r) => r.id)).toEqual(expect.arrayContaining([a.record.id, b.record.id]));
+      expect(JSON.stringify(all)).not.toContain(a.key.slice(4));
+      expect((await h.registry.listKeys('globex')).map((r) => r.id)).toEqual([b.record.id]);
+      expect(await h.registry.revokeKey(a.record.id)).toEqual(a.record);
+      expect(await h.registry.findKey(a.key)).toBeNull();
+      if (h.peer) expect(await h.peer.findKey(a.key)).toBeNull();
+      expect(await h.registry.revokeKey(a.record.id)).toBeNull();
+      expect(await h.registry.revokeKey('key_nope')).toBeNull();
+      expect((await h.registry.findKey(b.key))?.id).toBe(b.record.id);
+    });
+
     it('two keys are distinct and both valid', async () => {
       const a = await h.registry.createKey('acme');
       const b = await h.registry.createKey('acme');

@@ -235,10 +235,10 @@ export async function createControlPlane(
       { org: devKey.org, workspace: devKey.workspace },
       'empty key registry: created a development API key (printed once on stdout)',
     );
-  // `gateway keys create` writes to Redis: a registry in this process's memory can never hold a key in production.
+  // A registry in this process's memory gets keys only through the admin listener (ADMIN_TOKEN, `gateway keys`).
   if (!settings.development && keys.kind === 'memory') {
     cpLog.warn(
-      'the key registry is in memory and NODE_ENV=production makes no development key: no API key exists, so every X-Api-Key is refused (401); set REDIS_URL and create keys with `gateway keys create`',
+      'the key registry is in memory and NODE_ENV=production makes no development key: until one is made with `gateway keys create` (ADMIN_TOKEN set), or REDIS_URL is used, every X-Api-Key is refused (401)',
     );
   }
 
