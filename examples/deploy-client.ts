@@ -23,6 +23,9 @@
  *   --poll-interval  seconds between polls [POLL_INTERVAL_SECONDS] (60)
  *   --timeout        seconds before giving up on a revision [POLL_TIMEOUT_SECONDS] (1800)
  *   --input          JSON input of the run at the url [RUN_INPUT] ({"messages":[{"role":"user","content":"hello"}]})
+ *   --header         'name: value' sent with each call to the deployment's url, e.g. the x-api-key its auth handler
+ *                    wants (repeatable; default: x-api-key is --api-key) [DEPLOYMENT_HEADERS, lines]
+ *   --secret         NAME=VALUE, a secret of the deployment (repeatable) [DEPLOYMENT_SECRETS, lines]
  *   --keep           do not delete the deployment at the end (nor after a failure)
  *   --help           print this help
  *
@@ -130,7 +133,7 @@ export async function deployClient(
           resource_spec: null,
         },
         source_revision_config: { repo_ref: opts.ref, langgraph_config_path: opts.configPath, image_uri: null },
-        secrets: [],
+        secrets: opts.secrets,
       },
       201,
     );
@@ -142,7 +145,7 @@ export async function deployClient(
       const { url } = (await call('GET', `/v2/deployments/${deploymentId}`)) as { url: string | null };
       if (url) {
         out.log(`url ${url} docs=${url}/docs`);
-        await callDeployment(url, opts.headers['x-api-key'], opts.input, out);
+        await callDeployment(url, opts.headers['x-api-key'], opts.deploymentHeaders, opts.input, out);
       }
       await call('PATCH', `/v2/deployments/${deploymentId}`, {
         source_revision_config: { repo_ref: opts.nextRef, langgraph_config_path: opts.configPath },
@@ -177,10 +180,13 @@ export async function deployClient(
 async function callDeployment(
   url: string,
   apiKey: string,
+  headers: Record<string, string>,
   input: Record<string, unknown> | null,
   out: Out,
 ): Promise<void> {
-  const sdk = new Client({ apiUrl: url, apiKey });
+  // An x-api-key among --header replaces the control plane's (the SDK sends `apiKey` as x-api-key).
+  const { 'x-api-key': appKey, ...others } = headers;
+  const sdk = new Client({ apiUrl: url, apiKey: appKey ?? apiKey, defaultHeaders: others });
   let assistants;
   try {
     assistants = await sdk.assistants.search({ limit: 1 });
@@ -226,6 +232,8 @@ function options(argv: readonly string[], env: NodeJS.ProcessEnv) {
       'poll-interval': { type: 'string' },
       timeout: { type: 'string' },
       input: { type: 'string' },
+      header: { type: 'string', multiple: true },
+      secret: { type: 'string', multiple: true },
       keep: { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -256,7 +264,32 @@ function options(argv: readonly string[], env: NodeJS.ProcessEnv) {
     timeoutMs: seconds(values.timeout, 'POLL_TIMEOUT_SECONDS', '1800'),
     input: json(pick(values.input, 'RUN_INPUT', '{"messages":[{"role":"user","content":"hello"}]}'), 'RUN_INPUT'),
     keep: values.keep,
+    deploymentHeaders: headerList(values.header ?? lines(env.DEPLOYMENT_HEADERS)),
+    secrets: secretList(values.secret ?? lines(env.DEPLOYMENT_SECRETS)),
   };
+}
+
+const lines = (v: string | undefined) => (v ?? '').split('\n').filter((l) => l.trim() !== '');
+
+/** `name: value` lines as headers (names lowercased). */
+function headerList(given: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of given) {
+    const i = line.indexOf(':');
+    if (i <= 0) throw new Error(`--header must look like 'name: value', got "${line}"`);
+    out[line.slice(0, i).trim().toLowerCase()] = line.slice(i + 1).trim();
+  }
+  return out;
+}
+
+/** `NAME=VALUE` lines as the deployment's secrets. */
+function secretList(given: readonly string[]): { name: string; value: string }[] {
+  return given.map((line) => {
+    const i = line.indexOf('=');
+    // Never echoed: the line holds a secret.
+    if (i <= 0) throw new Error('--secret must look like NAME=VALUE (a line without a name before "=")');
+    return { name: line.slice(0, i), value: line.slice(i + 1) };
+  });
 }
 
 function json(text: string, variable: string): Record<string, unknown> | null {
