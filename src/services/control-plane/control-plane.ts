@@ -21,6 +21,7 @@ import { DeploymentService } from './service.ts';
 import type { ControlPlaneSettings } from './settings.ts';
 import type { ControlPlaneStore } from './store.ts';
 import type { StoredDeployment, StoredRevision } from './types.ts';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DeploymentAddressing } from '../../routing/deployment-url.ts';
 import { routeTableFromSettings } from '../../routing/from-settings.ts';
@@ -262,6 +263,8 @@ export async function createControlPlane(
       await queue.close();
       await resumed;
       await serving?.close();
+      // In memory, the deployments end with this process: their build folders would serve nothing ever again.
+      if (store.kind === 'memory') await removeBuildFolders(store, builds, cpLog);
       redisUsers?.close();
       await ownRoutes?.close();
       await store.close();
@@ -269,6 +272,16 @@ export async function createControlPlane(
       if (ownRedis) await closeRedis(ownRedis);
     },
   };
+}
+
+/** Every deployment's build folders (not the whole BUILD_WORK_DIR: another gateway on this host may use it too). */
+async function removeBuildFolders(store: ControlPlaneStore, builds: Builds, log: Logger): Promise<void> {
+  for (const d of await store.allDeployments()) {
+    if (d.bundled) continue;
+    await rm(builds.folderOf(d.id), { recursive: true, force: true }).catch((err: unknown) =>
+      log.warn({ err, deploymentId: d.id }, 'could not remove the build folders'),
+    );
+  }
 }
 
 /** How many deployments hold a value sealed with SECRETS_KEY (a secret, or a repo_url with credentials). */
