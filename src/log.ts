@@ -65,3 +65,16 @@ export function createLogger(level: string, to: LogDestination | LogFormat = 'js
 export function destinationOf(log: Logger): LogDestination | undefined {
   return destinations.get(log);
 }
+
+/**
+ * Stdout is gone (EPIPE): the logger's destination stops writing, as pino makes its own stream do when one of its
+ * writes meets EPIPE. Otherwise the flush pino runs at exit retries its write to the closed pipe for ever (sonic-boom
+ * retries every error of a synchronous flush), and the process never exits.
+ */
+export function silenceLogger(log: Logger): void {
+  const destination = destinations.get(log) as Record<string, unknown> | undefined;
+  if (destination === undefined) return;
+  const noop = () => {};
+  for (const method of ['write', 'flushSync', 'flush', 'end', 'destroy'])
+    if (typeof destination[method] === 'function') destination[method] = noop;
+}

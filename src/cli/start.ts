@@ -1,12 +1,12 @@
 import cluster from 'node:cluster';
 import { startGateway } from '../gateway.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, destinationOf, silenceLogger } from '../log.ts';
 import { installProcessGuards } from '../process/guards.ts';
 import { loadSettings } from '../settings/settings.ts';
 import { WORKER_SLOT_VARIABLE } from '../workers/messages.ts';
 import { runPrimary } from '../workers/primary.ts';
 import { runEdgeWorker } from '../workers/worker.ts';
-import type { Output } from '../process/output.ts';
+import { exitWhenStdoutIsLost, type ErrorSource, type Output } from '../process/output.ts';
 import { checkPortsFree, listenFailure } from './ports.ts';
 
 /**
@@ -21,6 +21,7 @@ import { checkPortsFree, listenFailure } from './ports.ts';
 export async function start(_out: Output, env: NodeJS.ProcessEnv = process.env): Promise<number> {
   const settings = loadSettings(env);
   const log = createLogger(settings.logLevel, settings.logFormat);
+  exitWhenStdoutIsLost([process.stdout, destinationOf(log) as ErrorSource | undefined], () => silenceLogger(log));
   installProcessGuards(log);
   // Set by the primary (workers/pool.ts) in the environment it forks a worker with.
   const slot = env[WORKER_SLOT_VARIABLE];

@@ -23,3 +23,38 @@ export function exitQuietlyOnClosedPipe(
     exit(0);
   });
 }
+
+/** `gateway start` whose stdout went away: EX_IOERR. */
+export const LOST_STDOUT_EXIT_CODE = 74;
+
+export interface ErrorSource {
+  on(event: 'error', listener: (err: NodeJS.ErrnoException) => void): unknown;
+}
+
+/**
+ * For `gateway start`: a server whose stdout (its log, the development key's banner) was closed (`gateway start |
+ * head`, a collector that died) can tell nobody anything any more. It says so in one line on stderr and exits
+ * LOST_STDOUT_EXIT_CODE for its supervisor, instead of dying of an unhandled 'error' event (a stack trace, exit 70) or
+ * serving blind (or hanging at exit). `streams`: stdout and the logger's destination (pino writes to fd 1 through
+ * its own stream); `silence` stops the logger writing (log.ts, silenceLogger).
+ */
+export function exitWhenStdoutIsLost(
+  streams: readonly (ErrorSource | undefined)[],
+  silence: () => void,
+  err: (line: string) => void = (line) => process.stderr.write(line + '\n'),
+  exit: (code: number) => void = process.exit,
+): void {
+  let done = false;
+  for (const stream of streams) {
+    stream?.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code !== 'EPIPE' && e.code !== 'EBADF') throw e;
+      if (done) return;
+      done = true;
+      silence();
+      err(
+        `gateway start: stdout is closed (${e.code}): the log has nowhere to go; stopping (exit ${LOST_STDOUT_EXIT_CODE})`,
+      );
+      exit(LOST_STDOUT_EXIT_CODE);
+    });
+  }
+}
