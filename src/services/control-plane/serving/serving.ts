@@ -117,7 +117,7 @@ export class Serving {
     this.served.set(d.id, next);
     this.supervise(next, proc);
     if (previous) this.retireLater(previous);
-    await this.clearError(d);
+    await clearServingError(this.o, d);
     this.o.log.info({ deploymentId: d.id, revisionId, target: proc.target }, 'revision serving');
     return true;
   }
@@ -194,8 +194,12 @@ export class Serving {
    */
   async close(): Promise<void> {
     this.closed = true;
+    // Only routes to this process's own processes: a route another gateway wrote since is its own affair.
+    const own = [...this.served.values()].filter(
+      (s) => s.proc && this.o.routes.get(s.deploymentId)?.target === s.proc.target,
+    );
     await Promise.all(
-      [...this.served.values()].map((s) =>
+      own.map((s) =>
         this.starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId).catch((err: unknown) =>
           this.o.log.warn({ err, deploymentId: s.deploymentId }, 'could not mark the route as starting'),
         ),
@@ -260,7 +264,8 @@ export class Serving {
     const fields = { deploymentId: s.deploymentId, revisionId: s.revisionId, reason, crashes: s.crashes, delay };
     this.o.log.error(fields, 'revision process stopped unexpectedly; restarting');
     if (s.crashes >= SHOWN_AFTER_CRASHES) {
-      void this.showError(
+      void showServingError(
+        this.o,
         { id: s.deploymentId, tenant_id: s.tenantId },
         `the process of revision ${s.revisionId} keeps stopping (${s.crashes} times in a row, last: ${reason}); next restart in ${Math.round(delay / 100) / 10} s`,
       );
@@ -287,21 +292,13 @@ export class Serving {
       const healthy = setTimeout(() => {
         if (s.proc !== proc || s.retired) return;
         s.crashes = 0;
-        void this.clearError(d);
+        void clearServingError(this.o, d);
       }, HEALTHY_AFTER_MS);
       healthy.unref();
     } catch (err) {
       s.crashes++;
       this.crashed(s, (err as Error).message);
     }
-  }
-
-  private async showError(d: Pick<StoredDeployment, 'id' | 'tenant_id'>, message: string): Promise<void> {
-    await showServingError(this.o, d, message);
-  }
-
-  private async clearError(d: Pick<StoredDeployment, 'id' | 'tenant_id'>): Promise<void> {
-    await clearServingError(this.o, d);
   }
 
   private async removeData(deploymentId: string): Promise<void> {
