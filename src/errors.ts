@@ -16,7 +16,7 @@ export const ERRORS = {
   not_found: { status: 404, detail: 'Not found' },
   key_not_found: { status: 404, detail: 'No API key has this id' },
   deployment_not_found: { status: 404, detail: 'Deployment not found' },
-  workspace_taken: { status: 409, detail: 'Workspace belongs to another organisation' },
+  workspace_conflict: { status: 409, detail: 'Workspace belongs to another organisation' },
   request_timeout: { status: 408, detail: 'Request not received in time' },
   body_too_large: { status: 413, detail: 'Request body too large' },
   headers_too_large: { status: 431, detail: 'Request headers too large' },
@@ -69,6 +69,11 @@ export const deploymentUnavailable = (id: string, why: 'starting' | 'failed') =>
       ? `Deployment ${id} is starting; try again in a few seconds`
       : `Deployment ${id} is not serving: its revision could not be started again (the deployment's serving_error says why)`,
   );
+/** The admin listener's /keys (admin/keys.ts). */
+export const adminTokenRequired = () => new GatewayError('admin_token_required');
+export const keyManagementOff = (detail: string) => new GatewayError('key_management_off', detail);
+export const keyNotFound = (id: string) => new GatewayError('key_not_found', `No API key has id "${id}"`);
+export const workspaceConflict = (detail: string) => new GatewayError('workspace_conflict', detail);
 export const badRequest = (detail: string) => new GatewayError('bad_request', detail);
 export const invalidPath = (reason: string) => new GatewayError('invalid_path', `Invalid request path: ${reason}`);
 /** Two headers of one identity: which one counts is ambiguous. */

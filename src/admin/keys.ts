@@ -1,6 +1,13 @@
 import { timingSafeEqual } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
-import { errorResponse, GatewayError, badRequest } from '../errors.ts';
+import {
+  adminTokenRequired,
+  badRequest,
+  errorResponse,
+  keyManagementOff,
+  keyNotFound,
+  workspaceConflict,
+} from '../errors.ts';
 import { KeyRegistryError, type ApiKeyRecord, type KeyRegistry } from '../keys/types.ts';
 
 /**
@@ -40,15 +47,13 @@ export function keysAdmin({ registry, token }: KeysAdminOptions): Hono {
       return c.json({ key, ...shown(record), workspace }, 201);
     } catch (err) {
       if (!(err instanceof KeyRegistryError)) throw err;
-      return errorResponse(
-        err.code === 'workspace_taken' ? new GatewayError('workspace_taken', err.message) : badRequest(err.message),
-      );
+      return errorResponse(err.code === 'workspace_taken' ? workspaceConflict(err.message) : badRequest(err.message));
     }
   });
   app.delete('/:id', async (c) => {
     const id = c.req.param('id');
     const revoked = await reg().revokeKey(id);
-    if (revoked === null) return errorResponse(new GatewayError('key_not_found', `No API key has id "${id}"`));
+    if (revoked === null) return errorResponse(keyNotFound(id));
     return c.json({ ...shown(revoked), revoked: true });
   });
   return app;
@@ -64,18 +69,16 @@ function guard(registry: KeyRegistry | null, token: string | null): MiddlewareHa
   return async function operatorOnly(c, next) {
     if (expected === null)
       return errorResponse(
-        new GatewayError(
-          'key_management_off',
+        keyManagementOff(
           'Key management on the admin listener is off: start the gateway with ADMIN_TOKEN set (the operator token), then send it as "authorization: Bearer <ADMIN_TOKEN>"',
         ),
       );
     const given = Buffer.from(c.req.header('authorization') ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected))
-      return errorResponse(new GatewayError('admin_token_required'));
+      return errorResponse(adminTokenRequired());
     if (registry === null)
       return errorResponse(
-        new GatewayError(
-          'key_management_off',
+        keyManagementOff(
           'This gateway uses a control plane elsewhere (CONTROL_PLANE_URL): manage keys where it runs, or with REDIS_URL straight in the registry',
         ),
       );
