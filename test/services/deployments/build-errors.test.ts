@@ -9,7 +9,7 @@ import {
   type TestRepo,
   type Tenant,
 } from '../control-plane/helpers.ts';
-import { BARE_APP, CONFIG, graphSource } from './helpers.ts';
+import { BARE_APP, CONFIG } from './helpers.ts';
 import { readEvents, type SseEvent } from './sse.ts';
 
 /**
