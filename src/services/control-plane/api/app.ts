@@ -75,7 +75,7 @@ export function controlPlaneApp({
   api.post('/deployments/:id/revisions/:revisionId/redeploy', async (c) =>
     c.json(await service.redeploy(c.get('tenantId'), c.req.param('id'), c.req.param('revisionId'))),
   );
-  logRoutes(api, { service, logs: logs ?? null, buildLogPollMs });
+  logRoutes(api, { service, logs: logs ?? null, log, buildLogPollMs });
   // Known paths, other methods: 405 with the methods that work.
   notAllowed(api, '/deployments', 'GET, POST');
   notAllowed(api, '/deployments/:id', 'GET, PATCH, DELETE');

@@ -1,10 +1,12 @@
 import type { Hono } from 'hono';
+import type { Logger } from 'pino';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { buildLogFeed } from '../builds/build-log-feed.ts';
 import type { LogEntry, LogQuery, RuntimeLogs } from '../serving/runtime-logs.ts';
 import type { DeploymentService } from '../service.ts';
 import { checked } from '../../shared/json-body.ts';
 import type { ControlPlaneEnv } from './auth.ts';
+import { ApiError } from '../errors.ts';
 import { buildLogQuery, logsQuery } from './schemas.ts';
 
 /**
@@ -17,6 +19,7 @@ export interface LogRoutesDeps {
   readonly service: DeploymentService;
   /** Null: this control plane runs no processes (records only): the runtime log is always empty. */
   readonly logs: RuntimeLogs | null;
+  readonly log: Logger;
   /** How often a followed build log reads the store; default 250 ms. */
   readonly buildLogPollMs?: number;
 }
@@ -36,9 +39,19 @@ export function logRoutes(api: Hono<ControlPlaneEnv>, deps: LogRoutesDeps): void
     return streamSSE(c, async (stream) => {
       const stop = new AbortController();
       stream.onAbort(() => stop.abort());
-      const read = () => service.revisionRecord(tenant, id, revisionId).catch(() => null);
-      for await (const e of buildLogFeed(read, { pollMs: deps.buildLogPollMs, signal: stop.signal }))
-        await stream.writeSSE({ event: e.event, data: JSON.stringify(e.data) });
+      // Gone (the deployment or revision deleted meanwhile): the feed ends saying so; any other failure ends it here.
+      const read = () =>
+        service.revisionRecord(tenant, id, revisionId).catch((err: unknown) => {
+          if (err instanceof ApiError && err.status === 404) return null;
+          throw err;
+        });
+      try {
+        for await (const e of buildLogFeed(read, { pollMs: deps.buildLogPollMs, signal: stop.signal }))
+          await stream.writeSSE({ event: e.event, data: JSON.stringify(e.data) });
+      } catch (err) {
+        deps.log.warn({ err: (err as Error).message, deploymentId: id, revisionId }, 'build log follow ended');
+        await stream.writeSSE({ event: 'error', data: JSON.stringify({ detail: 'Store unavailable; retry later.' }) });
+      }
     });
   });
 
