@@ -44,7 +44,12 @@ describe('runtime logs', () => {
     logs.add('a', 'r', 'stdout', '\u001b[31mred\u001b[0m\r\u001b]0;title\u0007 done\u0000');
     logs.add('a', 'r', 'stdout', '{"deployment":"b","msg":"forged"}');
     logs.add('a', 'r', 'stdout', '\u001b[2K');
-    expect(logs.read('a', { limit: 10 }).map((e) => e.text)).toEqual(['red done', '{"deployment":"b","msg":"forged"}']);
+    logs.add('a', 'r', 'stdout', 'safe \u202eexe.txt\u2028next');
+    expect(logs.read('a', { limit: 10 }).map((e) => e.text)).toEqual([
+      'red done',
+      '{"deployment":"b","msg":"forged"}',
+      'safe exe.txtnext',
+    ]);
   });
 
   it('followers get each new line, then null when the deployment is forgotten', () => {

@@ -114,7 +114,13 @@ export class RuntimeLogs {
   }
 }
 
-/** Terminal escapes (colours, cursor moves, OSC titles) and other control characters out; tabs stay. */
+/**
+ * Terminal escapes (colours, cursor moves, OSC titles), other control characters, line separators and bidirectional
+ * overrides (which make a reader's screen show text in another order than it was printed) out; tabs stay.
+ */
 function clean(line: string): string {
-  return stripVTControlCharacters(line).replace(/[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029]/g, '');
+  return stripVTControlCharacters(line).replace(
+    /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
+    '',
+  );
 }
