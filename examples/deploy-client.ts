@@ -2,7 +2,9 @@
  * The control plane's example client flow, for CI/CD jobs:
  *
  *   1. POST /v2/deployments, read `id` and `latest_revision_id`;
- *   2. poll that revision until DEPLOYED or a status containing FAILED;
+ *   2. poll that revision until DEPLOYED or a status containing FAILED,
+ *      following its build log meanwhile (`build_log?follow=true`) to show
+ *      each build step as it starts and ends;
  *      then read the deployment's `url` and call it with the LangGraph SDK
  *      (the first assistant, one run with --input);
  *   3. PATCH the deployment with a new `repo_ref` (a new revision);
@@ -29,7 +31,7 @@
  *   --keep           do not delete the deployment at the end (nor after a failure)
  *   --help           print this help
  *
- * Output: one line per event on stdout (`created`, `status`, `deployed`,
+ * Output: one line per event on stdout (`created`, `status`, `step`, `deployed`,
  * `url`, `called`, `patched`, `deleted`, then `result ok`); problems on stderr.
  * Exit status: 0 both revisions DEPLOYED (and the deployment deleted),
  * 1 a revision failed (status containing FAILED, or SKIPPED/INTERRUPTED,
@@ -91,8 +93,29 @@ export async function deployClient(
    * Polls until DEPLOYED, a failure, or the timeout; transient errors (429, 5xx, network) are retried on the next tick.
    */
   const poll = async (deploymentId: string, revisionId: string): Promise<'ok' | 'failed' | 'timeout'> => {
+    const stop = new AbortController();
+    const following = followBuild(
+      base + `/v2/deployments/${deploymentId}/revisions/${revisionId}`,
+      headers,
+      out,
+      stop.signal,
+    );
+    try {
+      return await pollUntilDone(deploymentId, revisionId, following);
+    } finally {
+      stop.abort();
+      await following;
+    }
+  };
+  const pollUntilDone = async (
+    deploymentId: string,
+    revisionId: string,
+    following: Promise<void>,
+  ): Promise<'ok' | 'failed' | 'timeout'> => {
     const deadline = Date.now() + timeoutMs;
     let last = '';
+    // Once the build log says the build ended, the next poll need not wait.
+    let ended: Promise<unknown> = following;
     for (;;) {
       try {
         const rev = (await call('GET', `/v2/deployments/${deploymentId}/revisions/${revisionId}`)) as Revision;
@@ -112,7 +135,8 @@ export async function deployClient(
         out.err(`revision ${revisionId} not DEPLOYED within ${timeoutMs / 1000} s (last status ${last || 'unknown'})`);
         return 'timeout';
       }
-      await new Promise((r) => setTimeout(r, pollMs));
+      await Promise.race([new Promise((r) => setTimeout(r, pollMs)), ended]);
+      ended = new Promise(() => undefined);
     }
   };
 
@@ -174,6 +198,38 @@ export async function deployClient(
     `result ${code === EXIT.ok ? 'ok' : (Object.keys(EXIT) as (keyof typeof EXIT)[]).find((k) => EXIT[k] === code)} exit=${code}`,
   );
   return code;
+}
+
+/**
+ * The revision's build steps as they happen (`step revision=<id> clone done in 0.12 s`), from its build log followed
+ * as server-sent events; settles when the build ends or `signal` aborts. A server without it is no error: the polls
+ * still tell the status.
+ */
+async function followBuild(revisionUrl: string, headers: Record<string, string>, out: Out, signal: AbortSignal) {
+  const revisionId = revisionUrl.slice(revisionUrl.lastIndexOf('/') + 1);
+  try {
+    const res = await fetch(`${revisionUrl}/build_log?follow=true`, { headers, signal });
+    if (!res.ok || !res.headers.get('content-type')?.startsWith('text/event-stream') || !res.body) return;
+    let buffer = '';
+    for await (const chunk of res.body.pipeThrough(new TextDecoderStream())) {
+      buffer += chunk;
+      for (let end = buffer.indexOf('\n\n'); end !== -1; end = buffer.indexOf('\n\n')) {
+        const block = buffer.slice(0, end);
+        buffer = buffer.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(block)?.[1];
+        const data = /^data: (.*)$/m.exec(block)?.[1];
+        if (signal.aborted || event === 'end') return;
+        if (event !== 'step' || data === undefined) continue;
+        const step = JSON.parse(data) as { name: string; status: string; duration_ms: number | null; message?: string };
+        const took = step.duration_ms === null ? '' : ` in ${(step.duration_ms / 1000).toFixed(2)} s`;
+        out.log(
+          `step revision=${revisionId} ${step.name} ${step.status}${took}${step.message ? `: ${step.message}` : ''}`,
+        );
+      }
+    }
+  } catch {
+    // Aborted, or the stream broke: the polls go on.
+  }
 }
 
 /** One run of the deployment's first assistant, with the unmodified SDK, at the deployment's url. */

@@ -31,6 +31,7 @@ import { LocalProcessHost } from '../revision-host/local-process-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
+import { RuntimeLogs } from './serving/runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
 
 /**
@@ -48,6 +49,8 @@ export interface ControlPlane {
   readonly queue: BuildQueue;
   /** Where each deployment is served (the edge reads it). */
   readonly routes: RouteTable;
+  /** Each deployment's own output, from the processes this control plane runs. */
+  readonly logs: RuntimeLogs;
   /** Runs the revisions; null when the control plane keeps records only (`host: null`). */
   readonly serving: Serving | null;
   /** Settles once the deployments served before a restart are served again (or shown as not). */
@@ -161,6 +164,8 @@ export async function createControlPlane(
           log: cpLog.child({ component: 'deployment-redis-users' }),
         })
       : null;
+  // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
+  const runtimeLogs = new RuntimeLogs();
   const host =
     options.host === undefined
       ? new LocalProcessHost({
@@ -171,6 +176,7 @@ export async function createControlPlane(
           logLevel: settings.logLevel,
           sandbox: settings.sandbox,
           trustAllTenants: settings.trustAllTenants,
+          onOutput: (owner, stream, line) => runtimeLogs.add(owner.deploymentId, owner.revisionId, stream, line),
         })
       : options.host;
   const folderOf = (deploymentId: string, revisionId: string) =>
@@ -223,6 +229,7 @@ export async function createControlPlane(
       : null,
     repoHosts,
     maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant,
+    logs: runtimeLogs,
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 
@@ -248,13 +255,14 @@ export async function createControlPlane(
     'control plane ready',
   );
   return {
-    app: controlPlaneApp({ service, keys, log: cpLog, maxJsonDepth: settings.maxJsonDepth }),
+    app: controlPlaneApp({ service, keys, log: cpLog, maxJsonDepth: settings.maxJsonDepth, logs: runtimeLogs }),
     service,
     store,
     keys,
     builds,
     queue,
     routes,
+    logs: runtimeLogs,
     serving,
     resumed,
     devKey,

@@ -59,7 +59,12 @@ export function moveRevision(
   to: RevisionStatus,
   at: Date,
   message: string | null = null,
-  changes: Partial<Pick<StoredRevision, 'source_revision_config' | 'graphs' | 'auth_path' | 'build_log'>> = {},
+  changes: Partial<
+    Pick<
+      StoredRevision,
+      'source_revision_config' | 'graphs' | 'auth_path' | 'build_log' | 'build_log_offset' | 'build_steps'
+    >
+  > = {},
 ): StoredRevision {
   if (!canMove(revision.status, to)) throw new IllegalTransition(revision.status, to);
   const when = at.toISOString();

@@ -9,7 +9,14 @@ import type { RepoHostPolicy } from './builds/repo-hosts.ts';
 import { storeRepoUrl } from './builds/repo-url.ts';
 import { secretOwner, type SecretBox } from './store/secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
-import { isGitSource, type SourceRevisionConfig, type StoredDeployment, type StoredSecret } from './types.ts';
+import type { RuntimeLogs } from './serving/runtime-logs.ts';
+import {
+  isGitSource,
+  type SourceRevisionConfig,
+  type StoredDeployment,
+  type StoredRevision,
+  type StoredSecret,
+} from './types.ts';
 import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './api/views.ts';
 
 /**
@@ -35,6 +42,8 @@ export interface ServiceOptions {
   readonly repoHosts?: RepoHostPolicy;
   /** MAX_DEPLOYMENTS_PER_TENANT: a tenant's deployments in this region; one more answers 409. Default: no limit. */
   readonly maxDeploymentsPerTenant?: number;
+  /** Each deployment's own output (serving/runtime-logs.ts): forgotten with the deployment. */
+  readonly logs?: RuntimeLogs;
 }
 
 const DEFAULT_CONFIG_PATH = 'langgraph.json';
@@ -162,6 +171,7 @@ export class DeploymentService {
     const removed = await this.o.store.deleteDeployment(tenantId, id);
     if (removed === null) throw deploymentNotFound(id);
     await this.o.builds.forget(id);
+    this.o.logs?.forget(id);
     this.o.log.info({ deploymentId: id, tenantId }, 'deployment deleted');
   }
 
@@ -180,10 +190,21 @@ export class DeploymentService {
 
   /** What installing the revision's dependencies printed (null: nothing installed, or not yet). */
   async buildLog(tenantId: string, id: string, revisionId: string) {
+    const r = await this.revisionRecord(tenantId, id, revisionId);
+    return { revision_id: r.id, status: r.status, build_log: r.build_log ?? null, steps: r.build_steps ?? [] };
+  }
+
+  /** The revision as stored (its build log included), for the tenant owning its deployment only. */
+  async revisionRecord(tenantId: string, id: string, revisionId: string): Promise<StoredRevision> {
     await this.require(tenantId, id);
     const r = await this.o.store.getRevision(id, revisionId);
     if (r === null) throw revisionNotFound(revisionId);
-    return { revision_id: r.id, status: r.status, build_log: r.build_log ?? null };
+    return r;
+  }
+
+  /** 404 unless the deployment is the tenant's (what every read of a deployment's own data checks first). */
+  async requireOwn(tenantId: string, id: string): Promise<void> {
+    await this.require(tenantId, id);
   }
 
   /** The deployment's secrets in the clear: for the process that runs it, never for an API answer. */

@@ -103,6 +103,25 @@ export interface StoredRevision {
   readonly graphs: Readonly<Record<string, string>> | null;
   /** The app config's `auth.path`, when it names one. */
   readonly auth_path: string | null;
-  /** What the dependency install printed (`npm ci` / `npm install`), its end when long; served by the build_log endpoint. */
+  /**
+   * The build's log: each step's start and end with its time, and what the dependency install printed (`npm ci` /
+   * `npm install`); its last BUILD_LOG_MAX characters when long. Written as the build runs (build-progress.ts) and
+   * served by the build_log endpoint.
+   */
   readonly build_log?: string | null;
+  /** Characters dropped from the start of `build_log` (it keeps its end): where a follower of the log stands. */
+  readonly build_log_offset?: number;
+  /** The build's steps so far, in order. */
+  readonly build_steps?: readonly BuildStep[];
+}
+
+/** One step of a build (`clone`, `config`, `install`, `load check`, `deploy`) as it runs. */
+export interface BuildStep {
+  readonly name: string;
+  readonly status: 'running' | 'done' | 'failed';
+  readonly started_at: string;
+  /** Null while it runs. */
+  readonly duration_ms: number | null;
+  /** Why it failed. */
+  readonly message?: string;
 }

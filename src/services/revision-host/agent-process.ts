@@ -9,7 +9,9 @@ import { createAgentServer, type AgentServer } from '../agent-server/app.ts';
 import { RedisAgentStore } from '../agent-server/store/redis-agent-store.ts';
 import { RedisCheckpointer } from '../agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from '../agent-server/store/redis-item-store.ts';
+import { GraphLoadError } from '../agent-server/app-config.ts';
 import { onMessages, openChildChannel, writeMessage } from './channel.ts';
+import { compileErrors, describeCompileErrors } from './compile-errors.ts';
 import { rememberedKeyAnswers } from './key-answers.ts';
 import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
 
@@ -39,7 +41,13 @@ onMessages(channel, (m) => {
   if (typeof type === 'string') handlers.get(type as ToChild['type'])?.(m as ToChild);
 });
 
-function oneLine(err: unknown, configPath: string): string {
+function oneLine(err: unknown, configPath: string, sourcePrefix: string): string {
+  // A syntax error's first line is `Transform failed with 1 error:`: the line that says where and what follows it.
+  const compiled = compileErrors(err, dirname(configPath), sourcePrefix);
+  if (compiled.length > 0) {
+    const key = err instanceof GraphLoadError ? `${err.key}: ` : '';
+    return `${key}${describeCompileErrors(compiled)}`.slice(0, 1000);
+  }
   const message = err instanceof Error ? err.message : String(err);
   const line = message.split('\n').find((l) => l.trim() !== '') ?? 'the app failed to load';
   // Paths of the app as the user knows them: relative to its folder (where it sits on this host is not theirs to know).
@@ -77,7 +85,7 @@ async function main(control: ProcessControl): Promise<void> {
       }),
     });
   } catch (err) {
-    send({ type: 'failed', reason: oneLine(err, control.configPath) });
+    send({ type: 'failed', reason: oneLine(err, control.configPath, control.sourcePrefix ?? '') });
     log.flush();
     process.exit(3);
   }

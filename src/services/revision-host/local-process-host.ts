@@ -51,6 +51,12 @@ export interface LocalProcessHostOptions {
   readonly sandbox?: SandboxSetting;
   /** TRUST_ALL_TENANTS: without a sandbox, run every organisation's deployments all the same. */
   readonly trustAllTenants?: boolean;
+  /** Each line a process prints, with whose process it is (known here, never read from the line). */
+  readonly onOutput?: (
+    owner: { deploymentId: string; revisionId: string },
+    stream: 'stdout' | 'stderr',
+    line: string,
+  ) => void;
 }
 
 export class LocalProcessHost implements RevisionHost {
@@ -105,6 +111,7 @@ export class LocalProcessHost implements RevisionHost {
     channel.on('error', () => channel.destroy());
     this.running.add(child);
     const lastLines: string[] = [];
+    const owner = { deploymentId: spec.deploymentId, revisionId: spec.revisionId };
     pipeOutput(
       { stdout: child.stdout!, stderr: child.stderr! },
       {
@@ -113,6 +120,7 @@ export class LocalProcessHost implements RevisionHost {
           lastLines.push(line);
           if (lastLines.length > 20) lastLines.shift();
         },
+        keep: this.o.onOutput && ((stream, line) => this.o.onOutput!(owner, stream, line)),
       },
     );
     let stopRequested = false;
@@ -198,6 +206,7 @@ export class LocalProcessHost implements RevisionHost {
       deploymentId: spec.deploymentId,
       revisionId: spec.revisionId,
       configPath: join(spec.appDir, spec.configPath),
+      sourcePrefix: spec.sourcePrefix ?? '',
       org: spec.org,
       redisUrl,
       dataPrefix: spec.dataPrefix,

@@ -15,6 +15,8 @@ export interface OutputLogOptions {
   readonly log: Logger;
   /** Every line kept (for the exit reason), budget or not. */
   readonly remember: (line: string) => void;
+  /** Every line within the budget, as printed (the deployment's own log: control-plane/serving/runtime-logs.ts). */
+  readonly keep?: (stream: 'stdout' | 'stderr', line: string) => void;
   /** Lines per second logged, sustained (default 200), and the burst (default 1000). */
   readonly linesPerSecond?: number;
   readonly burst?: number;
@@ -50,7 +52,10 @@ export function pipeOutput(streams: Record<'stdout' | 'stderr', Readable>, o: Ou
     readLines(stream, MAX_LINE, (line) => {
       if (line.trim() === '') return;
       o.remember(line);
-      if (take()) return logLine(o.log, name, line);
+      if (take()) {
+        o.keep?.(name, line);
+        return logLine(o.log, name, line);
+      }
       dropped++;
       if (!stream.isPaused()) {
         stream.pause();

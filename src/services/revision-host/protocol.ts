@@ -10,6 +10,8 @@ export interface ProcessControl {
   readonly revisionId: string;
   /** Absolute path of the app config. */
   readonly configPath: string;
+  /** The config's folder inside the repository ('' at its root): compile errors name files from the repository's root. */
+  readonly sourcePrefix?: string;
   /** The loopback port the host chose for it: the route's target, whatever the process says. */
   readonly port: number;
   readonly org: string | null;

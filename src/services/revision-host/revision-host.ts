@@ -14,6 +14,8 @@ export interface RevisionSpec {
   readonly appDir: string;
   /** The app config, relative to `appDir` (`langgraph.json`). */
   readonly configPath: string;
+  /** The folder of `appDir` inside the repository ('' or absent at its root), for the paths of compile errors. */
+  readonly sourcePrefix?: string;
   /** The organisation whose API keys the deployment accepts (without a custom auth handler); null = none. */
   readonly org: string | null;
   /** Environment of the app: the `env` of its langgraph.json, then its secrets (decrypted only into this process). */

@@ -87,6 +87,13 @@ describe('examples/deploy-client.ts', () => {
     expect(lines.at(-2)).toBe(`deleted deployment=${deploymentId}`);
     expect(lines.at(-1)).toBe('result ok exit=0');
     expect(lines.indexOf(`deployed revision=${firstRev}`)).toBeLessThan(lines.indexOf(patched));
+    // The build's steps, from its followed build log, before the revision is DEPLOYED.
+    const clone = lines.findIndex((l) =>
+      new RegExp(`^step revision=${firstRev} clone done in \\d+\\.\\d\\d s$`).test(l),
+    );
+    expect(clone, r.stdout).toBeGreaterThan(0);
+    expect(lines.some((l) => l.startsWith(`step revision=${firstRev} config done in `))).toBe(true);
+    expect(clone).toBeLessThan(lines.indexOf(`deployed revision=${firstRev}`));
     // It really went through the edge, and the deployment is gone.
     const deleted = await gw.logs.waitFor(
       (l) => l.msg === 'request' && l.status === 204 && typeof l.path === 'string' && l.path.includes(deploymentId!),

@@ -106,11 +106,15 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
     expect(refused.status).toBe(401);
     await refused.body?.cancel();
 
-    // The install ran for the packaged app only; its output is the build log.
+    // The install ran for the packaged app only; its output is in the build log, between the steps' lines.
     const logA = (await api.get(`/deployments/${a.id}/revisions/${a.latest_revision_id}/build_log`)).json;
-    expect(logA).toEqual({ revision_id: a.latest_revision_id, status: 'DEPLOYED', build_log: null });
+    expect(logA).toMatchObject({ revision_id: a.latest_revision_id, status: 'DEPLOYED' });
+    expect(logA.steps.map((s: { name: string }) => s.name)).toEqual(['clone', 'config', 'install', 'load check']);
+    expect(logA.build_log).toMatch(/^==> clone\n/);
+    expect(logA.build_log).toContain('==> install\n(no package.json next to the app config: nothing to install)\n');
+    expect(logA.build_log).not.toContain('$ npm');
     const logB = (await api.get(`/deployments/${b.id}/revisions/${b.latest_revision_id}/build_log`)).json;
-    expect(logB.build_log).toMatch(/^\$ npm install/);
+    expect(logB.build_log).toMatch(/^==> install\n\$ npm install/m);
   });
 
   it("npm ci with a lockfile; an install that fails fails the revision with npm's reason and keeps its log", async () => {
@@ -137,7 +141,7 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
     ).json;
     await deployed(api, locked.id, locked.latest_revision_id);
     const log = (await api.get(`/deployments/${locked.id}/revisions/${locked.latest_revision_id}/build_log`)).json;
-    expect(log.build_log).toMatch(/^\$ npm ci /);
+    expect(log.build_log).toMatch(/^==> install\n\$ npm ci /m);
 
     const unmet = (
       await api.post('/deployments', deploymentBody(packaged.url, { source_revision_config: { repo_ref: 'unmet' } }))
@@ -148,7 +152,8 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
       /^BUILD_FAILED: npm install failed: .*no such file or directory, open '\.\/no-such-package\.tgz'$/,
     );
     const failedLog = (await api.get(`/deployments/${unmet.id}/revisions/${unmet.latest_revision_id}/build_log`)).json;
-    expect(failedLog.build_log).toMatch(/^\$ npm install /);
+    expect(failedLog.build_log).toMatch(/^==> install\n\$ npm install /m);
+    expect(failedLog.build_log).toMatch(/^==> install failed in \d+\.\d\d s: npm install failed: /m);
     expect(t.cp.routes.get(unmet.id)).toBeUndefined();
     expect((await api.get(`/deployments/${unmet.id}`)).json.url).toBeNull();
   });

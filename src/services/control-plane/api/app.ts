@@ -9,6 +9,8 @@ import { checked, readJsonBody } from '../../shared/json-body.ts';
 import { isRedisError } from '../store/redis-store.ts';
 import { createBody, listDeploymentsQuery, listRevisionsQuery, patchBody } from './schemas.ts';
 import type { DeploymentService } from '../service.ts';
+import type { RuntimeLogs } from '../serving/runtime-logs.ts';
+import { logRoutes } from './log-routes.ts';
 
 /**
  * The control plane API as a Hono app, served under `/v2` and under its
@@ -23,6 +25,10 @@ export interface ControlPlaneDeps {
   readonly maxBodyBytes?: number;
   /** Deepest nesting of a JSON body (MAX_JSON_DEPTH); default 64. Deeper answers 422 `json_too_deep`. */
   readonly maxJsonDepth?: number;
+  /** Each deployment's own output (`/deployments/{id}/logs`); absent: none is kept (records only). */
+  readonly logs?: RuntimeLogs | null;
+  /** How often a followed build log reads the store (log-routes.ts). */
+  readonly buildLogPollMs?: number;
 }
 
 export const API_PREFIXES = ['/v2', '/api-host/v2'] as const;
@@ -35,6 +41,8 @@ export function controlPlaneApp({
   log,
   maxBodyBytes = 1024 * 1024,
   maxJsonDepth,
+  logs,
+  buildLogPollMs,
 }: ControlPlaneDeps): Hono<ControlPlaneEnv> {
   const api = new Hono<ControlPlaneEnv>();
   api.use('*', authenticate(keys));
@@ -67,9 +75,7 @@ export function controlPlaneApp({
   api.post('/deployments/:id/revisions/:revisionId/redeploy', async (c) =>
     c.json(await service.redeploy(c.get('tenantId'), c.req.param('id'), c.req.param('revisionId'))),
   );
-  api.get('/deployments/:id/revisions/:revisionId/build_log', async (c) =>
-    c.json(await service.buildLog(c.get('tenantId'), c.req.param('id'), c.req.param('revisionId'))),
-  );
+  logRoutes(api, { service, logs: logs ?? null, log, buildLogPollMs });
   // Known paths, other methods: 405 with the methods that work.
   notAllowed(api, '/deployments', 'GET, POST');
   notAllowed(api, '/deployments/:id', 'GET, PATCH, DELETE');
@@ -77,6 +83,7 @@ export function controlPlaneApp({
   notAllowed(api, '/deployments/:id/revisions/:revisionId', 'GET');
   notAllowed(api, '/deployments/:id/revisions/:revisionId/redeploy', 'POST');
   notAllowed(api, '/deployments/:id/revisions/:revisionId/build_log', 'GET');
+  notAllowed(api, '/deployments/:id/logs', 'GET');
 
   const app = new Hono<ControlPlaneEnv>();
   for (const prefix of API_PREFIXES) app.route(prefix, api);

@@ -143,3 +143,31 @@ export type ListDeploymentsQuery = z.infer<typeof listDeploymentsQuery>;
 export type ListRevisionsQuery = z.infer<typeof listRevisionsQuery>;
 
 export { validationIssues } from '../../shared/validation-issues.ts';
+
+/** `?follow=true`: the answer is a stream of server-sent events. */
+const flag = z
+  .enum(['true', 'false', '1', '0'])
+  .optional()
+  .transform((v) => v === 'true' || v === '1');
+
+export const buildLogQuery = z.object({ follow: flag });
+
+/** `since`: an entry's `id` (a cursor, digits) or a time (ISO 8601, e.g. `2026-11-27T12:00:00Z`). */
+const since = z
+  .string()
+  .max(64)
+  .transform((v, ctx) => {
+    if (/^\d{1,16}$/.test(v)) return { cursor: Number(v) };
+    const time = /^\d{4}-\d{2}-\d{2}/.test(v) ? Date.parse(v) : NaN;
+    if (Number.isNaN(time)) {
+      ctx.addIssue({ code: 'custom', message: 'must be the id of a log entry or an ISO 8601 time' });
+      return z.NEVER;
+    }
+    return { time };
+  });
+
+export const logsQuery = z.object({
+  since: since.optional(),
+  limit: z.coerce.number().int().min(1).max(2000).default(100),
+  follow: flag,
+});

@@ -12,7 +12,15 @@ export function deploymentView(d: StoredDeployment, url: string | null) {
 
 /** A revision as the API shows it. */
 export function revisionView(r: StoredRevision) {
-  const { seq: _seq, tenant_id: _tenant, build_log: _log, ...shown } = r;
+  // The build log has its own endpoint (log-routes.ts).
+  const {
+    seq: _seq,
+    tenant_id: _tenant,
+    build_log: _log,
+    build_log_offset: _offset,
+    build_steps: _steps,
+    ...shown
+  } = r;
   return shown;
 }
 

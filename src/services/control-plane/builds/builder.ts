@@ -21,6 +21,8 @@ export interface BuildRequest {
   readonly imageUri: string | null;
   /** Created by the build; removed again when it fails. */
   readonly workFolder: string;
+  /** Runs one step of the build (`clone`, `config`) so the build log shows it with its time (build-progress.ts). */
+  readonly step?: <T>(name: string, work: () => Promise<T>) => Promise<T>;
 }
 
 export interface BuildResult {
@@ -71,12 +73,17 @@ export class GitBuilder implements Builder {
     }
     const admitted = (await this.options.repoHosts?.admit(req.repoUrl)) ?? { refused: null, pin: null };
     if (admitted.refused !== null) throw new BuildFailure(admitted.refused);
+    const step = req.step ?? ((_name, work) => work());
+    const { repoUrl, repoRef, workFolder } = req;
     try {
-      const commitSha = await this.checkout(req.repoUrl, req.repoRef, req.workFolder, signal, admitted.pin);
-      const max = this.options.maxCheckoutBytes ?? CHECKOUT_MAX_BYTES;
-      if ((await folderBytes(req.workFolder, max)) > max)
-        throw new BuildFailure(`repo_url: the checkout of ${req.repoRef} is over its limit of ${mib(max)}`);
-      const config = await readAppConfig(req.workFolder, req.configPath, req.repoRef);
+      const commitSha = await step('clone', async () => {
+        const sha = await this.checkout(repoUrl, repoRef, workFolder, signal, admitted.pin);
+        const max = this.options.maxCheckoutBytes ?? CHECKOUT_MAX_BYTES;
+        if ((await folderBytes(workFolder, max)) > max)
+          throw new BuildFailure(`repo_url: the checkout of ${repoRef} is over its limit of ${mib(max)}`);
+        return sha;
+      });
+      const config = await step('config', () => readAppConfig(workFolder, req.configPath, repoRef));
       return { commitSha, graphs: config.graphs, authPath: config.authPath };
     } catch (err) {
       await rm(req.workFolder, { recursive: true, force: true });

@@ -52,6 +52,8 @@ export interface InstallOptions {
   readonly sandbox?: boolean;
   /** The folder npm may write in the sandbox: the checkout `appDir` is in; default `appDir`. */
   readonly writable?: string;
+  /** Each piece of the log as it comes (the build log's live view, build-progress.ts). */
+  readonly onOutput?: (text: string) => void;
 }
 
 export async function installDependencies(
@@ -63,6 +65,7 @@ export async function installDependencies(
     configFile = 'langgraph.json',
     sandbox = false,
     writable = appDir,
+    onOutput,
   }: InstallOptions,
 ): Promise<InstallResult> {
   if (!existsSync(join(appDir, 'package.json'))) return { log: null };
@@ -87,17 +90,20 @@ export async function installDependencies(
     env.npm_config_cache = join(own, '.npm');
   }
   const caFiles = ['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS'].flatMap((n) => (process.env[n] ? [process.env[n]] : []));
-  let log = `$ npm ${args.join(' ')}\n`;
-  if (!scripts) log += '(install scripts off: "install_scripts": true in the app config runs them)\n';
+  let log = '';
+  const print = (text: string) => {
+    log = (log + text).slice(-BUILD_LOG_MAX);
+    onOutput?.(text);
+  };
+  print(`$ npm ${args.join(' ')}\n`);
+  if (!scripts) print('(install scripts off: "install_scripts": true in the app config runs them)\n');
   const result = await runCommand('npm', args, {
     cwd: appDir,
     env,
     sandbox: sandbox ? { dir: writable, home, readOnly: caFiles } : undefined,
     timeoutMs,
     signal,
-    onOutput: (text) => {
-      log = (log + text).slice(-BUILD_LOG_MAX);
-    },
+    onOutput: print,
   })
     .catch((err: Error) => {
       throw new BuildFailure(`npm could not run: ${err.message}`);

@@ -2,11 +2,12 @@ import { readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildFailure } from './builder.ts';
+import { BuildProgress } from './build-progress.ts';
 import { openRepoUrl } from './repo-url.ts';
 import { canMove, moveRevision } from '../revision-state.ts';
 import type { RevisionStatus, StoredDeployment, StoredRevision } from '../types.ts';
 import { RevisionLoadError, type RunningRevision } from '../../revision-host/revision-host.ts';
-import { InstallCancelled, InstallFailure, installDependencies } from './install.ts';
+import { InstallCancelled, installDependencies } from './install.ts';
 import type { BuildsOptions } from './builds.ts';
 import { revisionReached } from '../../../metrics/control-plane-metrics.ts';
 
@@ -42,9 +43,11 @@ export class RevisionRun {
   async run(queued: StoredRevision, signal: AbortSignal): Promise<void> {
     const { deployment_id: deploymentId, id: revisionId } = queued;
     const log = this.o.log.child({ deploymentId, revisionId });
+    const progress = new BuildProgress({ store: this.o.store, deploymentId, revisionId, now: this.o.now, log });
+    // Every move carries the build log so far: the final status and the final log are one write.
     const move = async (from: RevisionStatus, to: RevisionStatus, message: string | null = null, changes = {}) => {
       const moved = await this.o.store.updateRevision(deploymentId, revisionId, (cur) =>
-        cur.status === from ? moveRevision(cur, to, this.o.now(), message, changes) : null,
+        cur.status === from ? moveRevision(cur, to, this.o.now(), message, { ...changes, ...progress.fields() }) : null,
       );
       if (moved === null) throw new Settled();
       log.info({ status: to }, 'revision status');
@@ -68,6 +71,7 @@ export class RevisionRun {
             configPath: cfg.langgraph_config_path ?? 'langgraph.json',
             imageUri: cfg.image_uri,
             workFolder: this.folderOf(deploymentId, revisionId),
+            step: (name, work) => progress.step(name, work),
           },
           signal,
         );
@@ -81,42 +85,45 @@ export class RevisionRun {
         source_revision_config: { ...cfg, repo_commit_sha: result.commitSha },
         graphs: result.graphs,
         auth_path: result.authPath,
-        build_log: null as string | null,
       };
       if (this.o.serving && result.graphs !== null) {
-        const failed = async (reason: string, buildLog: string | null) => {
+        const failed = async (reason: string) => {
           await rm(this.folderOf(deploymentId, revisionId), { recursive: true, force: true });
-          await move('BUILDING', 'BUILD_FAILED', `BUILD_FAILED: ${reason}`, { ...changes, build_log: buildLog });
+          await move('BUILDING', 'BUILD_FAILED', `BUILD_FAILED: ${reason}`, changes);
           log.warn({ reason }, 'build failed');
         };
         const folder = this.folderOf(deploymentId, revisionId);
         const configPath = join(folder, changes.source_revision_config.langgraph_config_path ?? 'langgraph.json');
         const refusal = (await this.o.sandbox?.refusal(rev.tenant_id)) ?? null;
-        if (refusal !== null) return await failed(refusal, null);
+        if (refusal !== null) return await failed(refusal);
         try {
-          changes.build_log = (
-            await installDependencies(dirname(configPath), {
+          await progress.step('install', async () => {
+            const installed = await installDependencies(dirname(configPath), {
               timeoutMs: this.o.installTimeoutMs ?? 600_000,
               signal,
               maxBytes: this.o.nodeModulesMaxBytes,
               configFile: basename(configPath),
               sandbox: this.o.sandbox?.mode === 'bwrap',
               writable: folder,
-            })
-          ).log;
+              onOutput: (text) => progress.append(text),
+            });
+            if (installed.log === null)
+              progress.append('(no package.json next to the app config: nothing to install)\n');
+          });
         } catch (err) {
           if (signal.aborted || err instanceof InstallCancelled) throw new Settled();
           if (!(err instanceof BuildFailure)) throw err;
-          return await failed(err.message, err instanceof InstallFailure ? err.log : null);
+          return await failed(err.message);
         }
         const d = await this.o.store.getDeployment(rev.tenant_id, deploymentId);
         if (d === null) throw new Settled();
         try {
-          proc = await this.o.serving.launch(d, { ...rev, ...changes }, signal);
+          const serving = this.o.serving;
+          proc = await progress.step('load check', () => serving.launch(d, { ...rev, ...changes }, signal));
         } catch (err) {
           if (signal.aborted) throw new Settled();
           if (!(err instanceof RevisionLoadError)) throw err;
-          return await failed(err.message, changes.build_log);
+          return await failed(err.message);
         }
       }
       await this.pause(signal);

@@ -28,6 +28,7 @@ export async function launchRevision(
       revisionId: rev.id,
       appDir,
       configPath: posix.basename(configFile),
+      sourcePrefix: posix.dirname(configFile) === '.' ? '' : posix.dirname(configFile),
       org,
       env,
       memoryMb: memoryOf(d) ?? o.memoryMb,
