@@ -80,7 +80,7 @@ export function compile(rules: readonly Rule[], guards: readonly Guard[] = []): 
       return Object.freeze({
         ...base,
         conditional: withMatch.length > 0 ? new ConditionalGuards(base, withMatch) : null,
-      }) as Match;
+      });
     }),
   );
 
