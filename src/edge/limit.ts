@@ -27,7 +27,7 @@ export interface Verdict {
    * Allowed and in-flight limits applied: the slots taken, which the caller gives back when the response ends (or,
    * `until: run`, when the run it started ends; see slot-hold.ts). A WebSocket gives them back when it closes.
    */
-  readonly lease?: Lease;
+  readonly lease?: Lease | undefined;
   /** Some in-flight limit applied is held `until: run`. */
   readonly untilRun?: boolean;
 }
@@ -116,16 +116,10 @@ export function limitStep(options: LimitStepOptions) {
       ratelimit: rateLimitHeader(limits, outcome.buckets),
     };
     if (outcome.allowed) {
-      const allowed: Verdict = {
-        match,
-        decision: 'allowed',
-        fellBack,
-        category: limits[0]!.category,
-        guard: null,
-        headers,
-      };
-      if (outcome.lease === undefined) return allowed;
-      return { ...allowed, lease: counted(outcome.lease, shape.slots, metrics), untilRun: shape.untilRun };
+      // One shape for every allowed verdict, lease or not (the handler reads them all).
+      const lease = outcome.lease === undefined ? undefined : counted(outcome.lease, shape.slots, metrics);
+      const category = limits[0]!.category;
+      return { match, decision: 'allowed', fellBack, category, guard: null, headers, lease, untilRun: shape.untilRun };
     }
     // The rule's own limits come first, then the guards': the category is the first bucket's that ran out.
     const ranOut =
