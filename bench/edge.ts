@@ -4,7 +4,8 @@
  * features: the floor), the edge with the memory store, the edge with Redis, and
  * the fastify peer (fastify + @fastify/rate-limit on Redis + @fastify/http-proxy)
  * with the same limits; one key and 1,000 rotating keys each; then the edge
- * on Redis again with LOG_LEVEL=warn to show what per-request logging costs; then the edge on Redis with WORKERS=1
+ * on Redis again with LOG_LEVEL=warn to show what per-request logging costs; the edge (memory, Redis) with an
+ * in-flight guard on every request beside the same edge without; then the edge on Redis with WORKERS=1
  * and WORKERS=n side by side (bench/README.md says on which CPUs).
  * Correctness first: every target must answer 200 with the upstream's body
  * and its rate-limit headers, or the run exits 1 before anything is timed.
@@ -75,6 +76,13 @@ if (loadCpu !== null) pinSelf(loadCpu);
 
 const tmp = mkdtempSync(join(tmpdir(), 'gateway-bench-'));
 writeFileSync(join(tmp, 'us.yaml'), benchRules(readFileSync(join(ROOT, 'rules', 'us.yaml'), 'utf8')));
+// The `-inflight` targets: the same file plus an in-flight guard on every request (IN_FLIGHT_GUARD).
+const inFlightRulesDir = join(tmp, 'in-flight');
+mkdirSync(inFlightRulesDir);
+writeFileSync(
+  join(inFlightRulesDir, 'us.yaml'),
+  benchRules(readFileSync(join(ROOT, 'rules', 'us.yaml'), 'utf8'), true),
+);
 // The other checkout is measured with its own rule file (in the form its loader reads).
 const altRulesDir = ALT_ROOT ? join(tmp, 'alt') : tmp;
 if (ALT_ROOT) {
@@ -130,6 +138,7 @@ let services = new Map<TargetName, Service>();
 try {
   ({ upstream, services } = await startTargets({
     rulesDir: tmp,
+    inFlightRulesDir,
     altRulesDir,
     profileFlags,
     proxyCpu,

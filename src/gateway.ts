@@ -8,6 +8,7 @@ import { DeploymentUpstreams } from './routing/deployment-upstreams.ts';
 import { edgeHandler } from './edge/handler.ts';
 import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
+import { RunHolds } from './edge/run-holds.ts';
 import { router } from './routing/router.ts';
 import { BreakerLimiter } from './limiter/breaker.ts';
 import { storeFromSettings } from './limiter/from-settings.ts';
@@ -175,8 +176,10 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       storeFailing = true;
     },
   });
+  const runs = new RunHolds({ log: log.child({ component: 'run-holds' }) });
   const handle = edgeHandler({
     limit,
+    runs,
     ...(settings.keyCheck && { keyCheck: keyCheck(bundled.keys()) }),
     route: router({
       ...upstreams,
@@ -253,6 +256,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       changed();
       rules.close();
       await edge.close(settings.drainMs);
+      runs.close();
       await Promise.all([
         limiter.close(),
         upstreams.controlPlane.pool.close(),

@@ -6,7 +6,7 @@
  */
 import { request } from 'node:http';
 import type { Redis } from 'ioredis';
-import { usesRedis, type TargetName } from './edge-settings.ts';
+import { IN_FLIGHT_GUARD, IN_FLIGHT_SLOTS, isInFlightTarget, usesRedis, type TargetName } from './edge-settings.ts';
 import { scriptCalls } from './redis-keys.ts';
 
 export interface Reply {
@@ -72,6 +72,20 @@ export async function checkPath(
   return [];
 }
 
+/** An `-inflight` target takes a slot of the in-flight guard on every measured path (and says so in its headers). */
+async function inFlightChecked(url: string, paths: readonly LimitedPath[]): Promise<string[]> {
+  const policy = `"guard.${IN_FLIGHT_GUARD.id}";q=${IN_FLIGHT_SLOTS};qu="concurrent-requests"`;
+  const problems: string[] = [];
+  for (const mode of paths) {
+    const reply = await get(url + mode.path, { 'x-api-key': `in-flight-check-${mode.rule}` });
+    if (!String(reply.headers['ratelimit-policy'] ?? '').includes(policy))
+      problems.push(`GET ${mode.path}: RateLimit-Policy lacks ${policy}`);
+    if (!new RegExp(`"guard\\.${IN_FLIGHT_GUARD.id}";r=\\d+(,|$)`).test(String(reply.headers.ratelimit ?? '')))
+      problems.push(`GET ${mode.path}: no RateLimit item for the in-flight guard`);
+  }
+  return problems;
+}
+
 /**
  * Whether a target counts in Redis. Bucket keys cannot show it (a GCRA key
  * lives only until its bucket is full again: milliseconds here), so count the
@@ -123,6 +137,8 @@ export async function checkTargets(
         ...(await checkPath(service.url, flavour, mode, checkKey, upstreamBody)).map((p) => `${target} ${p}`),
       );
     }
+    if (isInFlightTarget(target))
+      problems.push(...(await inFlightChecked(service.url, paths)).map((p) => `${target} ${p}`));
     if (usesRedis(target))
       problems.push(...(await countsInRedis(redis, service.url, rotating, checkKey)).map((p) => `${target}: ${p}`));
   }

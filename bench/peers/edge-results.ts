@@ -41,6 +41,14 @@ const PAIRS = {
   edge_redis_over_bare_proxy_one_key: ['edge-redis', 1, 'bare-proxy', ROTATING_KEYS],
   edge_redis_over_fastify_redis_1000_keys: ['edge-redis', ROTATING_KEYS, 'fastify-redis', ROTATING_KEYS],
   edge_redis_over_fastify_redis_one_key: ['edge-redis', 1, 'fastify-redis', 1],
+  edge_memory_inflight_over_edge_memory_1000_keys: [
+    'edge-memory-inflight',
+    ROTATING_KEYS,
+    'edge-memory',
+    ROTATING_KEYS,
+  ],
+  edge_redis_inflight_over_edge_redis_1000_keys: ['edge-redis-inflight', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
+  edge_redis_inflight_over_edge_redis_one_key: ['edge-redis-inflight', 1, 'edge-redis', 1],
   edge_redis_warn_over_info_1000_keys: ['edge-redis-warn', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
   edge_redis_alt_over_edge_redis_1000_keys: ['edge-redis-alt', ROTATING_KEYS, 'edge-redis', ROTATING_KEYS],
   edge_workers_n_over_1_1000_keys: ['edge-workers-n', ROTATING_KEYS, 'edge-workers-1', ROTATING_KEYS],
@@ -63,6 +71,9 @@ export function printVerdicts(results: readonly Row[]) {
   line('edge-redis / bare-proxy, one key:', 'edge_redis_over_bare_proxy_one_key');
   line('edge-redis / fastify-redis, 1,000 keys:', 'edge_redis_over_fastify_redis_1000_keys');
   line('edge-redis / fastify-redis, one key:', 'edge_redis_over_fastify_redis_one_key');
+  line('edge-memory + in-flight guard / without, 1,000 keys:', 'edge_memory_inflight_over_edge_memory_1000_keys');
+  line('edge-redis + in-flight guard / without, 1,000 keys:', 'edge_redis_inflight_over_edge_redis_1000_keys');
+  line('edge-redis + in-flight guard / without, one key:', 'edge_redis_inflight_over_edge_redis_one_key');
   line('edge-redis LOG_LEVEL warn / info, 1,000 keys:', 'edge_redis_warn_over_info_1000_keys');
   if (ALT_ROOT) line(`edge-redis ${ALT_ROOT} / this tree, 1,000 keys:`, 'edge_redis_alt_over_edge_redis_1000_keys');
   line(`edge-redis WORKERS=${WORKERS_N} / WORKERS=1, 1,000 keys:`, 'edge_workers_n_over_1_1000_keys');

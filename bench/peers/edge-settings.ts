@@ -79,10 +79,10 @@ export const ROTATING: LimitedPath = { path: '/some/path', rule: 'default', coun
  * out of reach (100 million), so that the guards' buckets are counted on every request, as in production, but the
  * load generator (one client IP) never meets their ceiling.
  */
-export function benchRules(text: string): string {
+export function benchRules(text: string, inFlight = false): string {
   const parsed = parse(text) as unknown;
   const file = (Array.isArray(parsed) ? { rules: parsed } : parsed) as {
-    guards?: { count: number }[];
+    guards?: { count?: number; concurrent?: number }[];
     rules: unknown[];
   };
   const oneKey = {
@@ -93,16 +93,37 @@ export function benchRules(text: string): string {
   const rules = [oneKey, ...file.rules];
   const header = '# Written by bench/edge.ts from rules/us.yaml (see benchRules).\n';
   // A file without guards stays a bare list: the form every version of the loader reads.
-  if (file.guards === undefined) return header + stringify(rules);
-  const guards = file.guards.map((g) => ({ ...g, count: ONE_KEY.count }));
+  if (file.guards === undefined && !inFlight) return header + stringify(rules);
+  // In-flight guards (the run-starting endpoints' in the shipped files) get the most slots a file may give.
+  const guards = (file.guards ?? []).map((g) =>
+    g.concurrent === undefined ? { ...g, count: ONE_KEY.count } : { ...g, concurrent: IN_FLIGHT_SLOTS },
+  );
+  if (inFlight) guards.push(IN_FLIGHT_GUARD);
   return header + stringify({ guards, rules });
 }
+
+/** Slots of the in-flight guard: out of reach (the load generator holds at most CONNECTIONS at once). */
+export const IN_FLIGHT_SLOTS = 1_000_000;
+/**
+ * The `-inflight` targets' extra guard: a slot per API key held until the response ends, on every request a rule
+ * decides (both measured paths), taken in the same store call as the buckets and given back when the response ends.
+ */
+export const IN_FLIGHT_GUARD = {
+  id: 'bench-in-flight',
+  by: 'api-key',
+  concurrent: IN_FLIGHT_SLOTS,
+  until: 'response',
+  category: 'Benchmark in flight',
+};
+export const isInFlightTarget = (t: TargetName) => t.endsWith('-inflight');
 
 export type TargetName =
   | 'direct'
   | 'bare-proxy'
   | 'edge-memory'
   | 'edge-redis'
+  | 'edge-memory-inflight'
+  | 'edge-redis-inflight'
   | 'fastify-redis'
   | 'edge-redis-warn'
   | 'edge-redis-alt'
@@ -115,6 +136,8 @@ export const LABELS: Record<TargetName, string> = {
   'bare-proxy': 'bare proxy (http + undici)',
   'edge-memory': 'edge, memory store',
   'edge-redis': 'edge, Redis',
+  'edge-memory-inflight': 'edge, memory store, + in-flight guard',
+  'edge-redis-inflight': 'edge, Redis, + in-flight guard',
   'fastify-redis': 'fastify peer, Redis',
   'edge-redis-warn': 'edge, Redis, LOG_LEVEL=warn',
   'edge-redis-alt': `edge, Redis, ${ALT_ROOT ?? ''}`,
@@ -130,6 +153,9 @@ export const SCENARIOS: readonly { target: TargetName; keys: number }[] = (
     { target: 'edge-memory', keys: ROTATING_KEYS },
     { target: 'edge-redis', keys: 1 },
     { target: 'edge-redis', keys: ROTATING_KEYS },
+    { target: 'edge-memory-inflight', keys: ROTATING_KEYS },
+    { target: 'edge-redis-inflight', keys: 1 },
+    { target: 'edge-redis-inflight', keys: ROTATING_KEYS },
     ...(ALT_ROOT ? [{ target: 'edge-redis-alt', keys: ROTATING_KEYS } as const] : []),
     { target: 'fastify-redis', keys: 1 },
     { target: 'fastify-redis', keys: ROTATING_KEYS },
@@ -141,14 +167,17 @@ export const SCENARIOS: readonly { target: TargetName; keys: number }[] = (
 export const runs = (target: TargetName) => SCENARIOS.some((s) => s.target === target);
 /** Targets that count in Redis (the others never touch it). */
 export const usesRedis = (target: TargetName) =>
-  target !== 'direct' && target !== 'bare-proxy' && target !== 'edge-memory';
+  target !== 'direct' && target !== 'bare-proxy' && target !== 'edge-memory' && target !== 'edge-memory-inflight';
 
 export const runId = `${Date.now().toString(36)}-${process.pid.toString(36)}`;
-export const edgePrefix = (t: EdgeTarget) => `bench-${runId}-${t.slice(5)}`;
+/** Within KEY_PREFIX's 32 characters: the target without its `edge-`, `-inflight` shortened. */
+export const edgePrefix = (t: EdgeTarget) => `bench-${runId}-${t.slice(5).replace('-inflight', '-if')}`;
 export const peerNamespace = `bench-${runId}-fastify-`;
 export const EDGE_TARGETS = [
   'edge-memory',
   'edge-redis',
+  'edge-memory-inflight',
+  'edge-redis-inflight',
   'edge-redis-warn',
   'edge-redis-alt',
   'edge-workers-1',
@@ -158,6 +187,6 @@ export const EDGE_TARGETS = [
 export const isWorkersTarget = (t: TargetName) => t === 'edge-workers-1' || t === 'edge-workers-n';
 /** Redis key patterns this run writes, deleted at the end (SCAN + UNLINK; the shared Redis is never flushed). */
 export const redisPatterns = [
-  ...EDGE_TARGETS.filter((t) => t !== 'edge-memory').map((t) => `${edgePrefix(t)}:*`),
+  ...EDGE_TARGETS.filter((t) => usesRedis(t)).map((t) => `${edgePrefix(t)}:*`),
   `${peerNamespace}*`,
 ];

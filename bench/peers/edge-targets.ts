@@ -11,6 +11,7 @@ import {
   EDGE_TARGETS,
   edgePrefix,
   FAIL_MODE,
+  isInFlightTarget,
   isWorkersTarget,
   ONE_KEY,
   peerNamespace,
@@ -18,6 +19,7 @@ import {
   ROTATING,
   runs,
   STORE_TIMEOUT_MS,
+  usesRedis,
   WORKERS_N,
   type EdgeTarget,
   type TargetName,
@@ -27,6 +29,8 @@ import { freePort, startService, type Service } from './processes.ts';
 export interface TargetOptions {
   /** The RULES_DIR the edges use: a copy of rules/us.yaml with the one-key rule first. */
   readonly rulesDir: string;
+  /** The same plus an in-flight guard (IN_FLIGHT_GUARD), for the `-inflight` targets. */
+  readonly inFlightRulesDir: string;
   /** The same for the other checkout (edge-redis-alt), from its own rules/us.yaml. */
   readonly altRulesDir: string;
   /** `node --cpu-prof` flags for a target that is profiled. */
@@ -49,7 +53,7 @@ async function startEdge(target: EdgeTarget, upstreamUrl: string, o: TargetOptio
     PORT: String(port ?? 0),
     ADMIN_PORT: '0',
     REGION: 'us',
-    RULES_DIR: target === 'edge-redis-alt' ? o.altRulesDir : o.rulesDir,
+    RULES_DIR: target === 'edge-redis-alt' ? o.altRulesDir : isInFlightTarget(target) ? o.inFlightRulesDir : o.rulesDir,
     LOG_LEVEL: target === 'edge-redis-warn' ? 'warn' : 'info',
     AGENT_SERVER_URL: upstreamUrl,
     CONTROL_PLANE_URL: upstreamUrl,
@@ -60,7 +64,7 @@ async function startEdge(target: EdgeTarget, upstreamUrl: string, o: TargetOptio
   };
   for (const name of ['REDIS_URL', 'REDIS_CLUSTER_NODES', 'TRUST_PROXY', 'STORE_TIMEOUT_MS']) delete env[name];
   if (STORE_TIMEOUT_MS) env.STORE_TIMEOUT_MS = STORE_TIMEOUT_MS;
-  if (target !== 'edge-memory') env.REDIS_URL = o.redisUrl;
+  if (usesRedis(target)) env.REDIS_URL = o.redisUrl;
   env.WORKERS = target === 'edge-workers-n' ? String(WORKERS_N) : '1';
   const root = target === 'edge-redis-alt' ? ALT_ROOT! : ROOT;
   return startService(

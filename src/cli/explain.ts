@@ -3,14 +3,14 @@ import { compile } from '../rules/compile.ts';
 import { explainMatch } from '../rules/explain.ts';
 import { covers } from '../rules/guards.ts';
 import type { Region } from '../region.ts';
-import { IDENTITIES, identityOf, ipIdentity, type Headers } from '../rules/identity.ts';
+import { IDENTITIES, identityOf, identityPresent, ipIdentity, presenceOf, type Headers } from '../rules/identity.ts';
 import { loadRuleFile, regionRuleFile } from '../rules/load.ts';
 import { deploymentPath } from '../routing/router.ts';
 import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import { requestTarget } from '../edge/request-target.ts';
 import type { EdgeSettings } from '../settings/edge.ts';
 import type { Output } from '../process/output.ts';
-import type { Guard, Limit, Rule } from '../rules/types.ts';
+import type { Alternative, Guard, Limit, Rule } from '../rules/types.ts';
 
 export interface ExplainRequest {
   readonly method: string;
@@ -24,7 +24,7 @@ export interface ExplainRequest {
 /**
  * `gateway explain METHOD PATH`: which rule decides, every rule passed over
  * and why, the buckets that apply and the store key each would use (the
- * identity digested, never the raw value).
+ * identity digested, never the raw value); in-flight limits show their slots and when a slot is given back.
  */
 export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output): number {
   const file = regionRuleFile(settings.rulesDir, req.region);
@@ -41,8 +41,7 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   const bucket = (l: Limit) => ({
     policy: l.policy,
     by: l.by,
-    count: l.count,
-    per_seconds: l.perSeconds,
+    ...(l.until === null ? { count: l.count, per_seconds: l.perSeconds } : { concurrent: l.count, until: l.until }),
     category: l.category,
     key: bucketKey(scheme, l.scope, l.by, identityOf(request, l.by)),
   });
@@ -89,14 +88,14 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   out.log('');
   out.log('Buckets (a request passes only if every one has a token; a denied request takes none):');
   for (const l of limits) {
-    out.log(`  ${l.policy}: ${l.count} per ${l.per_seconds}s, by ${l.by}, category "${l.category}"`);
+    out.log(`  ${l.policy}: ${amount(l)}, by ${l.by}, category "${l.category}"`);
     out.log(`      key ${l.key}`);
   }
   const absent = match.rule.limits.filter((l) => !match.limits.includes(l));
   // Only a kind with a header can be absent (the others are always present).
   for (const l of absent)
     out.log(`  (${l.policy} does not apply: the request carries no ${IDENTITIES[l.by].header ?? l.by})`);
-  explainGuards(guards, match.rule, applied, out);
+  explainGuards(guards, match.rule, applied, req.headers, out);
   return 0;
 }
 
@@ -104,31 +103,53 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
 function explainGuards(
   guards: readonly Guard[],
   rule: Rule,
-  applied: readonly {
-    guard: string | null;
-    policy: string;
-    by: string;
-    count: number;
-    per_seconds: number;
-    category: string;
-    key: string;
-  }[],
+  applied: readonly (Explained & { guard: string | null })[],
+  headers: Headers,
   out: Output,
 ): void {
   if (guards.length === 0) return;
   out.log('');
   out.log('Guards (taken from in the same all-or-nothing call as the buckets above):');
   for (const g of applied) {
-    out.log(`  ${g.policy}: ${g.count} per ${g.per_seconds}s, by ${g.by}, category "${g.category}"`);
+    out.log(`  ${g.policy}: ${amount(g)}, by ${g.by}, category "${g.category}"`);
     out.log(`      key ${g.key}`);
   }
   for (const g of guards) {
     if (applied.some((a) => a.guard === g.id)) continue;
-    const why = covers(g, rule)
-      ? `the request carries no ${IDENTITIES[g.limit.by].header ?? g.limit.by}`
-      : `it covers only ${g.rules!.join(', ')}`;
+    const why = !covers(g, rule)
+      ? `it covers only ${g.rules!.join(', ')}`
+      : !identityPresent(g.limit.by, presenceOf(headers))
+        ? `the request carries no ${IDENTITIES[g.limit.by].header ?? g.limit.by}`
+        : `the request fits none of its own match: ${describeAlternatives(g.alternatives ?? [])}`;
     out.log(`  (${g.limit.policy} does not apply: ${why})`);
   }
+}
+
+/** One bucket as explain shows it: a rate (`count`, `per_seconds`) or in flight (`concurrent`, `until`). */
+interface Explained {
+  readonly policy: string;
+  readonly by: string;
+  readonly count?: number;
+  readonly per_seconds?: number;
+  readonly concurrent?: number;
+  readonly until?: string;
+  readonly category: string;
+  readonly key: string;
+}
+
+function amount(l: Explained): string {
+  if (l.concurrent !== undefined)
+    return `${l.concurrent} in flight (a slot held until the ${l.until === 'run' ? 'run the response starts' : 'response'} ends)`;
+  return `${l.count} per ${l.per_seconds}s`;
+}
+
+function describeAlternatives(alternatives: readonly Alternative[]): string {
+  return alternatives
+    .map(
+      (a) =>
+        `${a.methods ? a.methods.join('|') : 'any method'} ${a.path ? `${a.path.kind} ${a.path.value}` : 'any path'}`,
+    )
+    .join('; ');
 }
 
 /** The path the edge matches and forwards (ESCAPED_SLASHES applied); a target it refuses says so. */

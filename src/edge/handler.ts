@@ -24,6 +24,8 @@ import type { KeyCheck } from './key-check.ts';
 import type { TrustedProxies } from './client-ip.ts';
 import { identityReader } from './request-identity.ts';
 import type { Verdict } from './limit.ts';
+import type { RunHolds } from './run-holds.ts';
+import { settleSlots } from './slot-hold.ts';
 import type { MatchRequest } from '../rules/compile.ts';
 
 export interface EdgeOptions {
@@ -46,6 +48,8 @@ export interface EdgeOptions {
   readonly maxIdentityLength?: number;
   /** ESCAPED_SLASHES: what `%2F` / `%5C` in a path does (default `reject`). */
   readonly escapedSlashes?: EscapedSlashes;
+  /** Where in-flight slots held `until: run` wait for their run (absent: released when the response ends). */
+  readonly runs?: RunHolds;
 }
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -74,6 +78,8 @@ export function edgeHandler(options: EdgeOptions) {
     let verdict: Verdict | null = null;
     let upstream: Upstream | null = null;
     let status = 0;
+    let forwarded: Record<string, string | string[]> | null = null;
+    let contentLocation: string | undefined;
     try {
       const target = requestTarget(req.url ?? '');
       path = normalizePath(target, escapedSlashes);
@@ -108,7 +114,7 @@ export function edgeHandler(options: EdgeOptions) {
       if (upstream === null) throw missingDeployment(destination, deployment);
       const q = target.indexOf('?');
       const query = q === -1 ? '' : target.slice(q);
-      const forwarded = upstreamRequestHeaders(req.headers, {
+      forwarded = upstreamRequestHeaders(req.headers, {
         clientIp: identity.clientIp,
         trustedPeer: identity.trustedPeer,
         proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
@@ -127,7 +133,9 @@ export function edgeHandler(options: EdgeOptions) {
         headers: forwarded,
         extraHeaders: extra,
       };
-      status = (await forward(to, options.forward, metrics)).status;
+      const result = await forward(to, options.forward, metrics);
+      status = result.status;
+      contentLocation = result.contentLocation;
     } catch (err) {
       const error = asGatewayError(err);
       status = error.status;
@@ -135,6 +143,9 @@ export function edgeHandler(options: EdgeOptions) {
       // A limit that applied (a token was taken) shows on the error too: 413, 502, 504 after the limit step.
       sendError(res, error, { ...verdict?.headers, 'x-request-id': requestId });
     } finally {
+      // In-flight slots: given back now that the response has ended, or when the run it started ends.
+      if (verdict?.lease !== undefined)
+        settleSlots(verdict, { status, contentLocation, upstream, headers: forwarded }, options.runs);
       const decision = verdict?.decision ?? 'unlimited';
       metrics?.requests.inc({
         rule: verdict?.match.rule.id ?? '',

@@ -1,5 +1,5 @@
 import { cachedBucketKeys, type KeyScheme } from '../limiter/bucket-key.ts';
-import { StoreError, type Bucket, type Limiter, type LimitOutcome } from '../limiter/types.ts';
+import { StoreError, type Bucket, type Lease, type Limiter, type LimitOutcome } from '../limiter/types.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Match, Matcher, MatchRequest } from '../rules/compile.ts';
 import { identityOf } from '../rules/identity.ts';
@@ -23,6 +23,13 @@ export interface Verdict {
   /** Response headers: RateLimit-Policy, RateLimit, and Retry-After on a denial. */
   readonly headers: Readonly<Record<string, string>>;
   readonly retryAfter?: number;
+  /**
+   * Allowed and in-flight limits applied: the slots taken, which the caller gives back when the response ends (or,
+   * `until: run`, when the run it started ends; see slot-hold.ts). A WebSocket gives them back when it closes.
+   */
+  readonly lease?: Lease | undefined;
+  /** Some in-flight limit applied is held `until: run`. */
+  readonly untilRun?: boolean;
 }
 
 export interface LimitStepOptions {
@@ -53,10 +60,10 @@ export function limitStep(options: LimitStepOptions) {
   const instances = options.expectedInstances ?? 1;
   const storeName = options.storeName ?? 'store';
   const keyOf = cachedBucketKeys(scheme);
-  const policies = new WeakMap<Match, string>();
-  const policyOf = (m: Match) => {
-    let p = policies.get(m);
-    if (p === undefined) policies.set(m, (p = policyHeader(m.limits)));
+  const shapes = new WeakMap<Match, MatchShape>();
+  const shapeOf = (m: Match) => {
+    let p = shapes.get(m);
+    if (p === undefined) shapes.set(m, (p = matchShape(m)));
     return p;
   };
 
@@ -84,10 +91,12 @@ export function limitStep(options: LimitStepOptions) {
     const match = matcher().match(request);
     if (match === null) return null;
     const { rule, limits } = match;
+    const shape = shapeOf(match);
     const buckets = limits.map((l) => ({
       key: keyOf(l.scope, l.by, identityOf(request, l.by)),
       capacity: l.count,
       perSeconds: l.perSeconds,
+      inFlight: l.until !== null,
     }));
     const started = performance.now();
     let outcome: LimitOutcome | null;
@@ -103,11 +112,15 @@ export function limitStep(options: LimitStepOptions) {
       return { match, decision: 'store-down', fellBack, category: limits[0]!.category, guard: null, headers: {} };
 
     const headers: Record<string, string> = {
-      'ratelimit-policy': policyOf(match),
+      'ratelimit-policy': shape.policy,
       ratelimit: rateLimitHeader(limits, outcome.buckets),
     };
-    if (outcome.allowed)
-      return { match, decision: 'allowed', fellBack, category: limits[0]!.category, guard: null, headers };
+    if (outcome.allowed) {
+      // One shape for every allowed verdict, lease or not (the handler reads them all).
+      const lease = outcome.lease === undefined ? undefined : counted(outcome.lease, shape.slots, metrics);
+      const category = limits[0]!.category;
+      return { match, decision: 'allowed', fellBack, category, guard: null, headers, lease, untilRun: shape.untilRun };
+    }
     // The rule's own limits come first, then the guards': the category is the first bucket's that ran out.
     const ranOut =
       limits[
@@ -125,6 +138,38 @@ export function limitStep(options: LimitStepOptions) {
     const retryAfter = retryAfterSeconds(outcome.retryAfterMs);
     headers['retry-after'] = String(retryAfter);
     return { match, decision: 'denied', fellBack, category, guard, headers, retryAfter };
+  };
+}
+
+/** What the limit step keeps per decision: its policy header, its in-flight policies, whether one holds until a run ends. */
+interface MatchShape {
+  readonly policy: string;
+  readonly slots: readonly string[];
+  readonly untilRun: boolean;
+}
+
+function matchShape(m: Match): MatchShape {
+  const inFlight = m.limits.filter((l) => l.until !== null);
+  return {
+    policy: policyHeader(m.limits),
+    slots: inFlight.map((l) => l.policy),
+    untilRun: inFlight.some((l) => l.until === 'run'),
+  };
+}
+
+/** `lease`, counted in the slots-in-use gauge (by policy) from now until released. */
+function counted(lease: Lease, policies: readonly string[], metrics: Metrics | undefined): Lease {
+  if (metrics === undefined) return lease;
+  for (const policy of policies) metrics.slotsInUse.inc({ policy });
+  let released = false;
+  return {
+    release: () => {
+      if (!released) {
+        released = true;
+        for (const policy of policies) metrics.slotsInUse.dec({ policy });
+      }
+      return lease.release();
+    },
   };
 }
 

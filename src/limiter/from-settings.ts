@@ -23,7 +23,7 @@ export interface Store {
  */
 export function storeFromSettings(settings: Settings): Store {
   const common: RedisClientOptions = { offlineQueue: false, retriesPerRequest: 1, onError: ignoreConnectionError };
-  const options = { timeoutMs: settings.storeTimeoutMs };
+  const options = { timeoutMs: settings.storeTimeoutMs, leaseMs: settings.slotLeaseMs };
   if (settings.redisClusterNodes.length > 0) {
     const cluster = createRedisCluster(settings.redisClusterNodes, { ...common, autoPipelining: true });
     return { kind: 'redis-cluster', limiter: new RedisLimiter(cluster, options), connected: () => connected(cluster) };

@@ -1,5 +1,12 @@
 import { TatTable } from './tat-table.ts';
-import type { Bucket, BucketOutcome, Limiter, LimitOutcome } from './types.ts';
+import {
+  SLOT_RETRY_MS,
+  type Bucket,
+  type BucketOutcome,
+  type Lease,
+  type Limiter,
+  type LimitOutcome,
+} from './types.ts';
 
 /**
  * In-process token buckets: the embedded default store and the fail-open
@@ -47,6 +54,8 @@ export class MemoryLimiter implements Limiter {
   readonly maxKeys: number;
   private readonly now: () => number;
   private readonly tats: TatTable;
+  /** In-flight buckets: key -> slots held. Only keys with a slot held are kept (bounded by the leases alive). */
+  private readonly slots = new Map<string, number>();
 
   constructor({ maxKeys = DEFAULT_MAX_KEYS, now = monotonicNow }: MemoryLimiterOptions = {}) {
     if (!Number.isInteger(maxKeys) || maxKeys < 1)
@@ -70,11 +79,19 @@ export class MemoryLimiter implements Limiter {
     const now = this.now();
     const n = buckets.length;
     // Every bucket is decided before any is written. `after[i]` is the TAT of bucket i's
-    // key once the call's tokens up to i are taken, so a key named twice is charged twice.
+    // key once the call's tokens up to i are taken, so a key named twice is charged twice
+    // (for an in-flight bucket: the slots held once the call's slots up to i are taken).
     const after = new Array<number>(n);
     let allowed = true;
+    let slots = false;
     for (let i = 0; i < n; i++) {
       const b = buckets[i]!;
+      if (b.inFlight) {
+        slots = true;
+        after[i] = this.heldBefore(buckets, after, i) + 1;
+        if (after[i]! > b.capacity) allowed = false;
+        continue;
+      }
       const cur = this.current(buckets, after, i, now);
       const interval = intervalMs(b);
       if (tokensAt(b, interval, cur, now) < 1 - TOKEN_EPSILON) allowed = false;
@@ -83,18 +100,29 @@ export class MemoryLimiter implements Limiter {
 
     const out = new Array<BucketOutcome>(n);
     if (allowed) {
-      for (let i = 0; i < n; i++) this.tats.set(buckets[i]!.key, after[i]!, now);
+      for (let i = 0; i < n; i++)
+        if (buckets[i]!.inFlight) this.slots.set(buckets[i]!.key, after[i]!);
+        else this.tats.set(buckets[i]!.key, after[i]!, now);
       // Report each bucket as the call leaves it (after the last token of a key named twice).
       for (let i = 0; i < n; i++) {
         let last = i;
         for (let j = i + 1; j < n; j++) if (buckets[j]!.key === buckets[i]!.key) last = j;
-        out[i] = outcome(buckets[i]!, after[last]!, now);
+        out[i] = buckets[i]!.inFlight
+          ? slotOutcome(buckets[i]!, after[last]!)
+          : outcome(buckets[i]!, after[last]!, now);
       }
-      return { allowed, buckets: out, retryAfterMs: 0 };
+      if (!slots) return { allowed, buckets: out, retryAfterMs: 0 };
+      return { allowed, buckets: out, retryAfterMs: 0, lease: this.lease(buckets.filter((b) => b.inFlight)) };
     }
     let retryAfterMs = 0;
     for (let i = 0; i < n; i++) {
       const b = buckets[i]!;
+      if (b.inFlight) {
+        const o = slotOutcome(b, this.slots.get(b.key) ?? 0);
+        if (o.msToToken > retryAfterMs) retryAfterMs = o.msToToken;
+        out[i] = o;
+        continue;
+      }
       const stored = this.tats.get(b.key);
       if (stored !== undefined) this.tats.touch(b.key); // a denied identity is active: keep its bucket from eviction
       const o = outcome(b, stored === undefined ? now : Math.max(stored, now), now);
@@ -104,8 +132,37 @@ export class MemoryLimiter implements Limiter {
     return { allowed, buckets: out, retryAfterMs };
   }
 
+  /** Slots held in the in-flight bucket `key` (for tests and the admin's reads). */
+  slotsHeld(key: string): number {
+    return this.slots.get(key) ?? 0;
+  }
+
   async close(): Promise<void> {
     this.tats.clear();
+    this.slots.clear();
+  }
+
+  /** Slots of bucket i's key before its own: after earlier slots of this call, else held. */
+  private heldBefore(buckets: readonly Bucket[], after: number[], i: number): number {
+    const key = buckets[i]!.key;
+    for (let j = i - 1; j >= 0; j--) if (buckets[j]!.key === key) return after[j]!;
+    return this.slots.get(key) ?? 0;
+  }
+
+  /** Gives back one slot of each bucket once (a process's own slots: nothing to renew, nothing to expire). */
+  private lease(taken: readonly Bucket[]): Lease {
+    let released = false;
+    return {
+      release: async () => {
+        if (released) return;
+        released = true;
+        for (const b of taken) {
+          const held = (this.slots.get(b.key) ?? 0) - 1;
+          if (held > 0) this.slots.set(b.key, held);
+          else this.slots.delete(b.key);
+        }
+      },
+    };
   }
 
   /** TAT of bucket i's key before its own token: after earlier tokens of this call, else stored. */
@@ -136,6 +193,13 @@ export function outcome(b: Bucket, tat: number, now: number): BucketOutcome {
     msToNextToken: remaining >= b.capacity ? 0 : ceilMs((remaining + 1 - tokens) * interval),
     msToToken: remaining >= 1 ? 0 : ceilMs((1 - tokens) * interval),
   };
+}
+
+/** What an in-flight bucket holding `held` slots reports: free slots; a full one says to try again soon. */
+export function slotOutcome(b: Bucket, held: number): BucketOutcome {
+  const remaining = Math.max(0, b.capacity - held);
+  const wait = remaining >= 1 ? 0 : SLOT_RETRY_MS;
+  return { remaining, msToNextToken: wait, msToToken: wait };
 }
 
 /** Rounds a duration up to whole ms, ignoring float dust (5.0000000001 ms is 5 ms). */

@@ -6,6 +6,8 @@ import {
   outcomeOf,
   readReply,
   runBatchScript,
+  type LeaseArgs,
+  type Mode,
   type ScriptResult,
 } from './token-bucket-script.ts';
 import type { Bucket, LimitOutcome } from './types.ts';
@@ -35,13 +37,19 @@ class Batch {
   constructor(private readonly ended: (batch: Batch) => void) {}
 
   readonly keys: string[] = [];
-  /** Per call: its mode, its number of buckets, then each bucket's capacity and period (µs). */
+  /** Per call: its mode, its number of buckets, its lease, then each bucket's capacity and period (µs). */
   readonly argv: (string | number)[] = [];
   readonly sizes: number[] = [];
   readonly waiting: { resolve(outcome: LimitOutcome): void; reject(err: unknown): void }[] = [];
 
-  add(buckets: readonly Bucket[], resolve: (outcome: LimitOutcome) => void, reject: (err: unknown) => void): void {
-    addCall(this.keys, this.argv, 'take', buckets);
+  add(
+    mode: Mode,
+    buckets: readonly Bucket[],
+    lease: LeaseArgs | undefined,
+    resolve: (outcome: LimitOutcome) => void,
+    reject: (err: unknown) => void,
+  ): void {
+    addCall(this.keys, this.argv, mode, buckets, lease);
     this.sizes.push(buckets.length);
     this.waiting.push({ resolve, reject });
   }
@@ -104,10 +112,15 @@ export class RedisBatchLimiter {
 
   /** `buckets` is not empty. */
   consume(buckets: readonly Bucket[]): Promise<LimitOutcome> {
+    return this.call('take', buckets, undefined);
+  }
+
+  /** One call of the script in `mode` (with the lease its slots are held under), decided in the next batch. */
+  call(mode: Mode, buckets: readonly Bucket[], lease: LeaseArgs | undefined): Promise<LimitOutcome> {
     return new Promise((resolve, reject) => {
       let batch = this.batch;
       if (batch === null) batch = this.open();
-      batch.add(buckets, resolve, reject);
+      batch.add(mode, buckets, lease, resolve, reject);
       if (batch.keys.length >= MAX_BATCH_KEYS) this.send();
     });
   }

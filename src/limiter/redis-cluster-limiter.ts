@@ -7,6 +7,7 @@ import {
   MAX_KEYS_PER_SCRIPT,
   readReply,
   runFixedKeyScript,
+  type LeaseArgs,
   type Mode,
   type ScriptResult,
 } from './token-bucket-script.ts';
@@ -52,7 +53,16 @@ export class RedisClusterLimiter {
 
   /** `buckets` is not empty. */
   consume(buckets: readonly Bucket[]): Promise<LimitOutcome> {
-    return this.withinBudget(this.decide(buckets));
+    return this.withinBudget(this.decide(buckets, undefined));
+  }
+
+  /** One call in `mode` under `lease`: a take is decided as `consume`; a refund or renewal runs in every group. */
+  call(mode: Mode, buckets: readonly Bucket[], lease: LeaseArgs | undefined): Promise<LimitOutcome> {
+    if (mode === 'take') return this.withinBudget(this.decide(buckets, lease));
+    const groups = this.group(buckets);
+    return this.withinBudget(
+      Promise.all(groups.map((g) => this.run(mode, buckets, g, lease))).then((r) => combine(buckets.length, groups, r)),
+    );
   }
 
   /** `work`, or a StoreError once the budget has passed, whichever comes first; other errors become StoreErrors. */
@@ -73,11 +83,12 @@ export class RedisClusterLimiter {
   }
 
   /** The call's buckets by slot, one script per group, refunds when a group denied. */
-  private async decide(buckets: readonly Bucket[]): Promise<LimitOutcome> {
+  private async decide(buckets: readonly Bucket[], lease: LeaseArgs | undefined): Promise<LimitOutcome> {
     const groups = this.group(buckets);
-    if (groups.length === 1) return combine(buckets.length, groups, [await this.run('take', buckets, groups[0]!)]);
+    if (groups.length === 1)
+      return combine(buckets.length, groups, [await this.run('take', buckets, groups[0]!, lease)]);
 
-    const takes = await Promise.allSettled(groups.map((g) => this.run('take', buckets, g)));
+    const takes = await Promise.allSettled(groups.map((g) => this.run('take', buckets, g, lease)));
     const results = takes.map((t) => (t.status === 'fulfilled' ? t.value : undefined));
     const failed = takes.find((t): t is PromiseRejectedResult => t.status === 'rejected');
     const denied = results.some((r) => r !== undefined && !r.allowed);
@@ -85,7 +96,7 @@ export class RedisClusterLimiter {
 
     // Denied (or failed) somewhere: give back what the other groups took.
     const refunds = await Promise.allSettled(
-      groups.map((g, i) => (results[i]?.allowed ? this.run('refund', buckets, g) : Promise.resolve(results[i]))),
+      groups.map((g, i) => (results[i]?.allowed ? this.run('refund', buckets, g, lease) : Promise.resolve(results[i]))),
     );
     if (failed) throw failed.reason;
     const settled = refunds.map((r, i) => (r.status === 'fulfilled' && r.value ? r.value : results[i]!));
@@ -109,11 +120,16 @@ export class RedisClusterLimiter {
   }
 
   /** Runs the script, as a batch of this one call, on the buckets at `group`'s indices. */
-  private async run(mode: Mode, buckets: readonly Bucket[], group: number[]): Promise<ScriptResult> {
+  private async run(
+    mode: Mode,
+    buckets: readonly Bucket[],
+    group: number[],
+    lease: LeaseArgs | undefined,
+  ): Promise<ScriptResult> {
     const chosen = group.map((i) => buckets[i]!);
     const keys: string[] = [];
     const argv: (string | number)[] = [];
-    addCall(keys, argv, mode, chosen);
+    addCall(keys, argv, mode, chosen, lease);
     return readReply(await runFixedKeyScript(this.client, keys, argv), [chosen.length])[0]!;
   }
 }

@@ -2,6 +2,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { closeRedis } from '../redis-client.ts';
 import { RedisBatchLimiter } from './redis-batch-limiter.ts';
 import { RedisClusterLimiter } from './redis-cluster-limiter.ts';
+import { DEFAULT_LEASE_MS, SlotLeases } from './slot-leases.ts';
 import type { Bucket, Limiter, LimitOutcome } from './types.ts';
 
 /**
@@ -18,11 +19,14 @@ export interface RedisLimiterOptions {
   readonly timeoutMs?: number;
   /** Whether `close()` quits the client. Off when the client is shared. */
   readonly ownsClient?: boolean;
+  /** How long an in-flight slot outlives the last renewal of its lease (slot-leases.ts), in ms. */
+  readonly leaseMs?: number;
 }
 
 export class RedisLimiter implements Limiter {
   private readonly path: RedisBatchLimiter | RedisClusterLimiter;
   private readonly ownsClient: boolean;
+  private readonly leases: SlotLeases;
 
   /**
    * The caller owns connection settings. A Cluster client must be built with
@@ -32,20 +36,31 @@ export class RedisLimiter implements Limiter {
    */
   constructor(
     private readonly client: Redis | Cluster,
-    { timeoutMs = 500, ownsClient = true }: RedisLimiterOptions = {},
+    { timeoutMs = 500, ownsClient = true, leaseMs = DEFAULT_LEASE_MS }: RedisLimiterOptions = {},
   ) {
-    this.path = client.isCluster
+    const path = client.isCluster
       ? new RedisClusterLimiter(client as Cluster, timeoutMs)
       : new RedisBatchLimiter(client as Redis, timeoutMs);
+    this.path = path;
     this.ownsClient = ownsClient;
+    this.leases = new SlotLeases((mode, buckets, lease) => path.call(mode, buckets, lease), leaseMs);
+  }
+
+  /** Leases of in-flight slots this limiter holds (and renews) now. */
+  get leasesHeld(): number {
+    return this.leases.size;
   }
 
   consume(buckets: readonly Bucket[]): Promise<LimitOutcome> {
     if (buckets.length === 0) return Promise.resolve({ allowed: true, buckets: [], retryAfterMs: 0 });
-    return this.path.consume(buckets);
+    if (!buckets.some((b) => b.inFlight)) return this.path.consume(buckets);
+    // In flight: the slots ride the same script (and round trip) as the token buckets, under a lease of their own.
+    const lease = this.leases.args();
+    return this.path.call('take', buckets, lease).then((outcome) => this.leases.hold(outcome, lease, buckets));
   }
 
   async close(): Promise<void> {
+    this.leases.close();
     if (this.ownsClient) await closeRedis(this.client);
   }
 }

@@ -18,7 +18,7 @@ export const MAX_KEYS_PER_SCRIPT = 16;
 /** Cluster scripts are defined per key count (numberOfKeys fixed), so ioredis routes and pipelines by the first key. */
 const FIXED_KEY_COMMANDS = Array.from({ length: MAX_KEYS_PER_SCRIPT + 1 }, (_, n) => `${BATCH_COMMAND}${n}`);
 
-export type Mode = 'take' | 'refund';
+export type Mode = 'take' | 'refund' | 'renew';
 type ScriptCall = (...args: (string | number)[]) => Promise<unknown>;
 
 /** One call's result as the script replies it (on a Cluster, one slot group's). */
@@ -50,12 +50,29 @@ export function runFixedKeyScript(client: Cluster, keys: string[], argv: (string
   return script.apply(client, [...keys, ...argv]);
 }
 
-/** Appends one call to the script's keys and arguments: its mode, its number of buckets, then each bucket's capacity and period (µs). */
-export function addCall(keys: string[], argv: (string | number)[], mode: Mode, buckets: readonly Bucket[]): void {
-  argv.push(mode, buckets.length);
+/** A call's lease: the id its slots are held under, and how long they last unless renewed (µs). */
+export interface LeaseArgs {
+  readonly id: string;
+  readonly ttlUs: number;
+}
+
+const NO_LEASE: LeaseArgs = { id: '', ttlUs: 0 };
+
+/**
+ * Appends one call to the script's keys and arguments: its mode, its number of buckets, its lease, then each bucket's
+ * capacity and period (µs; 0 for an in-flight bucket).
+ */
+export function addCall(
+  keys: string[],
+  argv: (string | number)[],
+  mode: Mode,
+  buckets: readonly Bucket[],
+  lease: LeaseArgs = NO_LEASE,
+): void {
+  argv.push(mode, buckets.length, lease.id, lease.ttlUs);
   for (const b of buckets) {
     keys.push(b.key);
-    argv.push(b.capacity, Math.round(b.perSeconds * 1e6));
+    argv.push(b.capacity, b.inFlight ? 0 : Math.round(b.perSeconds * 1e6));
   }
 }
 

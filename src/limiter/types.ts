@@ -5,12 +5,26 @@ import type { ErrorCode } from '../errors.ts';
  * store failure throws (StoreError), and the edge decides open or closed.
  */
 
-/** One token bucket: capacity `capacity`, refilled continuously at capacity/perSeconds tokens per second. */
+/**
+ * One token bucket: capacity `capacity`, refilled continuously at capacity/perSeconds tokens per second. Or, with
+ * `inFlight`, a set of `capacity` slots (perSeconds unused): a call takes one, and holds it until its lease is released
+ * (on a shared store: until the lease's owner stops renewing it, at most the store's lease time).
+ */
 export interface Bucket {
   readonly key: string;
   readonly capacity: number;
   readonly perSeconds: number;
+  readonly inFlight?: boolean;
 }
+
+/** The in-flight slots one allowed call took, until released. */
+export interface Lease {
+  /** Gives the call's slots back. Idempotent; never rejects (on a store failure the slots expire with the lease). */
+  release(): Promise<void>;
+}
+
+/** What a full slot set answers as the wait: nobody knows when a response will end, so the client tries again soon. */
+export const SLOT_RETRY_MS = 1000;
 
 export interface BucketOutcome {
   /** Whole tokens left in this bucket after the request (rounded down). */
@@ -28,10 +42,15 @@ export interface LimitOutcome {
   readonly buckets: readonly BucketOutcome[];
   /** When denied: milliseconds until every bucket holds a token. 0 when allowed. */
   readonly retryAfterMs: number;
+  /** Allowed with in-flight buckets: the slots taken, held until released. Absent otherwise. */
+  readonly lease?: Lease;
 }
 
 export interface Limiter {
-  /** Takes one token from every bucket, or from none. All buckets are decided together. */
+  /**
+   * Takes one token from every bucket (one slot from every in-flight bucket), or from none. All buckets are decided
+   * together.
+   */
   consume(buckets: readonly Bucket[]): Promise<LimitOutcome>;
   close(): Promise<void>;
 }

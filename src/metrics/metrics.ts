@@ -83,6 +83,12 @@ export function createMetrics(workerSlot?: number) {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    slotsInUse: new Gauge({
+      name: 'gateway_inflight_slots',
+      help: 'In-flight slots this edge holds now, by policy (<rule>.<by> or guard.<id>): requests (or runs) in flight',
+      labelNames: ['policy'] as const,
+      registers: [registry],
+    }),
     sseStreams: new Gauge({
       name: 'gateway_sse_streams_active',
       help: 'Server-sent event streams open through the edge',

@@ -50,6 +50,8 @@ export interface ForwardResult {
   readonly status: number;
   /** True when the client went away before the response ended. */
   readonly aborted: boolean;
+  /** The upstream's `Content-Location` (the run a response started, for in-flight slots held until it ends). */
+  readonly contentLocation?: string;
 }
 
 /** One request to forward. */
@@ -92,11 +94,12 @@ export function forward(
   };
   return new Promise((resolve, reject) => {
     const exchange = new Exchange(upstream, again, request, res, extraHeaders, metrics, (err) => {
-      if (err === null) return resolve({ status: exchange.status, aborted: false });
-      if (exchange.clientGone) return resolve({ status: exchange.status || 499, aborted: true });
+      const { contentLocation } = exchange;
+      if (err === null) return resolve({ status: exchange.status, aborted: false, contentLocation });
+      if (exchange.clientGone) return resolve({ status: exchange.status || 499, aborted: true, contentLocation });
       if (!res.headersSent) return reject(upstreamFailure(err, exchange.upstream, options));
       endStarted(res, exchange.eventStream);
-      resolve({ status: exchange.status, aborted: false });
+      resolve({ status: exchange.status, aborted: false, contentLocation });
     });
     res.on('close', () => exchange.clientClosed());
     exchange.start();
@@ -112,6 +115,7 @@ export function forward(
 class Exchange implements Dispatcher.DispatchHandler {
   status = 0;
   eventStream = false;
+  contentLocation: string | undefined = undefined;
   clientGone = false;
   private controller: Dispatcher.DispatchController | null = null;
   private settled = false;
@@ -150,6 +154,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { res, metrics } = this;
     this.status = statusCode;
     this.retryable = false;
+    const location = headers['content-location'];
+    if (typeof location === 'string') this.contentLocation = location;
     metrics?.upstreamSeconds.observe(
       { upstream: this.upstream.name, status: statusCode },
       (performance.now() - this.started) / 1000,

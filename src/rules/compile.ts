@@ -1,5 +1,6 @@
 import { compileEntry } from './entry-code.ts';
-import { guardLimits } from './guards.ts';
+import { ConditionalGuards, type Decision } from './conditional-guards.ts';
+import { applicableGuards, guardLimits } from './guards.ts';
 import { identityPresent, PRESENCES, type IdentitySource, type Presence } from './identity.ts';
 import { compileCondition } from './path-condition.ts';
 import { compileTable, type Decide } from './scan-code.ts';
@@ -39,10 +40,7 @@ export interface MatchRequest extends IdentitySource {
  * shared (matching allocates nothing); the identity each limit counts by is
  * read from the request with `identityOf`.
  */
-export interface Match {
-  readonly rule: Rule;
-  readonly limits: readonly Limit[];
-}
+export type Match = Decision;
 
 export interface Matcher {
   readonly rules: readonly Rule[];
@@ -77,7 +75,12 @@ export function compile(rules: readonly Rule[], guards: readonly Guard[] = []): 
       const limits = applicableLimits(rule, presence);
       if (!limits) return null;
       const guarded = guardLimits(guards, rule, presence);
-      return Object.freeze({ rule, limits: guarded.length > 0 ? Object.freeze([...limits, ...guarded]) : limits });
+      const base = { rule, limits: guarded.length > 0 ? Object.freeze([...limits, ...guarded]) : limits };
+      const withMatch = applicableGuards(guards, rule, presence).filter((g) => g.alternatives !== null);
+      return Object.freeze({
+        ...base,
+        conditional: withMatch.length > 0 ? new ConditionalGuards(base, withMatch) : null,
+      });
     }),
   );
 
@@ -106,5 +109,15 @@ export function compile(rules: readonly Rule[], guards: readonly Guard[] = []): 
 
   // Most frequent methods first: the entry tests them in this order.
   const byMethod = new Map(ENTRY_ORDER.map((m) => [m, tables[SLOTS.indexOf(m)]!]));
-  return { rules, guards, match: compileEntry(byMethod, tables[SLOTS.indexOf(OTHER)]!) };
+  const entry = compileEntry(byMethod, tables[SLOTS.indexOf(OTHER)]!);
+  // Guards with a match of their own are resolved per request; a file without any keeps the bare generated entry.
+  if (!guards.some((g) => g.alternatives !== null)) return { rules, guards, match: entry };
+  return {
+    rules,
+    guards,
+    match: (request) => {
+      const m = entry(request);
+      return m === null || m.conditional === null ? m : m.conditional.resolve(request.method, request.path);
+    },
+  };
 }

@@ -1,7 +1,7 @@
-import { parseDuration } from './duration.ts';
+import { inFlightScope, isProblem, limitShape } from './limit-kind.ts';
 import { identityPresent, type Presence } from './identity.ts';
-import type { RawGuard } from './schema.ts';
-import type { Guard, Limit, Rule, SourceLocation } from './types.ts';
+import type { RawGuard, RawMatch } from './schema.ts';
+import type { Alternative, Guard, Limit, Rule, SourceLocation } from './types.ts';
 
 /**
  * Guards (a rule file's `guards:`): limits that apply to every request a rule decides, besides that rule's own, so
@@ -21,6 +21,8 @@ export interface GuardReport {
   /** A problem of guard `i` at `path` under it. */
   at(i: number, path: readonly (string | number)[], reason: string): void;
   source(i: number): SourceLocation;
+  /** Guard `i`'s own match as alternatives (its problems reported). */
+  alternatives(i: number, match: RawMatch): Alternative[];
 }
 
 /** Builds the guards of a file whose rules have the ids `ruleIds`, reporting duplicates and unknown rule ids. */
@@ -35,16 +37,21 @@ export function buildGuards(raws: readonly RawGuard[], ruleIds: ReadonlySet<stri
       if (!ruleIds.has(id)) report.at(i, ['rules', j], `rules[${j}] names no rule of this file: "${id}"`);
     });
     const name = `guard.${raw.id}`;
+    const shape = limitShape(raw);
+    if (isProblem(shape)) report.at(i, [shape.field], shape.reason);
+    const { count, perSeconds, until } = isProblem(shape) ? { count: 1, perSeconds: 1, until: null } : shape;
     const limit: Limit = {
       by: raw.by,
-      count: raw.count,
-      perSeconds: parseDuration(raw.per)!,
+      count,
+      perSeconds,
+      until,
       category: raw.category,
       policy: name,
-      scope: name,
+      scope: until === null ? name : inFlightScope(name),
       guard: raw.id,
     };
-    return { id: raw.id, limit, rules: raw.rules ? [...new Set(raw.rules)] : null, source };
+    const alternatives = raw.match ? report.alternatives(i, raw.match) : null;
+    return { id: raw.id, limit, rules: raw.rules ? [...new Set(raw.rules)] : null, alternatives, source };
   });
 }
 
@@ -53,7 +60,16 @@ export function covers(guard: Guard, rule: Rule): boolean {
   return guard.rules === null || guard.rules.includes(rule.id);
 }
 
-/** The limits of the guards that apply when `rule` decides a request of identity presence `presence`, in file order. */
+/**
+ * The guards that apply when `rule` decides a request of identity presence `presence`, in file order: those without a
+ * match of their own always do; a guard with one (`conditional`) when the request fits it too.
+ */
 export function guardLimits(guards: readonly Guard[], rule: Rule, presence: Presence): Limit[] {
-  return guards.filter((g) => covers(g, rule) && identityPresent(g.limit.by, presence)).map((g) => g.limit);
+  return applicableGuards(guards, rule, presence)
+    .filter((g) => g.alternatives === null)
+    .map((g) => g.limit);
+}
+
+export function applicableGuards(guards: readonly Guard[], rule: Rule, presence: Presence): Guard[] {
+  return guards.filter((g) => covers(g, rule) && identityPresent(g.limit.by, presence));
 }

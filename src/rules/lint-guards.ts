@@ -49,10 +49,13 @@ function dependsOnIp(kind: IdentityKind): boolean {
   return form('v', '192.0.2.1') !== form('v', '192.0.2.2');
 }
 
+/** A rate and an in-flight limit bound different things: only limits of one kind are compared. */
 function isTighter(g: Guard, l: Limit): boolean {
+  if ((g.limit.until === null) !== (l.until === null)) return false;
+  if (l.until !== null) return g.limit.count < l.count;
   return g.limit.count < l.count || g.limit.count / g.limit.perSeconds < l.count / l.perSeconds;
 }
 
 function rate(l: Limit): string {
-  return `${l.count} per ${l.perSeconds}s`;
+  return l.until === null ? `${l.count} per ${l.perSeconds}s` : `${l.count} in flight`;
 }

@@ -1,8 +1,8 @@
 import { isMap, isScalar, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import type { z } from 'zod';
 import { describeIssue, withItem } from './describe-issue.ts';
-import { parseDuration } from './duration.ts';
 import { buildGuards, RESERVED_RULE_ID } from './guards.ts';
+import { inFlightScope, isProblem, limitShape } from './limit-kind.ts';
 import { conditionProblem } from './path-condition.ts';
 import {
   FILE_KEYS,
@@ -87,13 +87,15 @@ export function parseRuleFile(text: string, file: string): RuleSet {
     return buildRule(raw, { file, line }, at);
   });
   // A guard may name a rule the schema refused: that rule's own problem is reported, not the guard's.
+  const guardAt = (k: number) => (path: YamlPath, reason: string, key?: string) =>
+    report(lineOf(['guards', rawGuards[k]!.i, ...path], key), `guard "${rawGuards[k]!.raw.id}": ${reason}`);
   const guards = buildGuards(
     rawGuards.map((g) => g.raw),
     new Set(itemIds(shape.rules)),
     {
-      at: (k, path, reason) =>
-        report(lineOf(['guards', rawGuards[k]!.i, ...path]), `guard "${rawGuards[k]!.raw.id}": ${reason}`),
+      at: (k, path, reason) => guardAt(k)(path, reason),
       source: (k) => ({ file, line: lineOf(['guards', rawGuards[k]!.i]) }),
+      alternatives: (k, match) => buildAlternatives(match, guardAt(k)),
     },
   );
   if (problems.length > 0) throw new RuleFileError(problems.sort((a, b) => a.line - b.line));
@@ -155,13 +157,17 @@ function buildRule(raw: RawRule, source: Rule['source'], at: At): Rule {
     if (byKinds.has(l.by))
       at(['limits', j, 'by'], `two limits count by "${l.by}"; a rule has at most one bucket per identity`);
     byKinds.add(l.by);
+    const shape = limitShape(l);
+    if (isProblem(shape)) at(['limits', j, shape.field], `limits[${j}]: ${shape.reason}`);
+    const { count, perSeconds, until } = isProblem(shape) ? { count: 1, perSeconds: 1, until: null } : shape;
     return {
       by: l.by,
-      count: l.count,
-      perSeconds: parseDuration(l.per)!,
+      count,
+      perSeconds,
+      until,
       category: l.category,
       policy: `${raw.id}.${l.by}`,
-      scope: raw.id,
+      scope: until === null ? raw.id : inFlightScope(raw.id),
       guard: null,
     };
   });

@@ -31,13 +31,23 @@ export const matchSchema = z.strictObject({
   any: z.array(alternativeSchema).min(1).optional(),
 });
 
+/**
+ * A limit is a rate (`count` per `per`) or in flight (`concurrent`, held `until` the response or the run ends). Which
+ * fields go together is checked by `limitKind` (limit-kind.ts), so a mix-up is one clear line rather than a union's
+ * list of alternatives.
+ */
 export const limitSchema = z.strictObject({
   // Exactly the kinds of the identity table.
   by: z.enum(IDENTITY_KINDS),
-  count: z.number().int().min(1).max(1_000_000_000),
-  per: z.string().refine((s) => parseDuration(s) !== null, {
-    message: 'bad duration: expected a whole number of s, m, h or d, such as 10s or 1h',
-  }),
+  count: z.number().int().min(1).max(1_000_000_000).optional(),
+  per: z
+    .string()
+    .refine((s) => parseDuration(s) !== null, {
+      message: 'bad duration: expected a whole number of s, m, h or d, such as 10s or 1h',
+    })
+    .optional(),
+  concurrent: z.number().int().min(1).max(1_000_000).optional(),
+  until: z.enum(['response', 'run']).optional(),
   category: z.string().min(1),
 });
 
@@ -55,10 +65,14 @@ export const ruleSchema = z.strictObject({
 
 export const ruleListSchema = z.array(ruleSchema).min(1, { message: 'the file has no rules' });
 
-/** A guard: one limit (as a rule's) with an id, optionally only for some rules (by id). */
+/**
+ * A guard: one limit (as a rule's) with an id, optionally only for some rules (by id) and only for the requests its
+ * own `match` fits (whatever rule decides them).
+ */
 export const guardSchema = z.strictObject({
   id,
   ...limitSchema.shape,
+  match: matchSchema.optional(),
   rules: z.array(z.string()).min(1).optional(),
 });
 
@@ -71,4 +85,5 @@ export type RawAlternative = z.infer<typeof alternativeSchema>;
 export type RawMatch = z.infer<typeof matchSchema>;
 export type RawRule = z.infer<typeof ruleSchema>;
 export type RawGuard = z.infer<typeof guardSchema>;
+export type RawLimit = z.infer<typeof limitSchema>;
 export const PATH_FIELDS = Object.keys(pathFields) as (keyof typeof pathFields)[];

@@ -20,11 +20,18 @@ export interface Alternative {
   readonly path: PathCondition | null;
 }
 
+/** When an in-flight slot is given back: when the response ends, or when the run the response started ends. */
+export type Until = 'response' | 'run';
+
 export interface Limit {
   /** What the limit counts by: a kind of the identity table (identity.ts). */
   readonly by: IdentityKind;
+  /** Tokens of a rate limit; slots of an in-flight one. */
   readonly count: number;
+  /** A rate limit's period; 0 for an in-flight limit. */
   readonly perSeconds: number;
+  /** In flight (`concurrent: N`): null for a rate limit, else when its slot is given back. */
+  readonly until: Until | null;
   readonly category: string;
   /** `<rule id>.<by>`, or `guard.<guard id>` for a guard: the name of the bucket's policy in `RateLimit` headers. */
   readonly policy: string;
@@ -62,6 +69,8 @@ export interface Guard {
   readonly limit: Limit;
   /** The ids of the rules it applies to; null = every rule. */
   readonly rules: readonly string[] | null;
+  /** Its own match (any alternative fits), checked besides the deciding rule; null = every request. */
+  readonly alternatives: readonly Alternative[] | null;
   readonly source: SourceLocation;
 }
 

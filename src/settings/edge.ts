@@ -56,6 +56,8 @@ export interface EdgeSettings {
   /** Redis Cluster seed nodes (`host:port`); empty = not a cluster. */
   readonly redisClusterNodes: readonly { host: string; port: number }[];
   readonly storeTimeoutMs: number;
+  /** SLOT_LEASE_MS: how long an in-flight slot outlives its edge (the lease a live edge renews every third of it). */
+  readonly slotLeaseMs: number;
   readonly failMode: 'open' | 'closed';
   /** TRUST_PROXY: the proxies (CIDRs) whose X-Forwarded-For is believed. */
   readonly trustProxy: TrustedProxies;
@@ -136,6 +138,7 @@ function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: '
     redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
     redisClusterNodes: list(env, 'REDIS_CLUSTER_NODES').map((n) => hostPort('REDIS_CLUSTER_NODES', n)),
     storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 50, 1, 60_000),
+    slotLeaseMs: integer(env, 'SLOT_LEASE_MS', 30_000, 300, 3_600_000),
     failMode: oneOf(env, 'FAIL_MODE', ['open', 'closed'] as const, 'open'),
     trustProxy: trustProxy(env),
     ipv6PrefixBits: integer(env, 'IPV6_PREFIX', 64, 1, 128),

@@ -15,8 +15,8 @@ async function gateway(...argv: string[]) {
 describe('gateway check', () => {
   it('passes the shipped rule files', async () => {
     const r = await gateway('check', 'rules/us.yaml', 'rules/eu.yaml');
-    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 2 guards, no findings');
-    expect(r.stdout).toContain('rules/eu.yaml: 21 rules, 2 guards, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 4 guards, no findings');
+    expect(r.stdout).toContain('rules/eu.yaml: 21 rules, 4 guards, no findings');
     expect(r.code).toBe(0);
   });
 
@@ -44,7 +44,7 @@ describe('gateway check', () => {
     const r = await gateway('check', 'rules/us.yaml', 'no/such/file.yaml');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('no/such/file.yaml: cannot read');
-    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 2 guards, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 4 guards, no findings');
   });
 
   it('exits 2 without files', async () => {
@@ -61,6 +61,7 @@ describe('gateway explain', () => {
       normalized_path: string;
       limits: { by: string; count: number; per_seconds: number; category: string; key: string; policy: string }[];
       passed_over: { rule: string; reason: string }[];
+      guards: { guard: string; by: string; concurrent?: number; until?: string; key: string }[];
     };
   };
 
@@ -94,6 +95,24 @@ describe('gateway explain', () => {
     expect(eu.rule).toBe('runs-stats');
     expect(eu.limits[0]!.count).toBe(20);
     expect(eu.limits[0]!.key).toMatch(/^rl:eu:runs-stats:api-key:/);
+  });
+
+  it('shows the shipped in-flight guards on a run-starting endpoint, whatever rule decides it', async () => {
+    const thread = '/threads/0b5c2f6e-8f5a-4c1e-9d3b-2a7e4f6c8d10/runs/stream';
+    const r = await explainJson('POST', thread, '-H', 'x-api-key: k', '-H', 'x-user-id: u');
+    expect(r.rule).toBe('default');
+    const inFlight = r.guards.filter((g) => g.until !== undefined);
+    expect(inFlight).toMatchObject([
+      { guard: 'runs-in-flight-per-key', by: 'api-key', concurrent: 100, until: 'run' },
+      { guard: 'runs-in-flight-per-user', by: 'user-ip', concurrent: 10, until: 'run' },
+    ]);
+    expect(inFlight[0]!.key).toMatch(/^rl:us:guard\.runs-in-flight-per-key\.in-flight:api-key:/);
+    const text = (await gateway('explain', 'POST', '/runs/stream', '-H', 'x-api-key: k')).stdout;
+    expect(text).toContain(
+      'guard.runs-in-flight-per-key: 100 in flight (a slot held until the run the response starts ends)',
+    );
+    const get = await explainJson('GET', thread, '-H', 'x-api-key: k');
+    expect(get.guards.map((g) => g.guard)).toEqual(['per-ip']);
   });
 
   it('explains why a rule was passed over for lack of identity', async () => {

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Bucket, Limiter, LimitOutcome } from '../../src/limiter/types.ts';
+import { SLOT_RETRY_MS, type Bucket, type Limiter, type LimitOutcome } from '../../src/limiter/types.ts';
 
 /**
  * The Limiter contract, run by every backend (memory, Redis, Redis Cluster),
@@ -25,6 +25,11 @@ export interface LimiterHarness {
    * True when one call's buckets may live on different nodes: across slots, concurrent calls may deny more than needed.
    */
   readonly splitsCalls?: boolean;
+  /**
+   * Another limiter on the same store, as another edge would have, whose in-flight leases last `leaseMs`; closing it
+   * stops its renewals as a killed edge would. Absent: the store is one process's (memory), nothing to expire.
+   */
+  peer?(leaseMs: number): Limiter;
   close(): Promise<void>;
 }
 
@@ -187,6 +192,91 @@ export function limiterContract(name: string, make: () => Promise<LimiterHarness
       // Denied calls took nothing (across slots: they gave back what they took).
       expect((await consume(b)).buckets[0]!.remaining).toBe(20 - admitted - 1);
       expect((await consume(a)).buckets[0]!.remaining).toBe(Math.max(0, 10 - admitted - 1));
+    });
+
+    describe('in-flight slots', () => {
+      const slots = (key: string, n: number): Bucket => ({
+        key: h.key(key),
+        capacity: n,
+        perSeconds: 0,
+        inFlight: true,
+      });
+
+      it('admits N calls, denies the N+1st (no free slot, try again in a second), frees a slot on release', async () => {
+        const s = slots('s', 3);
+        const held = [];
+        for (let i = 0; i < 3; i++) {
+          const out = await consume(s);
+          expect(out.allowed).toBe(true);
+          expect(out.buckets[0]!.remaining).toBe(2 - i);
+          expect(out.lease).toBeDefined();
+          held.push(out.lease!);
+        }
+        const denied = await consume(s);
+        expect(denied).toMatchObject({ allowed: false, retryAfterMs: SLOT_RETRY_MS });
+        expect(denied.buckets[0]).toEqual({ remaining: 0, msToNextToken: SLOT_RETRY_MS, msToToken: SLOT_RETRY_MS });
+        expect(denied.lease).toBeUndefined();
+        await held[0]!.release();
+        await held[0]!.release(); // twice: still one slot
+        const again = await consume(s);
+        expect(again.allowed).toBe(true);
+        expect(again.buckets[0]!.remaining).toBe(0);
+        expect((await consume(s)).allowed).toBe(false);
+        for (const l of [...held.slice(1), again.lease!]) await l.release();
+        expect((await consume(s)).buckets[0]!.remaining).toBe(2);
+      });
+
+      it('a denied call takes no slot and no token: slots and tokens are one all-or-nothing call', async () => {
+        const s = slots('s', 1);
+        const rate = bucket('r', 2, HOUR);
+        const first = await consume(s, rate); // slot 1/1, token 1/2
+        expect(first.allowed).toBe(true);
+        const noSlot = await consume(s, rate);
+        expect(noSlot.allowed).toBe(false);
+        expect(noSlot.buckets[1]!.remaining).toBe(1); // the token stays
+        await first.lease!.release();
+        const empty = bucket('e', 1, HOUR);
+        await consume(empty);
+        const noToken = await consume(s, empty);
+        expect(noToken.allowed).toBe(false);
+        expect(noToken.buckets[0]!.remaining).toBe(1); // the slot stays free
+        const ok = await consume(s, rate);
+        expect(ok.allowed).toBe(true);
+        expect(ok.buckets.map((b) => b.remaining)).toEqual([0, 0]);
+        await ok.lease!.release();
+      });
+
+      it('a call without in-flight buckets carries no lease', async () => {
+        expect((await consume(bucket('plain', 5, HOUR))).lease).toBeUndefined();
+      });
+
+      it('a burst of 3N concurrent calls admits exactly N', async () => {
+        const s = slots('burst', 5);
+        const outs = await Promise.all(Array.from({ length: 15 }, () => consume(s)));
+        const admitted = outs.filter((o) => o.allowed);
+        // Across cluster slots a refund race may deny more, never admit more; with one bucket there is no split.
+        expect(admitted).toHaveLength(5);
+        await Promise.all(admitted.map((o) => o.lease!.release()));
+        expect((await consume(s)).buckets[0]!.remaining).toBe(4);
+      });
+
+      it('a live holder renews its slots; a dead one’s come back once its lease has passed', async () => {
+        if (!h.peer) return;
+        const leaseMs = 400;
+        const s = slots('lease', 2);
+        const edge = h.peer(leaseMs);
+        expect((await edge.consume([s])).allowed).toBe(true);
+        expect((await edge.consume([s])).allowed).toBe(true);
+        await wait(leaseMs * 2.5); // renewed every third of the lease: still held
+        expect((await consume(s)).allowed).toBe(false);
+        await edge.close(); // the edge dies: nobody renews
+        expect((await consume(s)).allowed).toBe(false);
+        await wait(leaseMs + 200);
+        const back = await consume(s);
+        expect(back.allowed).toBe(true);
+        expect(back.buckets[0]!.remaining).toBe(1);
+        await back.lease!.release();
+      });
     });
 
     it('stored keys expire when their bucket would be full again', async () => {

@@ -30,12 +30,14 @@ afterAll(async () => {
 function harness(oneSlot: boolean) {
   return async () => {
     const prefix = oneSlot ? `{${randomUUID()}}` : randomUUID();
+    const limiter = new RedisLimiter(client, { ownsClient: false });
     return {
-      limiter: new RedisLimiter(client, { ownsClient: false }),
+      limiter,
       key: (name: string) => `${prefix}:${name}`,
       pttl: (key: string) => client.pttl(key),
       splitsCalls: !oneSlot,
-      close: async () => {}, // the cluster is private and goes away with its keys
+      peer: (leaseMs: number) => new RedisLimiter(client, { ownsClient: false, leaseMs }),
+      close: () => limiter.close(), // the cluster is private and goes away with its keys
     };
   };
 }

@@ -41,7 +41,11 @@ limiterContract('redis', async () => {
     limiter,
     key: (name) => `${prefix}:${name}`,
     pttl: (key) => shared.pttl(key),
-    close: () => deleteByPrefix(shared, prefix),
+    peer: (leaseMs) => new RedisLimiter(shared, { ownsClient: false, leaseMs }),
+    close: async () => {
+      await limiter.close();
+      await deleteByPrefix(shared, prefix);
+    },
   };
 });
 

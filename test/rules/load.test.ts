@@ -64,7 +64,20 @@ const BAD_FILES: readonly { fixture: string; line: number; reason: RegExp }[] = 
     reason: /^guard "per-ip": duplicate guard id \(first defined on line 5\)$/,
   },
   { fixture: 'guard-bad-count', line: 5, reason: /^guard "per-ip": count must be at least 1, got 0$/ },
-  { fixture: 'guard-unknown-key', line: 7, reason: /^guard "per-ip": unknown key "match"$/ },
+  { fixture: 'guard-unknown-key', line: 7, reason: /^guard "per-ip": unknown key "prefix"$/ },
+  // In-flight limits ({by, concurrent, until}).
+  {
+    fixture: 'inflight-with-count',
+    line: 9,
+    reason: /^rule "runs": limits\[0\]: "count" with "concurrent": .*not both$/,
+  },
+  { fixture: 'inflight-bad-until', line: 9, reason: /limits\[0\]\.until must be one of response, run, got "forever"$/ },
+  { fixture: 'until-without-concurrent', line: 10, reason: /"until" belongs to an in-flight limit/ },
+  {
+    fixture: 'guard-inflight-bad-match',
+    line: 7,
+    reason: /^guard "runs-in-flight": two path conditions in one match \(path and prefix\)/,
+  },
   {
     fixture: 'guard-top-level-key',
     line: 6,

@@ -46,6 +46,7 @@ describe.each(REGIONS)('the spec table in rules/%s.yaml', (region) => {
         by: want.by,
         count: countIn(region, want.count),
         perSeconds: want.per,
+        until: null,
         category: want.category,
         policy: `${want.rule}.${want.by}`,
         scope: want.rule,

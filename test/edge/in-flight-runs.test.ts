@@ -1,0 +1,159 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from '@langchain/langgraph-sdk';
+import type { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
+import { deleteByPrefix } from '../helpers/redis-keys.ts';
+import { SHARED_REDIS_URL, sharedRedis } from '../helpers/shared-redis.ts';
+import { newKey, startAgentServer, type RunningAgentServer } from '../services/agent-server/helpers.ts';
+
+/**
+ * `until: run` through the edge with the real Agent Server and the unmodified public client: a background run
+ * (`runs.create`) holds its slot while it runs, after its response has long ended, and gives it back when the Agent
+ * Server finishes or cancels it. On the memory store and on Redis with two edges.
+ */
+
+const RULES = `
+guards:
+  - id: runs-in-flight
+    by: api-key
+    concurrent: 1
+    until: run
+    category: Runs in flight (API)
+    match: { method: POST, any: [{ template: "/threads/{uuid}/runs" }, { template: "/threads/{uuid}/runs/stream" }] }
+rules:
+  - id: open
+    limits:
+      - { by: ip, count: 1000000, per: 1s, category: Test }
+`;
+
+let agent: RunningAgentServer;
+let rules: ReturnType<typeof rulesDir>;
+let redis: Redis;
+const PREFIX = `t-inflight-runs-${randomBytes(6).toString('hex')}`;
+
+beforeAll(async () => {
+  agent = await startAgentServer();
+  rules = rulesDir(RULES);
+  redis = sharedRedis();
+});
+
+afterAll(async () => {
+  await agent?.close();
+  rules?.remove();
+  await deleteByPrefix(redis, PREFIX);
+  await redis.quit();
+});
+
+const input = { messages: [{ role: 'user', content: 'hello' }] };
+const client = (edge: TestGateway, key: string) =>
+  new Client({ apiUrl: edge.url, apiKey: key, callerOptions: { maxRetries: 0 } });
+
+async function eventually<T>(what: string, f: () => Promise<T | undefined>, ms = 10_000): Promise<T> {
+  for (let waited = 0; waited < ms; waited += 50) {
+    const v = await f();
+    if (v !== undefined) return v;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`${what}: not within ${ms} ms`);
+}
+
+function untilRunScenario(name: string, edges: () => TestGateway[]) {
+  it(`${name}: a background run holds its slot until the Agent Server cancels or finishes it`, async () => {
+    const [a, b = a] = edges();
+    const key = newKey();
+    const ca = client(a!, key);
+    const cb = client(b!, key);
+    const [t1, t2] = [await ca.threads.create(), await ca.threads.create()];
+
+    const run = await ca.runs.create(t1.thread_id, 'slow', { input, config: { configurable: { wait_ms: 60_000 } } });
+    await eventually('the run started', async () =>
+      (await ca.runs.get(t1.thread_id, run.run_id)).status === 'running' ? true : undefined,
+    );
+    // The response ended long ago; the run goes on: no slot for a second run of this key, on either edge.
+    for (const c of [ca, cb]) {
+      const err = await c.runs.create(t2.thread_id, 'slow', { input }).catch((e: unknown) => e);
+      expect(err).toMatchObject({ status: 429 });
+      expect(String((err as Error).message)).toMatch(/"guard":"runs-in-flight"/);
+    }
+    // Other requests of the key are not held up.
+    expect((await cb.threads.get(t1.thread_id)).thread_id).toBe(t1.thread_id);
+
+    await ca.runs.cancel(t1.thread_id, run.run_id);
+    // Cancelled: the slot comes back; a short run takes it and gives it back when it finishes.
+    const short = await eventually('the slot came back after the cancel', () =>
+      cb.runs
+        .create(t2.thread_id, 'slow', { input, config: { configurable: { wait_ms: 300 } } })
+        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
+    );
+    const err = await ca.runs.create(t1.thread_id, 'slow', { input }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 429 });
+    await cb.runs.join(t2.thread_id, short.run_id);
+    const next = await eventually('the slot came back after the run finished', () =>
+      ca.runs
+        .create(t1.thread_id, 'slow', { input, config: { configurable: { wait_ms: 1 } } })
+        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
+    );
+    await ca.runs.join(t1.thread_id, next.run_id);
+  });
+
+  it(`${name}: a stream whose client left (on_disconnect: continue) holds its slot until its run ends`, async () => {
+    const [a, b = a] = edges();
+    const key = newKey();
+    const ca = client(a!, key);
+    const cb = client(b!, key);
+    const [t1, t2] = [await ca.threads.create(), await ca.threads.create()];
+    const leave = new AbortController();
+    let runId = '';
+    const stream = ca.runs.stream(t1.thread_id, 'slow', {
+      input,
+      config: { configurable: { wait_ms: 60_000 } },
+      onDisconnect: 'continue',
+      signal: leave.signal,
+      onRunCreated: (m) => void (runId = m.run_id),
+    });
+    for await (const chunk of stream) if (chunk.event === 'metadata') break; // the client reads one event and leaves
+    leave.abort();
+    expect(runId).not.toBe('');
+    await eventually('the run goes on without its client', async () =>
+      (await cb.runs.get(t1.thread_id, runId)).status === 'running' ? true : undefined,
+    );
+    const err = await cb.runs.create(t2.thread_id, 'slow', { input }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 429 });
+    await cb.runs.cancel(t1.thread_id, runId);
+    const again = await eventually('the slot came back when the run was cancelled', () =>
+      cb.runs
+        .create(t2.thread_id, 'slow', { input, config: { configurable: { wait_ms: 1 } } })
+        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
+    );
+    await cb.runs.join(t2.thread_id, again.run_id);
+  });
+}
+
+describe('until: run, memory store', () => {
+  let edge: TestGateway;
+  beforeAll(async () => {
+    edge = await startTestGateway({ RULES_DIR: rules.dir, AGENT_SERVER_URL: agent.url, CONTROL_PLANE_URL: agent.url });
+  });
+  afterAll(() => edge?.close());
+  untilRunScenario('memory', () => [edge]);
+});
+
+describe('until: run, two edges sharing Redis', () => {
+  const edges: TestGateway[] = [];
+  beforeAll(async () => {
+    const env = {
+      REDIS_URL: SHARED_REDIS_URL,
+      KEY_PREFIX: PREFIX,
+      IDENTITY_SECRET: 'in-flight-runs-test-secret',
+      RULES_DIR: rules.dir,
+      AGENT_SERVER_URL: agent.url,
+      CONTROL_PLANE_URL: agent.url,
+      FAIL_MODE: 'closed',
+      STORE_TIMEOUT_MS: '2000',
+    };
+    edges.push(await startTestGateway(env), await startTestGateway(env));
+  });
+  afterAll(() => Promise.all(edges.map((e) => e.close())));
+  untilRunScenario('redis, two edges', () => edges);
+});
