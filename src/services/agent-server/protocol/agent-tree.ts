@@ -18,7 +18,8 @@ export class AgentTree {
   set(namespace: Namespace, status: AgentStatus, graphName?: string): void {
     for (let i = 1; i < namespace.length; i++) {
       const parent = namespace.slice(0, i);
-      if (!this.nodes.has(key(parent))) this.nodes.set(key(parent), { namespace: parent, status: 'started', graphName: nameOf(parent) });
+      if (!this.nodes.has(key(parent)))
+        this.nodes.set(key(parent), { namespace: parent, status: 'started', graphName: nameOf(parent) });
     }
     const existing = this.nodes.get(key(namespace));
     this.nodes.set(key(namespace), {

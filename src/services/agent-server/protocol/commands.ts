@@ -61,7 +61,10 @@ export async function runCommand(call: ProtocolCall, command: CommandEnvelope): 
     return success(command.id, result, meta);
   } catch (err) {
     if (!(err instanceof CommandError))
-      call.ctx.log.debug({ method: command.method, err: { message: (err as Error)?.message } }, 'protocol command failed');
+      call.ctx.log.debug(
+        { method: command.method, err: { message: (err as Error)?.message } },
+        'protocol command failed',
+      );
     return errorAnswer(command.id, err);
   }
 }

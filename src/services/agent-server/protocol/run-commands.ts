@@ -57,7 +57,8 @@ export async function inputRespond(call: ProtocolCall, raw: unknown): Promise<Re
       .map((i) => (i as { id?: unknown }).id),
   );
   const unknown = Object.keys(resume).find((id) => !pending.has(id));
-  if (unknown !== undefined) throw new CommandError('no_such_interrupt', `No pending interrupt ${unknown} on this thread.`);
+  if (unknown !== undefined)
+    throw new CommandError('no_such_interrupt', `No pending interrupt ${unknown} on this thread.`);
   const assistantId = call.thread.assistantId ?? thread.metadata.assistant_id;
   if (typeof assistantId !== 'string') throw new CommandError('no_such_run', 'The thread has no run to resume.');
   await start(call, {
@@ -80,8 +81,10 @@ export async function stateFork(call: ProtocolCall, raw: unknown): Promise<{ run
   const params = (isRecord(raw) ? raw : {}) as Partial<StateForkParams> & Params;
   if (typeof params.checkpoint_id !== 'string' || params.checkpoint_id === '')
     throw new CommandError('invalid_argument', 'state.fork requires a checkpoint_id.');
-  const assistantId = call.thread.assistantId ?? (await call.ctx.store.getThread(call.thread.threadId))?.metadata.assistant_id;
-  if (typeof assistantId !== 'string') throw new CommandError('no_such_checkpoint', 'The thread has no checkpoint to fork.');
+  const assistantId =
+    call.thread.assistantId ?? (await call.ctx.store.getThread(call.thread.threadId))?.metadata.assistant_id;
+  if (typeof assistantId !== 'string')
+    throw new CommandError('no_such_checkpoint', 'The thread has no checkpoint to fork.');
   const { run_id } = await start(call, {
     assistant_id: assistantId,
     input: params.input ?? null,
@@ -99,8 +102,8 @@ export async function stateFork(call: ProtocolCall, raw: unknown): Promise<{ run
  * the subscriptions made before it: a run that ended before the second stream opened would leave `thread.messages`
  * empty. The official server's queue starts runs up to a second later (it polls); this waits only as long as needed.
  */
-const QUIET_MS = 100;
-const MAX_WAIT_MS = 500;
+const QUIET_MS = 200;
+const MAX_WAIT_MS = 1000;
 
 /** Starts a protocol run from a REST run body (checked by the same schema) and follows its frames. */
 async function start(call: ProtocolCall, body: Params): Promise<{ run_id: string }> {
@@ -127,4 +130,3 @@ async function start(call: ProtocolCall, body: Params): Promise<{ run_id: string
   );
   return { run_id: run.run_id };
 }
-

@@ -62,7 +62,9 @@ export class SocketSession {
     let raw: unknown;
     try {
       if (isBinary) throw new Error('binary');
-      raw = JSON.parse(Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'));
+      raw = JSON.parse(
+        Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'),
+      );
     } catch {
       return this.send(failure(null, 'invalid_argument', 'A command is one JSON text message.'));
     }
@@ -77,15 +79,20 @@ export class SocketSession {
     const p = (command.params ?? {}) as { channels?: unknown; namespaces?: unknown; depth?: unknown };
     const channels = Array.isArray(p.channels) ? p.channels : [];
     if (channels.length === 0 || !channels.every((c) => typeof c === 'string' && isSupportedChannel(c)))
-      return this.send(failure(command.id, 'invalid_argument', 'subscription.subscribe needs channels, each a protocol channel.'));
+      return this.send(
+        failure(command.id, 'invalid_argument', 'subscription.subscribe needs channels, each a protocol channel.'),
+      );
     const namespaces =
-      Array.isArray(p.namespaces) && p.namespaces.every((n) => Array.isArray(n) && n.every((s) => typeof s === 'string'))
+      Array.isArray(p.namespaces) &&
+      p.namespaces.every((n) => Array.isArray(n) && n.every((s) => typeof s === 'string'))
         ? (p.namespaces as Namespace[])
         : undefined;
     const depth = typeof p.depth === 'number' && Number.isInteger(p.depth) && p.depth >= 0 ? p.depth : undefined;
     // The thread must be the caller's by now (a socket may open before its run.start makes the thread).
     if ((await readableThread(this.call.auth, this.call.ctx, this.call.thread.threadId)) === null)
-      return this.send(failure(command.id, 'no_such_run', `Thread ${this.call.thread.threadId} has no run yet: run.start first.`));
+      return this.send(
+        failure(command.id, 'no_such_run', `Thread ${this.call.thread.threadId} has no run yet: run.start first.`),
+      );
     const match = matching({ channels: new Set(channels as string[]), namespaces, depth });
     const id = randomUUID();
     // Synchronous from here: nothing can come between the answer, the replay and the live events.

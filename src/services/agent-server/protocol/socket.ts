@@ -61,7 +61,9 @@ export class ProtocolSockets {
     socket.on('error', () => socket.destroy());
     const match = SOCKET_PATH.exec(req.url ?? '');
     if (match === null || req.headers.upgrade?.toLowerCase() !== 'websocket') {
-      socket.end('HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"detail":"Not Found"}');
+      socket.end(
+        'HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"detail":"Not Found"}',
+      );
       return;
     }
     const threadId = decodeURIComponent(match[1]!);

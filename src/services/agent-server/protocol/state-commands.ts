@@ -42,9 +42,14 @@ export async function listCheckpoints(call: ProtocolCall, raw: unknown): Promise
   if (graph === null) return { checkpoints: [] };
   const limit = typeof params.limit === 'number' && params.limit > 0 ? Math.min(params.limit, 1000) : 10;
   const before =
-    typeof params.before === 'string' ? { configurable: { thread_id: t.thread_id, checkpoint_id: params.before } } : undefined;
+    typeof params.before === 'string'
+      ? { configurable: { thread_id: t.thread_id, checkpoint_id: params.before } }
+      : undefined;
   const checkpoints: CheckpointSummary[] = [];
-  for await (const s of graph.getStateHistory({ configurable: { thread_id: t.thread_id } }, { limit, ...(before ? { before } : {}) })) {
+  for await (const s of graph.getStateHistory(
+    { configurable: { thread_id: t.thread_id } },
+    { limit, ...(before ? { before } : {}) },
+  )) {
     const id = s.config?.configurable?.checkpoint_id;
     if (typeof id !== 'string') continue;
     const metadata = toPlain<Record<string, unknown>>(s.metadata ?? {});

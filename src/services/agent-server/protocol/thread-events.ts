@@ -10,13 +10,14 @@ export interface EventFilter {
 
 /** Whether `event` is on a channel of `filter` and under one of its namespaces (at most `depth` below it). */
 export function matchesFilter(filter: EventFilter, event: ProtocolEvent): boolean {
-  const channel = inferChannel(event as Parameters<typeof inferChannel>[0]);
+  const channel = inferChannel(event);
   if (channel === undefined) return false;
   if (!filter.channels.has(channel) && !(channel.startsWith('custom:') && filter.channels.has('custom'))) return false;
   if (filter.namespaces === undefined || filter.namespaces.length === 0) return true;
   const ns = event.params.namespace;
   return filter.namespaces.some(
-    (prefix) => isPrefixMatch(ns, [...prefix]) && (filter.depth === undefined || ns.length - prefix.length <= filter.depth),
+    (prefix) =>
+      isPrefixMatch(ns, [...prefix]) && (filter.depth === undefined || ns.length - prefix.length <= filter.depth),
   );
 }
 

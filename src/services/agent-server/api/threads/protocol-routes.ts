@@ -27,7 +27,14 @@ const command = z.object({
 });
 const eventFilter = z.object({
   channels: z
-    .array(z.string().refine(isSupportedChannel, 'unknown channel (values, updates, messages, tools, lifecycle, input, checkpoints, tasks, custom, custom:<name>)'))
+    .array(
+      z
+        .string()
+        .refine(
+          isSupportedChannel,
+          'unknown channel (values, updates, messages, tools, lifecycle, input, checkpoints, tasks, custom, custom:<name>)',
+        ),
+    )
     .min(1),
   namespaces: z.array(z.array(z.string())).optional(),
   depth: z.number().int().min(0).optional(),
@@ -61,7 +68,9 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
         const thread = threadOf(param(c, 'thread_id'));
         const parsed = parseCommand(body);
         if ('type' in parsed) return c.json(parsed);
-        return c.json(await runCommand({ ctx, threads, auth: c.get('auth'), headers: c.req.raw.headers, thread }, parsed));
+        return c.json(
+          await runCommand({ ctx, threads, auth: c.get('auth'), headers: c.req.raw.headers, thread }, parsed),
+        );
       },
     }),
     operation({
@@ -69,7 +78,7 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
       method: 'post',
       path: '/threads/{thread_id}/stream/events',
       operationId: 'protocol_events',
-      summary: 'Follow a thread\'s protocol events',
+      summary: "Follow a thread's protocol events",
       description:
         'Server-sent events of the thread: the events of its current run held so far (after `since`, a `seq`), then what comes, on the `channels` asked, under `namespaces` (at most `depth` below). The stream stays open between runs until the client leaves.',
       body: eventFilter,
@@ -100,14 +109,17 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
       method: 'get',
       path: '/threads/{thread_id}/stream/events',
       operationId: 'protocol_socket',
-      summary: 'Open the protocol\'s WebSocket',
+      summary: "Open the protocol's WebSocket",
       description:
         'The thread-centric protocol over one WebSocket: commands in, their answers and the events of `subscription.subscribe` out. Credentials as for any request, or, from a browser, in the subprotocol (`["bearer", <token>]`, `["x-api-key", <key>]`) or a cookie. A refusal closes the socket with 4000 + the HTTP status (4401, 4403, 4404, 4422).',
       responses: { 426: { description: 'Not a WebSocket handshake.', schema: errorSchema }, ...errors },
       async handler(c) {
         const pending = handshakes.get(c.req.raw);
         if (pending === undefined)
-          return c.json({ detail: 'Upgrade Required: this path serves a WebSocket (or POST for server-sent events).' }, 426);
+          return c.json(
+            { detail: 'Upgrade Required: this path serves a WebSocket (or POST for server-sent events).' },
+            426,
+          );
         const id = param(c, 'thread_id');
         threadOf(id);
         // A thread not made yet is fine: the socket's run.start makes it. One that exists must be the caller's.
