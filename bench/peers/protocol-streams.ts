@@ -8,9 +8,10 @@ import WebSocket from 'ws';
  * - `legacy`: `client.runs.stream(threadId, 'agent', {streamMode: ['values', 'messages-tuple']})` on a new thread;
  *   the first event is `metadata`.
  * - `sse` / `websocket`: `client.threads.stream({assistantId: 'agent'})`, `run.start`, one subscription to `values`,
- *   `messages` and `lifecycle` read until the root's terminal `lifecycle`; the first event is the root's `running`.
- *   Time to first event counts from the call that starts the run (it includes a protocol run's wait for its readers
- *   to settle: docs/agent-server.md).
+ *   `messages` and `lifecycle` read until the root's terminal `lifecycle`; the first event is the root's `running`,
+ *   sent as the run is accepted, before it waits for its readers to settle (docs/agent-server.md): that wait shows in
+ *   runs and events per second, not in the time to first event. Time to first event counts from the call that starts
+ *   the run.
  */
 export type Transport = 'legacy' | 'sse' | 'websocket';
 
