@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { isSupportedChannel } from '@langchain/langgraph/stream';
 import type { Event as ProtocolEvent, Namespace, SubscribeResult } from '@langchain/protocol';
 import type { RawData, WebSocket } from 'ws';
+import { DEFAULT_MAX_JSON_DEPTH, jsonNestingExceeds } from '../../shared/json-depth.ts';
 import type { ProtocolCall } from './call.ts';
 import { parseCommand, runCommand, type CommandEnvelope } from './commands.ts';
 import { failure, success, type Answer } from './envelopes.ts';
@@ -62,9 +63,11 @@ export class SocketSession {
     let raw: unknown;
     try {
       if (isBinary) throw new Error('binary');
-      raw = JSON.parse(
-        Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8'),
-      );
+      const text = Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.concat(data as Buffer[]).toString('utf8');
+      // As a request body (json-body.ts): too deep a value would overflow the stack of whatever walks it later.
+      if (jsonNestingExceeds(text, DEFAULT_MAX_JSON_DEPTH))
+        return this.send(failure(null, 'invalid_argument', `A command nests at most ${DEFAULT_MAX_JSON_DEPTH} deep.`));
+      raw = JSON.parse(text);
     } catch {
       return this.send(failure(null, 'invalid_argument', 'A command is one JSON text message.'));
     }
