@@ -2,8 +2,11 @@
  * Streamed runs: concurrent `runs.stream` of the example graph (examples/app, `agent`) with the unmodified JS client,
  * against this tree's Agent Server and against a base revision's (default: where this branch left `main`), in the same process and the same
  * rounds (alternating), so a change to how runs stream is measured against what it replaces on the same machine at the
- * same moment. Reports runs per second and time to first event (the `metadata` event) per stream mode, and writes
- * bench/results/streams-<time>.json (and streams-latest.json). See bench/README.md.
+ * same moment. Reports runs per second and time to first event (the `metadata` event) per stream mode. Then, on this
+ * tree's server alone, the thread-centric protocol (SDK `threads.stream`) over server-sent events and over a WebSocket
+ * beside the legacy `runs.stream`, same graph and input, alternating rounds: time to first event and events per
+ * second, as ratios to the legacy stream (bench/peers/protocol-streams.ts). Writes bench/results/streams-<time>.json
+ * (and streams-latest.json). See bench/README.md.
  *
  *   npm run bench:streams
  *   BENCH_BASE=HEAD~3 BENCH_ROUNDS=7 BENCH_ROUND_MS=3000 BENCH_CONCURRENCY=32 npm run bench:streams
@@ -18,6 +21,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Client } from '@langchain/langgraph-sdk';
 import pino from 'pino';
+import { protocolRound, type Transport } from './peers/protocol-streams.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Default: where this branch left main (what the branch changes is measured, not what main gained since). */
@@ -47,6 +51,7 @@ async function serve(name: string, root: string): Promise<Side> {
     log: pino({ level: 'silent' }),
   });
   const listening = await listen(server.app, 0, '127.0.0.1');
+  server.sockets?.attach(listening.server); // the protocol's WebSockets (a base revision may have none)
   return {
     name,
     url: listening.url,
@@ -144,8 +149,10 @@ try {
     const [b, h] = rows.filter((r) => r.stream_mode === modes) as { runs_per_s: number }[];
     console.log(`${modes}: this tree / base = ${(h!.runs_per_s / b!.runs_per_s).toFixed(2)}× runs/s`);
   }
+  const protocol = await protocolRows(head);
   const result = {
     when: new Date().toISOString(),
+    protocol,
     node: process.version,
     cpus: cpus().length,
     load_avg_1m: loadavg()[0],
@@ -162,6 +169,44 @@ try {
   await head?.close();
   await base?.close();
   rmSync(tmp, { recursive: true, force: true });
+}
+
+/** The protocol over SSE and WebSocket beside the legacy runs.stream, on `side` alone (alternating rounds). */
+async function protocolRows(side: Side): Promise<Record<string, unknown>[]> {
+  const transports: Transport[] = ['legacy', 'sse', 'websocket'];
+  const tally = new Map(
+    transports.map((t) => [t, { rps: [] as number[], eps: [] as number[], firsts: [] as number[] }]),
+  );
+  for (const t of transports) await protocolRound(side.url, 'ak-bench', t, CONCURRENCY, ROUND_MS); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    const order = r % 2 === 0 ? transports : [...transports].reverse();
+    for (const t of order) {
+      const { runs, events, seconds, firsts } = await protocolRound(side.url, 'ak-bench', t, CONCURRENCY, ROUND_MS);
+      tally.get(t)!.rps.push(runs / seconds);
+      tally.get(t)!.eps.push(events / seconds);
+      tally.get(t)!.firsts.push(...firsts);
+    }
+  }
+  const rows = transports.map((t) => {
+    const x = tally.get(t)!;
+    return {
+      transport: t === 'legacy' ? 'runs.stream (legacy SSE)' : `threads.stream (${t})`,
+      runs_per_s: Math.round(median(x.rps)),
+      events_per_s: Math.round(median(x.eps)),
+      first_event_ms_p50: +median(x.firsts).toFixed(1),
+      first_event_ms_p95: +quantile(x.firsts, 0.95).toFixed(1),
+    };
+  });
+  console.log(
+    `\nthe thread-centric protocol beside runs.stream on ${side.name}, ${CONCURRENCY} clients, ${ROUNDS} rounds`,
+  );
+  console.table(rows);
+  const [legacy, ...others] = rows;
+  for (const o of others)
+    console.log(
+      `${o.transport} / legacy: ${(o.events_per_s / legacy!.events_per_s).toFixed(2)}× events/s, ${(o.first_event_ms_p50 / legacy!.first_event_ms_p50).toFixed(2)}× time to first event (p50)`,
+    );
+  return rows;
 }
 
 function dirty(): boolean {

@@ -87,7 +87,9 @@ export class BundledServices {
       }),
       log: this.log.child({ component: 'agent-server' }),
     });
-    const listening = await listen(guarded(server.app, internalSecret()), 0, '127.0.0.1');
+    const app = guarded(server.app, internalSecret());
+    const listening = await listen(app, 0, '127.0.0.1');
+    server.sockets.attach(listening.server, app); // the handshake passes the guard too
     markInternal(listening.url);
     // Listed by the bundled control plane, with a `url` and a route to this server (default-deployment.ts).
     const listed =

@@ -33,6 +33,9 @@ import { SERVER_VERSION, systemOperations } from './api/meta/system.ts';
 import { threadStateOperations } from './api/threads/state.ts';
 import { threadStreamOperation } from './api/threads/stream-route.ts';
 import { threadOperations } from './api/threads/threads.ts';
+import { protocolOperations } from './api/threads/protocol-routes.ts';
+import { ProtocolSockets } from './protocol/socket.ts';
+import { ProtocolThreads } from './protocol/threads.ts';
 
 /**
  * The Agent Server of one deployment: it serves the app named by an app
@@ -81,6 +84,11 @@ export interface AgentServer {
   readonly graphs: readonly string[];
   /** True when the app brings its own auth handler. */
   readonly customAuth: boolean;
+  /**
+   * The thread-centric protocol's WebSockets: `sockets.attach(listening.server)` serves them on the HTTP server the
+   * app listens on (with the app in front of it, e.g. the bundled services' guard, as the second argument).
+   */
+  readonly sockets: Pick<ProtocolSockets, 'attach'>;
   /** The cron scheduler (it ticks by itself; `fireDue` runs one tick now). */
   readonly crons: Pick<CronScheduler, 'fireDue'>;
   /** Stops the cron scheduler, cancels every run, waits for them, closes the store. */
@@ -150,6 +158,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   if (orphaned > 0)
     log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
+  const protocolThreads = new ProtocolThreads();
   const ops = served(
     [
       ...systemOperations(),
@@ -157,6 +166,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       ...threadOperations(ctx),
       ...threadStateOperations(ctx),
       threadStreamOperation(ctx),
+      ...protocolOperations(ctx, protocolThreads),
       ...runOperations(ctx),
       ...runControlOperations(ctx),
       ...cronOperations(ctx),
@@ -193,13 +203,16 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   app.onError(serviceErrorHandler(log, 'agent server'));
   log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');
   scheduler.start();
+  const sockets = new ProtocolSockets(ctx, protocolThreads, app, log);
 
   return {
     app,
+    sockets,
     graphs: graphs.names,
     customAuth: handlers?.authenticate != null,
     crons: scheduler,
     async close() {
+      sockets.close();
       await scheduler.stop();
       await runner.close();
       await store.close();

@@ -34,6 +34,12 @@ export interface StateSnapshotLike {
 }
 
 /** The part of a compiled LangGraph graph the server uses. */
+/** An event of `streamEvents(..., {version: 'v3'})`: a protocol event of LangGraph's own, numbered per run. */
+export interface GraphProtocolEvent {
+  readonly method: string;
+  readonly params: { readonly namespace: string[]; readonly data: unknown; readonly node?: string };
+}
+
 export interface RunnableGraph {
   stream(input: unknown, options: Record<string, unknown>): Promise<AsyncIterable<unknown>>;
   /** LangChain's callback events (`version: 'v2'`), for the `events` stream mode. */
@@ -41,6 +47,11 @@ export interface RunnableGraph {
     input: unknown,
     options: Record<string, unknown> & { version: 'v2' },
   ): AsyncIterable<{ event: string; run_id: string; tags?: string[]; data?: { chunk?: unknown } }>;
+  /** The thread-centric protocol's events (`version: 'v3'`), for runs started through it (protocol/). */
+  streamEvents(
+    input: unknown,
+    options: Record<string, unknown> & { version: 'v3' },
+  ): Promise<AsyncIterable<GraphProtocolEvent>>;
   getState(
     config: { configurable: Record<string, unknown> },
     options?: { subgraphs?: boolean },

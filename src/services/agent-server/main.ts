@@ -72,6 +72,7 @@ export async function runAgentServer(
     return 1;
   }
   const listening = await listen(server.app, settings.port);
+  server.sockets.attach(listening.server);
   log.info({ url: listening.url, graphs: server.graphs, docs: `${listening.url}/docs` }, 'agent server listening');
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGTERM', () => resolve('SIGTERM'));

@@ -92,6 +92,7 @@ async function main(control: ProcessControl): Promise<void> {
   let listening: Listening;
   try {
     listening = await listen(server.app, control.port, '127.0.0.1');
+    server.sockets.attach(listening.server);
   } catch (err) {
     send({ type: 'failed', reason: `could not listen on its port: ${(err as Error).message}` });
     log.flush();

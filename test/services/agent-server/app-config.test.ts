@@ -31,6 +31,8 @@ describe('app config', () => {
       'factory',
       'whoami',
       'remember',
+      'approval',
+      'reviewed',
     ]);
     expect(config.graphs.get('agent')).toMatchObject({
       exportName: 'graph',

@@ -46,6 +46,7 @@ export async function startAgentServer(options: Partial<AgentServerOptions> = {}
     ...options,
   });
   const listening = await listen(server.app, 0, '127.0.0.1');
+  server.sockets.attach(listening.server);
   return {
     server,
     listening,

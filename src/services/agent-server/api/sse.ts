@@ -14,10 +14,16 @@ export interface SseOptions {
   readonly onCancel: () => void;
   /** The request's signal: aborted when the client disconnects. */
   readonly signal?: AbortSignal;
+  /**
+   * Send a `: open` comment at once: proxies (the edge) pass the response on with its first bytes, and a client that
+   * waits for the stream to be open before it acts (the SDK's protocol streams) should not wait for the first event.
+   */
+  readonly open?: boolean;
 }
 
 const encoder = new TextEncoder();
 const HEARTBEAT = encoder.encode(': heartbeat\n\n');
+const OPEN = encoder.encode(': open\n\n');
 
 export function encodeFrame({ event, data, id }: Frame): Uint8Array {
   return encoder.encode(
@@ -27,7 +33,7 @@ export function encodeFrame({ event, data, id }: Frame): Uint8Array {
 
 export function sseResponse(
   frames: AsyncIterable<Frame>,
-  { headers, heartbeatMs, onCancel, signal }: SseOptions,
+  { headers, heartbeatMs, onCancel, signal, open = false }: SseOptions,
 ): Response {
   const iterator = frames[Symbol.asyncIterator]();
   let timer: NodeJS.Timeout | undefined;
@@ -52,6 +58,7 @@ export function sseResponse(
         timer.unref();
       };
       signal?.addEventListener('abort', cancel, { once: true });
+      if (open) controller.enqueue(OPEN);
       beat();
       void (async () => {
         try {

@@ -5,6 +5,7 @@ import { toPlain } from '../serialize.ts';
 import type { AgentStore } from '../store/agent-store.ts';
 import type { Json, Run, RunStatus, Thread, ThreadStatus } from '../store/records.ts';
 import { FrameMapper, eventFrame, frame, graphStreamModes, graphSubgraphs, rootValues, type Frame } from './frames.ts';
+import { protocolFrame } from './protocol-frames.ts';
 import type { CancelReason, RunOutcome, RunSpec } from './run-handle.ts';
 import { LEASE_MS } from './run-leases.ts';
 import { rollBack } from './rollback.ts';
@@ -72,7 +73,7 @@ export class RunExecution {
       await recorded;
       // A queued run waits for the runs ahead of it (and a delayed run, `after_seconds`, for its time too), unless it is
       // cancelled first.
-      await Promise.race([Promise.all([before, delay(spec.afterMs, signal)]), whenAborted(signal)]);
+      await Promise.race([Promise.all([before, delay(spec.afterMs, signal), spec.gate]), whenAborted(signal)]);
       if (signal.aborted) throw signal.reason;
       events.begin();
       await this.setRun(run, 'running');
@@ -97,7 +98,16 @@ export class RunExecution {
         const values = streamsValues ? undefined : rootValues(chunk);
         if (values !== undefined) events.state(values);
       };
-      if (spec.modes.includes('events')) {
+      if (spec.protocol) {
+        const { streamMode: _modes, subgraphs: _subgraphs, ...v3 } = options;
+        const stream = await graph.streamEvents(spec.input, { ...v3, version: 'v3', runId: run.run_id });
+        for await (const event of stream) {
+          const f = protocolFrame(event);
+          if (f !== null) events.push(f);
+          if (!streamsValues && event.method === 'values' && event.params.namespace.length === 0)
+            events.state(event.params.data);
+        }
+      } else if (spec.modes.includes('events')) {
         // `events` needs LangChain's callback events: the graph runs under streamEvents, whose root stream chunks
         // are the same as graph.stream's (a run without `events` skips that cost).
         for await (const event of graph.streamEvents(spec.input, { ...options, version: 'v2', runId: run.run_id })) {

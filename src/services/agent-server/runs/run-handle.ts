@@ -21,6 +21,13 @@ export interface RunSpec {
   readonly resumable: boolean;
   /** The identity of the user who started it (kept in memory with the run, never stored). */
   readonly startedBy: string;
+  /**
+   * Started through the thread-centric protocol (protocol/): the graph runs under `streamEvents` v3, whose protocol
+   * events become the run's frames (runs/protocol-frames.ts), whatever `modes` says.
+   */
+  readonly protocol?: boolean;
+  /** The run begins once this settles too (a protocol run waits for its readers: protocol/run-commands.ts). */
+  readonly gate?: Promise<unknown>;
   /** `after_seconds`: the run waits this long (pending, cancellable) before its turn. */
   readonly afterMs?: number;
 }

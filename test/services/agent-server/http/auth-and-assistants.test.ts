@@ -49,10 +49,12 @@ describe('assistants', () => {
     expect(Array.isArray(res.body)).toBe(true);
     expect(res.body.map((a: any) => a.graph_id).sort()).toEqual([
       'agent',
+      'approval',
       'custom',
       'factory',
       'failing',
       'remember',
+      'reviewed',
       'slow',
       'uncompiled',
       'whoami',
@@ -68,15 +70,15 @@ describe('assistants', () => {
       body: { metadata: { created_by: 'system' }, limit: 4, offset: 0 },
     });
     expect(first.body).toHaveLength(4);
-    expect(first.headers.get('x-pagination-total')).toBe('8');
+    expect(first.headers.get('x-pagination-total')).toBe('10');
     expect(first.headers.get('x-pagination-next')).toBe('4');
     const second = await json('/assistants/search', {
-      body: { metadata: { created_by: 'system' }, limit: 5, offset: 4 },
+      body: { metadata: { created_by: 'system' }, limit: 7, offset: 4 },
     });
-    expect(second.body).toHaveLength(4);
+    expect(second.body).toHaveLength(6);
     expect(second.headers.get('x-pagination-next')).toBeNull();
     const ids = [...first.body, ...second.body].map((a: any) => a.assistant_id);
-    expect(new Set(ids).size).toBe(8);
+    expect(new Set(ids).size).toBe(10);
   });
 
   it('filters by graph_id and exact metadata', async () => {

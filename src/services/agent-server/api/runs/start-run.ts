@@ -31,6 +31,8 @@ export async function startRun(
   threadId: string | null,
   background = false,
   headers?: Headers,
+  /** Started through the thread-centric protocol (protocol/run-commands.ts): its frames are protocol events. */
+  protocol?: { readonly gate: Promise<unknown> },
 ): Promise<Started> {
   const { store, graphs, runner } = ctx;
   const { user, authorize } = auth;
@@ -124,6 +126,7 @@ export async function startRun(
     strategy,
     resumable: background || (body.stream_resumable ?? false),
     startedBy: user.identity,
+    ...(protocol ? { protocol: true, gate: protocol.gate } : {}),
     ...(body.after_seconds ? { afterMs: Math.round(body.after_seconds * 1000) } : {}),
   };
   const handle = runner.start(spec);

@@ -1,0 +1,120 @@
+import type { Event as ProtocolEvent, Namespace } from '@langchain/protocol';
+import { inferChannel, isPrefixMatch } from '@langchain/langgraph/stream';
+
+/** What a reader of a thread's events asks for: `POST .../stream/events`'s body, or `subscription.subscribe`'s. */
+export interface EventFilter {
+  readonly channels: ReadonlySet<string>;
+  readonly namespaces?: readonly Namespace[] | undefined;
+  readonly depth?: number | undefined;
+}
+
+/** Whether `event` is on a channel of `filter` and under one of its namespaces (at most `depth` below it). */
+export function matchesFilter(filter: EventFilter, event: ProtocolEvent): boolean {
+  const channel = inferChannel(event);
+  if (channel === undefined) return false;
+  if (!filter.channels.has(channel) && !(channel.startsWith('custom:') && filter.channels.has('custom'))) return false;
+  if (filter.namespaces === undefined || filter.namespaces.length === 0) return true;
+  const ns = event.params.namespace;
+  return filter.namespaces.some(
+    (prefix) =>
+      isPrefixMatch(ns, [...prefix]) && (filter.depth === undefined || ns.length - prefix.length <= filter.depth),
+  );
+}
+
+/** Where a reader's events go; it must not throw (a closed connection drops them). */
+export type EventSink = (event: ProtocolEvent) => void;
+/** Which events a reader wants. */
+export type EventMatch = (event: ProtocolEvent) => boolean;
+
+/** The events of `filter`. */
+export const matching =
+  (filter: EventFilter): EventMatch =>
+  (event) =>
+    matchesFilter(filter, event);
+
+/** Events of the current run held for readers that come late or come back (`since`); beyond, the oldest go. */
+const HELD_EVENTS = 20_000;
+
+/**
+ * One thread's protocol events, in this process: numbered (`seq`, and `event_id` its text), the current run's held
+ * for replay, and handed to every reader whose filter matches. Delivery is synchronous: a reader is attached by
+ * replaying what is held and then joining the live readers in the same tick, so it misses nothing and gets nothing
+ * twice (a reconnect that says `since` gets only what came after).
+ *
+ * `seq` starts from the clock (microseconds since the epoch), so numbers stay increasing when a thread's log is made
+ * again (after a restart, or once dropped): a client that deduplicates by `event_id` never drops a new event.
+ */
+export class ThreadEvents {
+  private seq = Date.now() * 1000;
+  private held: ProtocolEvent[] = [];
+  private readonly readers = new Map<EventSink, EventMatch>();
+  /** When the last reader left or the last event came: an idle log can be dropped (threads.ts). */
+  lastActive = Date.now();
+  /** When a reader last came (an event stream, a WebSocket subscription): see settled. */
+  private lastAttach = 0;
+
+  get readerCount(): number {
+    return this.readers.size;
+  }
+
+  /** The seq of the last event (what a `since` means "everything so far"). */
+  get lastSeq(): number {
+    return this.seq;
+  }
+
+  /** A new run begins: the previous run's events are no longer replayed to new readers. */
+  newRun(): void {
+    this.held = [];
+  }
+
+  /** Numbers `event` and hands it to the readers that want it. */
+  append(method: string, namespace: Namespace, data: unknown, node?: string): ProtocolEvent {
+    this.seq += 1;
+    this.lastActive = Date.now();
+    const event = {
+      type: 'event',
+      event_id: String(this.seq),
+      seq: this.seq,
+      method,
+      params: { namespace, timestamp: Date.now(), ...(node !== undefined ? { node } : {}), data },
+    } as ProtocolEvent;
+    this.held.push(event);
+    if (this.held.length > HELD_EVENTS) this.held.splice(0, this.held.length - HELD_EVENTS);
+    for (const [sink, match] of this.readers) if (match(event)) sink(event);
+    return event;
+  }
+
+  /** The held events `match` wants, after `since` (all held without). */
+  replay(match: EventMatch, since?: number): ProtocolEvent[] {
+    return this.held.filter((event) => (since === undefined || (event.seq ?? 0) > since) && match(event));
+  }
+
+  /** From now on, every event `match` wants goes to `sink` (replay first, in the same tick, to miss nothing). */
+  follow(sink: EventSink, match: EventMatch): void {
+    this.readers.set(sink, match);
+    this.touch();
+  }
+
+  /** A reader came or widened what it reads (a WebSocket subscription). */
+  touch(): void {
+    this.lastAttach = Date.now();
+  }
+
+  /**
+   * Resolves once the thread's readers have settled: someone reads (or came since the call) and nobody came for
+   * `quietMs`; at the latest after `maxMs`. A protocol run begins then (run-commands.ts says why).
+   */
+  async settled(quietMs: number, maxMs: number): Promise<void> {
+    const begun = Date.now();
+    while (Date.now() - begun < maxMs) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      const someone = this.readers.size > 0 || this.lastAttach >= begun;
+      if (someone && Date.now() - Math.max(this.lastAttach, begun) >= quietMs) return;
+    }
+  }
+
+  detach(sink: EventSink): void {
+    this.readers.delete(sink);
+    this.lastActive = Date.now();
+  }
+}

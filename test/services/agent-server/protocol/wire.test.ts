@@ -1,0 +1,181 @@
+import { Client } from '@langchain/langgraph-sdk';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { newKey, parseSse, startAgentServer, userInput, type RunningAgentServer } from '../helpers.ts';
+
+/** The protocol on the wire, without the SDK: event envelopes, replay from `since`, WebSocket subscriptions. */
+let server: RunningAgentServer;
+beforeAll(async () => {
+  server = await startAgentServer();
+});
+afterAll(() => server.close());
+
+type Event = {
+  type: string;
+  event_id: string;
+  seq: number;
+  method: string;
+  params: { namespace: string[]; data: any };
+};
+
+async function post(key: string, path: string, body: unknown): Promise<Response> {
+  return fetch(`${server.url}${path}`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+}
+
+/** The events of one SSE request until the root's terminal lifecycle (or `ms`). */
+async function events(key: string, threadId: string, filter: Record<string, unknown>, ms = 10_000): Promise<Event[]> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), ms);
+  const res = await fetch(`${server.url}/threads/${threadId}/stream/events`, {
+    method: 'POST',
+    headers: { 'x-api-key': key, 'content-type': 'application/json' },
+    body: JSON.stringify(filter),
+    signal: controller.signal,
+  });
+  expect(res.status).toBe(200);
+  const out: Event[] = [];
+  let text = '';
+  const decoder = new TextDecoder();
+  try {
+    for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
+      text += decoder.decode(chunk, { stream: true });
+      const frames = parseSse(text.slice(0, text.lastIndexOf('\n\n') + 2)).filter((f) => f.data); // not `: open`
+      if (frames.some((f) => terminal(JSON.parse(f.data) as Event))) {
+        out.push(...frames.map((f) => JSON.parse(f.data) as Event));
+        break;
+      }
+    }
+  } catch {
+    // timed out: what came is returned
+  } finally {
+    clearTimeout(timer);
+    controller.abort();
+  }
+  return out;
+}
+
+const terminal = (e: Event) =>
+  e.method === 'lifecycle' &&
+  e.params.namespace.length === 0 &&
+  ['completed', 'failed', 'interrupted'].includes(e.params.data.event);
+
+describe('server-sent events', () => {
+  it('numbers events, replays the current run, and after `since` gives only what came later', async () => {
+    const key = newKey();
+    const threadId = crypto.randomUUID();
+    const started = await (
+      await post(key, `/threads/${threadId}/commands`, {
+        id: 7,
+        method: 'run.start',
+        params: { assistant_id: 'agent', input: userInput('count these words') },
+      })
+    ).json();
+    expect(started).toMatchObject({
+      type: 'success',
+      id: 7,
+      result: { run_id: expect.any(String) },
+      meta: { thread_id: threadId },
+    });
+    const all = await events(key, threadId, { channels: ['lifecycle', 'values', 'messages', 'updates'] });
+    expect(all.length).toBeGreaterThan(10);
+    expect(all[0]).toMatchObject({
+      type: 'event',
+      method: 'lifecycle',
+      params: { namespace: [], data: { event: 'running' } },
+    });
+    expect(all.at(-1)!.params.data).toMatchObject({ event: 'completed', graph_name: 'agent' });
+    for (let i = 1; i < all.length; i++) expect(all[i]!.seq).toBeGreaterThan(all[i - 1]!.seq);
+    expect(all.every((e) => e.event_id === String(e.seq))).toBe(true);
+    const deltas = all.filter((e) => e.method === 'messages' && e.params.data.event === 'content-block-delta');
+    expect(deltas.length).toBeGreaterThan(5);
+    // a reconnect from the middle: only the later events, none twice
+    const cut = all[5]!.seq;
+    const later = await events(key, threadId, { channels: ['lifecycle', 'values', 'messages', 'updates'], since: cut });
+    expect(later.map((e) => e.event_id)).toEqual(all.filter((e) => e.seq > cut).map((e) => e.event_id));
+    // a narrower filter: only the root namespace, only values
+    const values = await events(key, threadId, { channels: ['values', 'lifecycle'], namespaces: [[]], depth: 0 });
+    expect(values.every((e) => e.params.namespace.length === 0)).toBe(true);
+    // the run is an ordinary run
+    const client = new Client({ apiUrl: server.url, apiKey: key });
+    expect((await client.runs.get(threadId, started.result.run_id)).status).toBe('success');
+  });
+
+  it('answers 404 for a thread not made yet, 422 for a bad filter', async () => {
+    const key = newKey();
+    expect((await post(key, `/threads/${crypto.randomUUID()}/stream/events`, { channels: ['values'] })).status).toBe(
+      404,
+    );
+    expect((await post(key, `/threads/${crypto.randomUUID()}/stream/events`, { channels: ['nope'] })).status).toBe(422);
+    expect((await post(key, `/threads/${crypto.randomUUID()}/commands`, { method: 'run.start' })).status).toBe(422);
+  });
+
+  it('answers protocol errors for commands it does not serve or cannot run', async () => {
+    const key = newKey();
+    const threadId = crypto.randomUUID();
+    const answer = async (method: string, params: unknown = {}) =>
+      (await post(key, `/threads/${threadId}/commands`, { id: 1, method, params })).json();
+    expect(await answer('input.inject', { namespace: [], message: { role: 'user', content: 'x' } })).toMatchObject({
+      type: 'error',
+      error: 'not_supported',
+    });
+    expect(await answer('subscription.subscribe', { channels: ['values'] })).toMatchObject({ error: 'not_supported' });
+    expect(await answer('no.such')).toMatchObject({ error: 'unknown_command' });
+    expect(await answer('run.start', { input: null })).toMatchObject({ error: 'invalid_argument' });
+    expect(await answer('run.start', { assistant_id: 'not-a-graph', input: null })).toMatchObject({
+      error: 'invalid_argument',
+      message: expect.stringContaining('not-a-graph'),
+    });
+    expect(await answer('state.get', { namespace: [] })).toMatchObject({ error: 'invalid_argument' });
+  });
+});
+
+describe('WebSocket', () => {
+  it('answers a subscription before its replay, sends live events, and checks every command', async () => {
+    const key = newKey();
+    const threadId = crypto.randomUUID();
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/threads/${threadId}/stream/events`, {
+      headers: { 'x-api-key': key },
+    });
+    const messages: any[] = [];
+    ws.on('message', (d) => messages.push(JSON.parse(String(d))));
+    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+    const reply = async (id: number) => {
+      for (let i = 0; i < 500; i++) {
+        const m = messages.find((x) => x.id === id && x.type !== 'event');
+        if (m) return m;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+      throw new Error(`no answer to ${id}`);
+    };
+    ws.send(JSON.stringify({ id: 1, method: 'subscription.subscribe', params: { channels: ['values'] } }));
+    expect(await reply(1)).toMatchObject({ type: 'error', error: 'no_such_run' }); // no thread yet
+    ws.send(JSON.stringify({ id: 2, method: 'run.start', params: { assistant_id: 'agent', input: userInput('hi') } }));
+    expect(await reply(2)).toMatchObject({ type: 'success', result: { run_id: expect.any(String) } });
+    ws.send(
+      JSON.stringify({ id: 3, method: 'subscription.subscribe', params: { channels: ['lifecycle', 'messages'] } }),
+    );
+    const subscribed = await reply(3);
+    expect(subscribed).toMatchObject({ type: 'success', result: { subscription_id: expect.any(String) } });
+    for (let i = 0; i < 500 && !messages.some((m) => m.type === 'event' && terminal(m)); i++)
+      await new Promise((r) => setTimeout(r, 20));
+    const evs = messages.filter((m) => m.type === 'event') as Event[];
+    expect(messages.indexOf(subscribed)).toBeLessThan(messages.indexOf(evs[0]));
+    expect(new Set(evs.map((e) => e.event_id)).size).toBe(evs.length);
+    expect(evs.some((e) => e.method === 'messages')).toBe(true);
+    ws.send(JSON.stringify({ id: 4, method: 'subscription.unsubscribe', params: { subscription_id: 'nope' } }));
+    expect(await reply(4)).toMatchObject({ error: 'no_such_subscription' });
+    ws.send(JSON.stringify({ id: 5, method: 'agent.getTree', params: {} }));
+    expect((await reply(5)).result.tree).toMatchObject({ namespace: [], status: 'completed', graph_name: 'agent' });
+    ws.send('{"id": 6, "method": "state.get", "params": ' + '['.repeat(100) + ']'.repeat(100) + '}');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(messages.at(-1)).toMatchObject({ type: 'error', id: null, error: 'invalid_argument' });
+    ws.send('not json');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(messages.at(-1)).toMatchObject({ type: 'error', id: null, error: 'invalid_argument' });
+    ws.close();
+  });
+});
