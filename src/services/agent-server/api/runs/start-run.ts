@@ -53,8 +53,18 @@ export async function startRun(
   const filter = await authorize('threads', 'create_run', value);
   if (threadId !== null) {
     const thread = await store.getThread(threadId);
-    if (thread === null && body.if_not_exists === 'create') await createThread(auth, ctx, { thread_id: threadId });
+    let bound = thread;
+    if (thread === null && body.if_not_exists === 'create')
+      bound = await createThread(auth, ctx, { thread_id: threadId });
     else if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', threadId);
+    // The thread is bound to the run's graph as the run is created (as the official server does), not when it starts:
+    // a state update while the first run is queued or in flight finds the graph (and answers "busy", not "no graph").
+    if (bound !== null && !runner.busy(threadId) && bound.metadata.graph_id !== assistant.graph_id) {
+      await store.putThread({
+        ...bound,
+        metadata: { ...bound.metadata, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id },
+      });
+    }
   }
 
   const asked = [body.stream_mode ?? []].flat();
