@@ -102,6 +102,7 @@ export async function startRun(
     ...(Object.keys(context).length > 0 ? { context } : {}),
     ...(body.interrupt_before ? { interruptBefore: body.interrupt_before } : {}),
     ...(body.interrupt_after ? { interruptAfter: body.interrupt_after } : {}),
+    ...durabilityOf(body),
   };
   const now = new Date().toISOString();
   const run: Run = {
@@ -142,7 +143,8 @@ export async function startRun(
     run,
     handle,
     location: threadId === null ? `/runs/${runId}` : `/threads/${threadId}/runs/${runId}`,
-    onDisconnect: body.on_disconnect ?? (body.stream_resumable ? 'continue' : 'cancel'),
+    // As the official server today: the client leaving no longer cancels the run unless it asked for that.
+    onDisconnect: body.on_disconnect ?? 'continue',
   };
 }
 
@@ -155,4 +157,11 @@ function checkpointOf(body: RunCreate): Record<string, unknown> {
     ...(typeof checkpoint_ns === 'string' && checkpoint_ns !== '' ? { checkpoint_ns } : {}),
     ...(typeof checkpoint_map === 'object' && checkpoint_map !== null ? { checkpoint_map } : {}),
   };
+}
+
+/** `durability`, or the deprecated `checkpoint_during` (false: exit, true: async); nothing: LangGraph's default. */
+function durabilityOf(body: RunCreate): { durability?: 'sync' | 'async' | 'exit' } {
+  if (body.durability) return { durability: body.durability };
+  if (body.checkpoint_during != null) return { durability: body.checkpoint_during ? 'async' : 'exit' };
+  return {};
 }

@@ -198,7 +198,13 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       description: "Merges `metadata` into the thread's metadata (after the `threads:update` handler saw it).",
       tag: 'Threads',
       body: threadPatch,
-      responses: { 200: { description: 'The updated thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      headers: { Prefer: '`return=minimal`: answer 204 without the thread.' },
+      responses: {
+        200: { description: 'The updated thread.', schema: threadSchema },
+        204: { description: 'Updated (Prefer: return=minimal).' },
+        ...errors,
+        ...notFoundAnswer,
+      },
       async handler(c, { body }) {
         const id = param(c, 'thread_id');
         const value: Json = { thread_id: id, metadata: { ...body.metadata } };
@@ -209,6 +215,8 @@ export function threadOperations(ctx: ServerContext): Operation[] {
           updated_at: new Date().toISOString(),
         };
         await store.putThread(updated);
+        // `Prefer: return=minimal` (the client's returnMinimal): 204 without a body, as the official server.
+        if (/(^|[,;\s])return=minimal\b/i.test(c.req.header('prefer') ?? '')) return c.body(null, 204);
         return c.json(updated);
       },
     }),
