@@ -26,6 +26,8 @@ import { settleOrphans } from './runs/orphans.ts';
 import { mount, type Operation } from './api/operations.ts';
 import { Runner } from './runs/runner.ts';
 import { runControlOperations } from './api/runs/control-routes.ts';
+import { bulkCancelOperation } from './api/runs/bulk-cancel.ts';
+import { threadPruneOperation } from './api/threads/prune.ts';
 import { runOperations } from './api/runs/create-routes.ts';
 import type { AgentStore } from './store/agent-store.ts';
 import { storeOperations } from './api/store/items.ts';
@@ -163,12 +165,14 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     [
       ...systemOperations(),
       ...assistantOperations(ctx),
+      threadPruneOperation(ctx),
       ...threadOperations(ctx),
       ...threadStateOperations(ctx),
       threadStreamOperation(ctx),
       ...protocolOperations(ctx, protocolThreads),
       ...runOperations(ctx),
       ...runControlOperations(ctx),
+      bulkCancelOperation(ctx),
       ...cronOperations(ctx),
       ...storeOperations(ctx),
     ],

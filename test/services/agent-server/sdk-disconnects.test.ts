@@ -28,6 +28,8 @@ describe('client disconnects through the edge', () => {
       input: userInput('please take your time with this long answer'),
       streamMode: 'messages-tuple',
       config: { configurable: { token_delay_ms: 100 } },
+      // Asked for: the default is now continue, as on the official server.
+      onDisconnect: 'cancel',
       signal: ac.signal,
       onRunCreated: (m) => (runId = m.run_id),
     });
@@ -58,6 +60,7 @@ describe('client disconnects through the edge', () => {
     const stream = c.runs.stream(null, 'slow', {
       input: userInput('x'),
       streamMode: 'updates',
+      onDisconnect: 'cancel',
       signal: ac.signal,
       onRunCreated: (m) => (runId = m.run_id),
     });

@@ -87,6 +87,13 @@ export class Broadcast<T> {
     this.readers.clear();
   }
 
+  /** Lets go of the slots of dropped items now (a finished run's held items stay a while; its slots need not). */
+  compact(): void {
+    if (this.start === 0) return;
+    this.held = this.held.slice(this.start);
+    this.start = 0;
+  }
+
   /** Drops every held item (and gives its weight back to the pool): later readers resume from nothing. */
   release(): void {
     this.addWeight(-this.heldWeight);

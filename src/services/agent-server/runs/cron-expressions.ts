@@ -15,13 +15,24 @@ export function scheduleError(schedule: string): string | null {
   }
 }
 
-function nextRunAfter(schedule: string, from: Date): Date | null {
-  return parse(schedule).nextRun(from);
+/** Null when `timezone` is an IANA timezone this runtime knows; otherwise why not. */
+export function timezoneError(timezone: string): string | null {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+    return null;
+  } catch {
+    return `unknown IANA timezone "${timezone}" (e.g. Europe/Paris, America/New_York)`;
+  }
 }
 
-/** When the cron runs next after `from`: null once past its end. */
-export function nextRunDate(schedule: string, endTime: string | null, from: Date): string | null {
-  const next = nextRunAfter(schedule, from);
+/** When the cron runs next after `from` (its schedule read in `timezone`, default UTC): null once past its end. */
+export function nextRunDate(
+  schedule: string,
+  endTime: string | null,
+  from: Date,
+  timezone: string | null = null,
+): string | null {
+  const next = new Cron(schedule, { timezone: timezone ?? 'UTC', paused: true }).nextRun(from);
   if (next === null || (endTime !== null && next.getTime() > Date.parse(endTime))) return null;
   return next.toISOString();
 }

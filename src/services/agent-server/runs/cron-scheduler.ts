@@ -48,7 +48,7 @@ export class CronScheduler {
         if (fresh === null) continue;
         await store.putCron({
           ...fresh,
-          next_run_date: nextRunDate(fresh.schedule, fresh.end_time, now),
+          next_run_date: nextRunDate(fresh.schedule, fresh.end_time, now, fresh.timezone ?? null),
           updated_at: now.toISOString(),
         });
         await this.fire(fresh).catch((err: Error) =>

@@ -27,7 +27,19 @@ export class MemoryItemStore extends InMemoryStore implements CountedItemStore {
     for (const op of operations)
       if ('value' in op)
         this.ledger.record(op.namespace, op.key, op.value === null ? null : valueBytes(op.value), null);
-    return super.batch(operations);
+    const results = await super.batch(operations);
+    for (const op of operations) if ('value' in op && op.value === null) this.dropIfEmpty(op.namespace);
+    return results;
+  }
+
+  /**
+   * InMemoryStore keeps a namespace's (now empty) map after its last item is deleted, so listNamespaces would still
+   * list it; the official server lists only namespaces holding items. Its map is private in the typings only.
+   */
+  private dropIfEmpty(namespace: string[]): void {
+    const data = (this as unknown as { data: Map<string, Map<string, unknown>> }).data;
+    const key = namespace.join(':');
+    if (data.get(key)?.size === 0) data.delete(key);
   }
 
   async putWithin(

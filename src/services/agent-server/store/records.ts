@@ -72,6 +72,8 @@ export interface Cron {
   /** When it runs next; null once it has ended. */
   readonly next_run_date: string | null;
   readonly end_time: string | null;
+  /** The IANA timezone its schedule is read in; null (or absent, for crons made before it existed): UTC. */
+  readonly timezone?: string | null;
   readonly metadata: Json;
   readonly enabled: boolean;
   /** Threadless: what becomes of each run's thread ('delete' by default). */

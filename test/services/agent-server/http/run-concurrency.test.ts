@@ -72,11 +72,11 @@ describe('busy threads', () => {
 });
 
 describe('client disconnects', () => {
-  it('cancels the run by default (on_disconnect: cancel)', async () => {
+  it('cancels the run with on_disconnect: cancel', async () => {
     const thread = await newThread();
     const ac = new AbortController();
     const res = await call(`/threads/${thread}/runs/stream`, {
-      body: { assistant_id: 'slow', input: userInput('x'), stream_mode: 'updates' },
+      body: { assistant_id: 'slow', input: userInput('x'), stream_mode: 'updates', on_disconnect: 'cancel' },
       signal: ac.signal,
     });
     const runId = res.headers.get('content-location')!.split('/').at(-1)!;

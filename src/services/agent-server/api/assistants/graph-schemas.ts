@@ -1,16 +1,12 @@
-import {
-  getConfigTypeSchema,
-  getInputTypeSchema,
-  getOutputTypeSchema,
-  getStateTypeSchema,
-} from '@langchain/langgraph/zod/schema';
+import { runtimeSchema } from './runtime-schema.ts';
 
 /**
- * The JSON schemas of a graph (`GET /assistants/{id}/schemas`, and each subgraph of `/subgraphs`), in the shape of
- * the public client's `GraphSchema`. A graph whose state is a zod schema gets its schemas from it, exactly (LangGraph's
- * own `@langchain/langgraph/zod/schema`, as the official server). Otherwise (an `Annotation` state) they are made,
- * best effort, from the state's channels: an object with one property of any type per channel. `config_schema` and
- * `context_schema` are the graph's context (config) schema: from JS the two cannot be told apart, as the official
+ * The JSON schemas of a graph (`GET /assistants/{id}/schemas`), in the shape of the public client's `GraphSchema`,
+ * read from the graph as the official JS server reads them (runtime-schema.ts): exact for zod and `StateSchema`
+ * states, and the runtime context schema (`new StateGraph(State, ContextSchema)`) as `config_schema`. Where the
+ * official server falls back to parsing the TypeScript source (an `Annotation` state), this server makes the
+ * schemas, best effort, from the state's channels: an object with one property of any type per channel.
+ * `config_schema` and `context_schema` are the same schema: from JS the two cannot be told apart, as the official
  * server says; null when the graph declares none.
  */
 export interface GraphSchemas {
@@ -23,22 +19,32 @@ export interface GraphSchemas {
 }
 
 export function graphSchemas(graphId: string, graph: unknown): GraphSchemas {
-  const exact = (get: (g: unknown) => unknown): unknown => {
-    try {
-      return get(graph) ?? null;
-    } catch {
-      return null; // a schema LangGraph cannot convert (e.g. made by another copy of zod): best effort below
-    }
-  };
+  const found = runtimeSchema(graph);
   const channels = channelsSchema(graphId, graph);
-  const config = exact(getConfigTypeSchema);
+  const config = found?.config ?? null;
   return {
     graph_id: graphId,
-    input_schema: exact(getInputTypeSchema) ?? channels,
-    output_schema: exact(getOutputTypeSchema) ?? channels,
-    state_schema: exact(getStateTypeSchema) ?? channels,
+    input_schema: found?.input ?? channels,
+    output_schema: found?.output ?? channels,
+    state_schema: found?.state ?? channels,
     config_schema: config,
     context_schema: config,
+  };
+}
+
+/**
+ * A subgraph's entry of `/assistants/{id}/subgraphs`: the official JS server answers `{state, input, output,
+ * config}` per namespace; the public client's type (and the Python server) name them `state_schema` and so on. Both
+ * sets of keys are given, so either client reads what it expects.
+ */
+export function subgraphSchemas(namespace: string, graph: unknown): Record<string, unknown> {
+  const schemas = graphSchemas(namespace, graph);
+  return {
+    state: schemas.state_schema,
+    input: schemas.input_schema,
+    output: schemas.output_schema,
+    config: schemas.config_schema,
+    ...schemas,
   };
 }
 

@@ -5,7 +5,7 @@ import type { ServerContext } from '../../context.ts';
 import type { Json } from '../../store/records.ts';
 import { visibleAssistant } from './lookup.ts';
 import { errorSchema, flag } from '../common-schemas.ts';
-import { graphSchemas } from './graph-schemas.ts';
+import { graphSchemas, subgraphSchemas } from './graph-schemas.ts';
 import { operation, param, type Operation } from '../operations.ts';
 
 /**
@@ -51,13 +51,16 @@ export function assistantIntrospectionOperations(ctx: ServerContext): Operation[
     const found: Iterable<[string, unknown]> | AsyncIterable<[string, unknown]> =
       g.getSubgraphsAsync?.(namespace, recurse) ?? g.getSubgraphs?.(namespace, recurse) ?? [];
     const out: Record<string, unknown> = {};
-    for await (const [ns, subgraph] of found) out[ns] = graphSchemas(ns, subgraph);
+    for await (const [ns, subgraph] of found) out[ns] = subgraphSchemas(ns, subgraph);
     return c.json(out);
   };
   const subgraphsAnswer = {
     200: {
       description: 'Each subgraph by its namespace, with its schemas.',
-      schema: z.record(z.string(), graphSchemaSchema),
+      schema: z.record(
+        z.string(),
+        graphSchemaSchema.extend({ state: z.unknown(), input: z.unknown(), output: z.unknown(), config: z.unknown() }),
+      ),
     },
     ...answers,
   };

@@ -38,14 +38,18 @@ const common = { tag: 'Crons' } as const;
 
 /** A cron as the API answers it: everything but whom its runs run as. */
 export function cronJson({ run_as: _runAs, ...cron }: Cron): Omit<Cron, 'run_as'> {
-  return cron;
+  return { ...cron, timezone: cron.timezone ?? null };
 }
 
 export function cronOperations(ctx: ServerContext): Operation[] {
   const { store, graphs, quotas } = ctx;
   const quota = new CronQuota(store, quotas);
   /** The cron of the path, if the `crons:<action>` handler's filter lets the caller see it; 404 otherwise. */
-  const visibleCron = async (c: Context<AgentEnv>, action: 'update' | 'delete', value: Json): Promise<Cron> => {
+  const visibleCron = async (
+    c: Context<AgentEnv>,
+    action: 'read' | 'update' | 'delete',
+    value: Json,
+  ): Promise<Cron> => {
     const id = param(c, 'cron_id');
     const filter = await c.get('auth').authorize('crons', action, { cron_id: id, ...value });
     const cron = await store.getCron(id);
@@ -79,7 +83,7 @@ export function cronOperations(ctx: ServerContext): Operation[] {
           thread_id: threadId,
           assistant_id: assistant.assistant_id,
         });
-      const { schedule, end_time, enabled, on_run_completed, ...runBody } = body;
+      const { schedule, end_time, enabled, on_run_completed, timezone, ...runBody } = body;
       checkCronInterval(schedule, quotas);
       // The public shape of `crons:create`: a handler may change the payload, e.g. write an owner into its metadata.
       const value: Json = {
@@ -101,8 +105,9 @@ export function cronOperations(ctx: ServerContext): Operation[] {
         user_id: auth.user.identity,
         schedule,
         payload: { ...payload, metadata },
-        next_run_date: nextRunDate(schedule, end_time ?? null, now),
+        next_run_date: nextRunDate(schedule, end_time ?? null, now, timezone ?? null),
         end_time: end_time ?? null,
+        timezone: timezone ?? null,
         metadata,
         enabled: enabled ?? true,
         on_run_completed: on_run_completed ?? 'delete',
@@ -174,21 +179,32 @@ export function cronOperations(ctx: ServerContext): Operation[] {
     }),
     operation({
       ...common,
+      method: 'get',
+      path: '/runs/crons/{cron_id}',
+      operationId: 'get_cron',
+      summary: 'Get a cron',
+      responses: { 200: { description: 'The cron.', schema: cronSchema }, ...errors },
+      handler: async (c) => c.json(cronJson(await visibleCron(c, 'read', {}))),
+    }),
+    operation({
+      ...common,
       method: 'patch',
       path: '/runs/crons/{cron_id}',
       operationId: 'update_cron',
       summary: 'Update a cron',
-      description: 'Changes the schedule, end, run body fields or `enabled`; the next run date follows.',
+      description:
+        'Changes the schedule, its `timezone`, end, run body fields or `enabled`; the next run date follows.',
       body: cronPatch,
       responses: { 200: { description: 'The cron.', schema: cronSchema }, ...errors },
       async handler(c, { body }) {
         if (body.schedule !== undefined) checkCronInterval(body.schedule, quotas);
         const cron = await visibleCron(c, 'update', { ...body });
-        const { schedule, end_time, enabled, on_run_completed, metadata, ...runFields } = body;
+        const { schedule, end_time, enabled, on_run_completed, metadata, timezone, ...runFields } = body;
         const changedRun = Object.fromEntries(Object.entries(runFields).filter(([, v]) => v !== undefined));
         const next = {
           schedule: schedule ?? cron.schedule,
           end_time: end_time === undefined ? cron.end_time : end_time,
+          timezone: timezone === undefined ? (cron.timezone ?? null) : timezone,
           metadata: metadata == null ? cron.metadata : { ...cron.metadata, ...metadata },
         };
         const updated: Cron = {
@@ -197,7 +213,7 @@ export function cronOperations(ctx: ServerContext): Operation[] {
           payload: { ...cron.payload, ...changedRun, metadata: next.metadata },
           enabled: enabled ?? cron.enabled,
           on_run_completed: on_run_completed ?? cron.on_run_completed,
-          next_run_date: nextRunDate(next.schedule, next.end_time, new Date()),
+          next_run_date: nextRunDate(next.schedule, next.end_time, new Date(), next.timezone),
           updated_at: new Date().toISOString(),
         };
         await store.putCron(updated);

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { scheduleError } from '../../runs/cron-expressions.ts';
+import { scheduleError, timezoneError } from '../../runs/cron-expressions.ts';
 import { object, page, sortOrder, timestamp } from '../common-schemas.ts';
 import { runCreate } from '../runs/schemas.ts';
 
@@ -9,8 +9,18 @@ const schedule = z
     const error = scheduleError(text);
     if (error !== null) ctx.addIssue({ code: 'custom', message: `not a cron schedule: ${error}` });
   })
-  .describe('Cron format, in UTC: five fields (minute hour day month weekday), or six with seconds first.');
+  .describe(
+    'Cron format, in `timezone` (default UTC): five fields (minute hour day month weekday), or six with seconds first.',
+  );
 const cronFields = {
+  timezone: z
+    .string()
+    .superRefine((text, ctx) => {
+      const error = timezoneError(text);
+      if (error !== null) ctx.addIssue({ code: 'custom', message: error });
+    })
+    .nullish()
+    .describe('The IANA timezone the schedule is read in (e.g. Europe/Paris). Default: UTC.'),
   end_time: z.iso.datetime({ offset: true }).nullish().describe('No run after this time.'),
   enabled: z.boolean().nullish().describe('Default: true. A disabled cron keeps its schedule but starts no run.'),
   on_run_completed: z
@@ -51,6 +61,7 @@ export const cronSearch = z.object({
         'assistant_id',
         'thread_id',
         'end_time',
+        'timezone',
         'schedule',
         'created_at',
         'updated_at',
@@ -76,6 +87,7 @@ export const cronSchema = z.object({
   payload: object(),
   next_run_date: timestamp.nullable(),
   end_time: z.string().nullable(),
+  timezone: z.string().nullable(),
   metadata: object(),
   enabled: z.boolean(),
   on_run_completed: z.enum(['delete', 'keep']),

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import type { AgentEnv } from '../../auth/authenticate.ts';
 import { matchesFilter, type Action } from '../../auth/filters.ts';
 import type { ServerContext } from '../../context.ts';
-import { conflict, notFound } from '../../errors.ts';
-import { onlyModes, type Frame } from '../../runs/frames.ts';
+import { ApiError, conflict, notFound } from '../../errors.ts';
+import { frame, onlyModes, type Frame } from '../../runs/frames.ts';
 import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
 import { isUnfinished, settleIfOrphaned } from '../../runs/orphans.ts';
 import { operation, param, type Operation } from '../operations.ts';
@@ -69,6 +69,22 @@ async function visibleRun(c: Context<AgentEnv>, ctx: ServerContext, action: Acti
 }
 
 async function* noFrames(): AsyncGenerator<Frame> {}
+
+/**
+ * A run the caller may not see (or that is not there), joined as a stream: as the official servers do, the stream
+ * opens and sends one `error` event saying 404 (the public client's joinStream yields it rather than throwing).
+ */
+async function joinOrNotFound(c: Context<AgentEnv>, ctx: ServerContext, join: () => Promise<Response>) {
+  try {
+    return await join();
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 404) throw err;
+    const frames = (async function* () {
+      yield frame('error', { error: 'Error', message: `404: ${err.message}` });
+    })();
+    return sseResponse(frames, { headers: {}, heartbeatMs: ctx.heartbeatMs, onCancel: () => undefined });
+  }
+}
 
 /**
  * A threadless run (`GET /runs/{run_id}/stream`): its thread is temporary, so
@@ -188,10 +204,11 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       operationId: 'join_run_stream',
       summary: 'Follow the events of a run',
       description: `Server-sent events of the run until it ends, as its own stream sends them (${STREAM_MODES.join(', ')}; \`error\` on failure or cancellation), each with its \`id\`. With \`Last-Event-ID\`: every frame after that one, then the rest. Without: from the moment of joining, or from the first frame for a \`stream_resumable\` run. A run's frames stay for a minute after it ends; after that, its stream ends at once.`,
-      handler: async (c, { query }) => {
-        const run = await visibleRun(c, ctx, 'read');
-        return follow(c, run, query, `/threads/${run.thread_id}/runs/${run.run_id}`);
-      },
+      handler: (c, { query }) =>
+        joinOrNotFound(c, ctx, async () => {
+          const run = await visibleRun(c, ctx, 'read');
+          return follow(c, run, query, `/threads/${run.thread_id}/runs/${run.run_id}`);
+        }),
     }),
     operation({
       ...joinStream,
@@ -199,8 +216,10 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
       operationId: 'join_run_stream_threadless',
       summary: 'Follow the events of a threadless run',
       description: `The same as a thread run's stream, for a run started by \`POST /runs/stream\` (its stream's Location points here).`,
-      handler: async (c, { query }) =>
-        follow(c, await visibleThreadlessRun(c, ctx), query, `/runs/${param(c, 'run_id')}`),
+      handler: (c, { query }) =>
+        joinOrNotFound(c, ctx, async () =>
+          follow(c, await visibleThreadlessRun(c, ctx), query, `/runs/${param(c, 'run_id')}`),
+        ),
     }),
     operation({
       ...common,

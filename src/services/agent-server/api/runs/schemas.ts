@@ -40,13 +40,13 @@ export const runCreate = z.object({
   stream_resumable: z
     .boolean()
     .nullish()
-    .describe(
-      'The run goes on when its client leaves (unless on_disconnect says cancel), and a join without Last-Event-ID replays it from its first event.',
-    ),
+    .describe('A join without Last-Event-ID replays the run from its first event.'),
   on_disconnect: z
     .enum(['cancel', 'continue'])
     .nullish()
-    .describe('When the client goes away: cancel the run (default) or let it finish (default with stream_resumable).'),
+    .describe(
+      'When the client goes away: let the run finish (continue, the default, as the official server) or cancel it.',
+    ),
   on_completion: z
     .enum(['delete', 'keep'])
     .nullish()
@@ -84,6 +84,16 @@ export const runCreate = z.object({
     .refine((v) => v == null, 'webhooks are not supported by this server: omit webhook')
     .optional()
     .describe('Not supported.'),
+  durability: z
+    .enum(['sync', 'async', 'exit'])
+    .nullish()
+    .describe(
+      "When checkpoints are written: sync (before the next step), async (while it runs, LangGraph's default), exit (only when the run ends).",
+    ),
+  checkpoint_during: z
+    .boolean()
+    .nullish()
+    .describe('Deprecated form of durability: false is exit, true is async (durability wins when both are given).'),
 });
 export type RunCreate = z.output<typeof runCreate>;
 

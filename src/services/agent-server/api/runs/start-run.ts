@@ -55,8 +55,18 @@ export async function startRun(
   const filter = await authorize('threads', 'create_run', value);
   if (threadId !== null) {
     const thread = await store.getThread(threadId);
-    if (thread === null && body.if_not_exists === 'create') await createThread(auth, ctx, { thread_id: threadId });
+    let bound = thread;
+    if (thread === null && body.if_not_exists === 'create')
+      bound = await createThread(auth, ctx, { thread_id: threadId });
     else if (thread === null || !matchesFilter(thread.metadata, filter)) throw notFound('Thread', threadId);
+    // The thread is bound to the run's graph as the run is created (as the official server does), not when it starts:
+    // a state update while the first run is queued or in flight finds the graph (and answers "busy", not "no graph").
+    if (bound !== null && !runner.busy(threadId) && bound.metadata.graph_id !== assistant.graph_id) {
+      await store.putThread({
+        ...bound,
+        metadata: { ...bound.metadata, graph_id: assistant.graph_id, assistant_id: assistant.assistant_id },
+      });
+    }
   }
 
   const asked = [body.stream_mode ?? []].flat();
@@ -94,6 +104,7 @@ export async function startRun(
     ...(Object.keys(context).length > 0 ? { context } : {}),
     ...(body.interrupt_before ? { interruptBefore: body.interrupt_before } : {}),
     ...(body.interrupt_after ? { interruptAfter: body.interrupt_after } : {}),
+    ...durabilityOf(body),
   };
   const now = new Date().toISOString();
   const run: Run = {
@@ -135,7 +146,8 @@ export async function startRun(
     run,
     handle,
     location: threadId === null ? `/runs/${runId}` : `/threads/${threadId}/runs/${runId}`,
-    onDisconnect: body.on_disconnect ?? (body.stream_resumable ? 'continue' : 'cancel'),
+    // As the official server today: the client leaving no longer cancels the run unless it asked for that.
+    onDisconnect: body.on_disconnect ?? 'continue',
   };
 }
 
@@ -148,4 +160,11 @@ function checkpointOf(body: RunCreate): Record<string, unknown> {
     ...(typeof checkpoint_ns === 'string' && checkpoint_ns !== '' ? { checkpoint_ns } : {}),
     ...(typeof checkpoint_map === 'object' && checkpoint_map !== null ? { checkpoint_map } : {}),
   };
+}
+
+/** `durability`, or the deprecated `checkpoint_during` (false: exit, true: async); nothing: LangGraph's default. */
+function durabilityOf(body: RunCreate): { durability?: 'sync' | 'async' | 'exit' } {
+  if (body.durability) return { durability: body.durability };
+  if (body.checkpoint_during != null) return { durability: body.checkpoint_during ? 'async' : 'exit' };
+  return {};
 }

@@ -2,13 +2,14 @@ import type { Item } from '@langchain/langgraph-checkpoint';
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { AgentEnv } from '../../auth/authenticate.ts';
-import type { Action } from '../../auth/filters.ts';
+import type { Action, Filter } from '../../auth/filters.ts';
 import type { ServerContext } from '../../context.ts';
-import { invalid } from '../../errors.ts';
+import { forbidden, invalid, notFound } from '../../errors.ts';
 import { operation, type Operation } from '../operations.ts';
 import { errorSchema, object } from '../common-schemas.ts';
 import { quotaOwner } from '../../quotas.ts';
 import { checkValueSize, itemLimits, storeQuotaError } from './item-limits.ts';
+import { filteredPage, visibleItem } from './item-filters.ts';
 
 /**
  * The long-term memory store (`client.store`): items (a JSON value under a
@@ -21,7 +22,15 @@ import { checkValueSize, itemLimits, storeQuotaError } from './item-limits.ts';
  */
 const errors = {
   401: { description: 'Not authenticated.', schema: errorSchema },
-  403: { description: 'Refused by the store authorization handler.', schema: errorSchema },
+  400: {
+    description: 'A filtered search or listing scanned 10,000 entries without filling its page: narrow it.',
+    schema: errorSchema,
+  },
+  403: {
+    description: 'Refused by the store authorization handler (or its filter, for a new item).',
+    schema: errorSchema,
+  },
+  404: { description: "An item there that the store authorization handler's filter hides.", schema: errorSchema },
   422: {
     description: 'Invalid request (e.g. a namespace label with ":", or the reserved root "langgraph").',
     schema: errorSchema,
@@ -110,8 +119,8 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
     action: Action,
     value: Record<string, unknown>,
     field = 'namespace',
-  ): Promise<string[]> => {
-    await c.get('auth').authorize('store', action, value);
+  ): Promise<{ namespace: string[]; filter: Filter | null }> => {
+    const filter = await c.get('auth').authorize('store', action, value);
     const namespace = value[field];
     if (!Array.isArray(namespace) || !namespace.every((label) => typeof label === 'string')) {
       throw invalid({
@@ -120,7 +129,7 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
         type: 'value_error',
       });
     }
-    return namespace;
+    return { namespace, filter };
   };
   return [
     operation({
@@ -141,7 +150,17 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
         ...errors,
       },
       async handler(c, { body }) {
-        const namespace = await authorized(c, 'put', { namespace: body.namespace, key: body.key, value: body.value });
+        const { namespace, filter } = await authorized(c, 'put', {
+          namespace: body.namespace,
+          key: body.key,
+          value: body.value,
+        });
+        // As the official server: an item there the filter hides answers 404; a new one it would not match, 403.
+        if (filter !== null) {
+          const existing = await storeCall(() => items.get(namespace, body.key));
+          if (existing !== null && !visibleItem(existing, filter)) throw notFound('Item', body.key);
+          if (!visibleItem({ namespace, key: body.key, value: body.value }, filter)) throw forbidden('Not authorized');
+        }
         checkValueSize(body.value, quotas);
         const owner = quotaOwner(c.get('auth').user);
         const refused = await storeCall(() => items.putWithin(namespace, body.key, body.value, owner, limits));
@@ -159,8 +178,9 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
       query: storeGet,
       responses: { 200: { description: 'The item, or null.', schema: storeItemSchema.nullable() }, ...errors },
       async handler(c, { query }) {
-        const namespace = await authorized(c, 'get', { namespace: query.namespace, key: query.key });
+        const { namespace, filter } = await authorized(c, 'get', { namespace: query.namespace, key: query.key });
         const item = await storeCall(() => items.get(namespace, query.key));
+        if (item !== null && !visibleItem(item, filter)) throw notFound('Item', query.key);
         return c.json(item === null ? null : itemJson(item));
       },
     }),
@@ -174,7 +194,13 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
       body: storeDelete,
       responses: { 204: { description: 'Deleted.' }, ...errors },
       async handler(c, { body }) {
-        const namespace = await authorized(c, 'delete', { namespace: body.namespace, key: body.key });
+        const { namespace, filter } = await authorized(c, 'delete', { namespace: body.namespace, key: body.key });
+        if (filter !== null) {
+          const existing = await storeCall(() => items.get(namespace, body.key));
+          if (existing !== null && !visibleItem(existing, filter)) throw notFound('Item', body.key);
+          if (existing === null && !visibleItem({ namespace, key: body.key, value: {} }, filter))
+            throw forbidden('Not authorized');
+        }
         await storeCall(() => items.delete(namespace, body.key));
         return c.body(null, 204);
       },
@@ -203,10 +229,13 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
           offset: body.offset,
           query: body.query ?? null,
         };
-        const prefix = await authorized(c, 'search', value);
-        const found = await storeCall(() =>
-          items.search(prefix, { filter: body.filter ?? undefined, limit: body.limit, offset: body.offset }),
-        );
+        const { namespace: prefix, filter } = await authorized(c, 'search', value);
+        const search = (limit: number, offset: number) =>
+          storeCall(() => items.search(prefix, { filter: body.filter ?? undefined, limit, offset }));
+        const found =
+          filter === null
+            ? await search(body.limit, body.offset)
+            : await filteredPage(search, (item) => visibleItem(item, filter), body);
         return c.json({ items: found.map((item) => ({ ...itemJson(item), score: item.score ?? null })) });
       },
     }),
@@ -230,15 +259,22 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
           limit: body.limit,
           offset: body.offset,
         };
-        const prefix = await authorized(c, 'list_namespaces', value);
-        const options = {
-          prefix: prefix.length > 0 ? prefix : undefined,
-          suffix: body.suffix ?? undefined,
-          maxDepth: body.max_depth ?? undefined,
-          limit: body.limit,
-          offset: body.offset,
-        };
-        return c.json({ namespaces: await storeCall(() => items.listNamespaces(options)) });
+        const { namespace: prefix, filter } = await authorized(c, 'list_namespaces', value);
+        const list = (limit: number, offset: number) =>
+          storeCall(() =>
+            items.listNamespaces({
+              prefix: prefix.length > 0 ? prefix : undefined,
+              suffix: body.suffix ?? undefined,
+              maxDepth: body.max_depth ?? undefined,
+              limit,
+              offset,
+            }),
+          );
+        const namespaces =
+          filter === null
+            ? await list(body.limit, body.offset)
+            : await filteredPage(list, (ns) => visibleItem({ namespace: ns }, filter), body);
+        return c.json({ namespaces });
       },
     }),
   ];

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { AgentEnv, RequestAuth } from '../../auth/authenticate.ts';
 import { matchesFilter, type Action } from '../../auth/filters.ts';
 import type { ServerContext } from '../../context.ts';
-import { conflict, notFound } from '../../errors.ts';
+import { ApiError, conflict, notFound } from '../../errors.ts';
 import { newId } from '../ids.ts';
 import { matchesExactly, pageAnswer } from '../listing.ts';
 import { operation, param, type Operation } from '../operations.ts';
@@ -198,7 +198,13 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       description: "Merges `metadata` into the thread's metadata (after the `threads:update` handler saw it).",
       tag: 'Threads',
       body: threadPatch,
-      responses: { 200: { description: 'The updated thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      headers: { Prefer: '`return=minimal`: answer 204 without the thread.' },
+      responses: {
+        200: { description: 'The updated thread.', schema: threadSchema },
+        204: { description: 'Updated (Prefer: return=minimal).' },
+        ...errors,
+        ...notFoundAnswer,
+      },
       async handler(c, { body }) {
         const id = param(c, 'thread_id');
         const value: Json = { thread_id: id, metadata: { ...body.metadata } };
@@ -209,6 +215,8 @@ export function threadOperations(ctx: ServerContext): Operation[] {
           updated_at: new Date().toISOString(),
         };
         await store.putThread(updated);
+        // `Prefer: return=minimal` (the client's returnMinimal): 204 without a body, as the official server.
+        if (/(^|[,;\s])return=minimal\b/i.test(c.req.header('prefer') ?? '')) return c.body(null, 204);
         return c.json(updated);
       },
     }),
@@ -234,9 +242,19 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       description:
         'A new thread with the same metadata (as the `threads:create` handler leaves it), values and every checkpoint, so the same history (`threads.copy`); runs are not copied.',
       tag: 'Threads',
-      responses: { 200: { description: 'The new thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
+      responses: {
+        200: { description: 'The new thread.', schema: threadSchema },
+        ...errors,
+        409: {
+          description: 'Unknown thread (or not visible to the caller), as the official server answers.',
+          schema: errorSchema,
+        },
+      },
       async handler(c) {
-        const source = await visibleThread(c, ctx, param(c, 'thread_id'));
+        // A thread the caller cannot see (or that is not there) answers 409, as the official server does.
+        const source = await visibleThread(c, ctx, param(c, 'thread_id')).catch((err: unknown) => {
+          throw err instanceof ApiError && err.status === 404 ? conflict((err as Error).message) : err;
+        });
         const made = await createThread(c.get('auth'), ctx, { metadata: source.metadata });
         await copyCheckpoints(ctx.checkpointer, source.thread_id, made.thread_id);
         const copy: Thread = {
