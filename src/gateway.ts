@@ -6,6 +6,8 @@ import { routeTableFromSettings } from './routing/from-settings.ts';
 import type { RouteTable } from './routing/route-table.ts';
 import { DeploymentUpstreams } from './routing/deployment-upstreams.ts';
 import { edgeHandler } from './edge/handler.ts';
+import { edgeUpgradeHandler } from './edge/upgrade.ts';
+import { OpenWebSockets } from './edge/websockets.ts';
 import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
 import { router } from './routing/router.ts';
@@ -167,7 +169,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       storeFailing = true;
     },
   });
-  const handle = edgeHandler({
+  const edgeOptions = {
     limit,
     ...(settings.keyCheck && { keyCheck: keyCheck(bundled.keys()) }),
     route: router({
@@ -184,6 +186,15 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     draining: () => draining,
     maxIdentityLength: settings.maxIdentityLength,
     escapedSlashes: settings.escapedSlashes,
+  };
+  const handle = edgeHandler(edgeOptions);
+  const sockets = new OpenWebSockets(settings.webSocketMaxPerIp, metrics);
+  const upgrade = edgeUpgradeHandler({
+    ...edgeOptions,
+    sockets,
+    upstreamTimeoutMs: settings.upstreamTimeoutMs,
+    idleMs: settings.webSocketIdleMs,
+    maxMessageBytes: settings.maxBodyBytes,
   });
   // Not listening before the store answers: the first requests would otherwise all be store errors.
   const [storeUp, routesRead] = await Promise.all([
@@ -200,6 +211,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     maxConnections: settings.maxConnections,
     deferContinue: true,
     streamBodies: true,
+    upgrade: (req, socket, head) => void upgrade(req, socket, head),
   });
   const readiness = (): Readiness => ({
     rules: rules.version,
@@ -242,6 +254,8 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       draining = true;
       changed();
       rules.close();
+      // WebSockets do not end by themselves: each gets a close frame (1001) and its client reconnects elsewhere.
+      sockets.closeAll('gateway draining');
       await edge.close(settings.drainMs);
       await Promise.all([
         limiter.close(),

@@ -1,6 +1,7 @@
 import { getRequestListener, RequestError } from '@hono/node-server';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Hono } from 'hono';
 import {
   badRequest,
@@ -35,6 +36,12 @@ export interface ListenOptions {
    * MAX_BUFFERED_BODY_BYTES, before the app runs (unread-body.ts).
    */
   readonly streamBodies?: boolean;
+  /**
+   * WebSocket upgrades (`Upgrade: websocket`): the request and its socket, which no HTTP parser reads any more. Any
+   * other upgrade (`h2c`, say) is served as the ordinary request it also is, without its Upgrade header. Without this,
+   * every upgrade is an ordinary request.
+   */
+  readonly upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
 
 /**
@@ -120,6 +127,12 @@ export async function listen(
   if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
   // A final answer without 100 Continue makes Node close the connection after it (the body may or may not follow).
   if (options.deferContinue) server.on('checkContinue', (req, res) => server.emit('request', req, res));
+  const upgrade = options.upgrade;
+  if (upgrade !== undefined)
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (isWebSocketUpgrade(req)) upgrade(req, socket, head);
+      else serveAsRequest(server, req, socket, head);
+    });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();
     socket.end(rawErrorResponse(PARSER_ERRORS[err.code ?? '']?.() ?? badRequest('Malformed request')));
@@ -150,4 +163,24 @@ export async function listen(
         server.closeIdleConnections();
       }),
   };
+}
+
+/** `Upgrade: websocket` (RFC 6455 §4.2.1: the token, case-insensitive, possibly among others). */
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  const upgrade = req.headers.upgrade;
+  return upgrade !== undefined && upgrade.split(',').some((t) => t.trim().toLowerCase() === 'websocket');
+}
+
+/**
+ * An upgrade the listener does not take (RFC 9110 §7.8: a server may ignore Upgrade) is parsed again as an ordinary
+ * request: its head, rebuilt without the Upgrade header, and the bytes after it go back on the socket, and the server
+ * reads the connection anew.
+ */
+function serveAsRequest(server: Server, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  let text = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]!.toLowerCase() !== 'upgrade') text += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  socket.unshift(Buffer.concat([Buffer.from(`${text}\r\n`, 'latin1'), head]));
+  server.emit('connection', socket);
 }
