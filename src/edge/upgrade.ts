@@ -118,6 +118,7 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       if (outcome.kind === 'answered') {
         status = outcome.response.statusCode ?? 502;
         relayAnswer(outcome.response, socket, extra);
+        linger(socket);
         return;
       }
       if (!socket.writable) {
@@ -222,6 +223,11 @@ function deniedResponse(verdict: Verdict, requestId: string): string {
 function refuse(socket: Duplex, response: string): void {
   if (!socket.writable) return void socket.destroy();
   socket.end(response);
+  linger(socket);
+}
+
+/** A connection that serves nothing more: what it sends is dropped unread, and it is cut if it stays open. */
+function linger(socket: Duplex): void {
   socket.resume();
   setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
 }

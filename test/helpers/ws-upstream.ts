@@ -44,6 +44,8 @@ export async function startWsUpstream(): Promise<WsUpstream> {
       }
     wss.handleUpgrade(req, socket, head, (ws) => {
       up.sockets.add(ws);
+      // What a hostile client sends past the edge is the upstream's to refuse: `ws` closes such a socket itself.
+      ws.on('error', () => {});
       ws.on('close', () => up.sockets.delete(ws));
       ws.on('message', (data: RawData) => up.messages.push(String(data)));
       up.onConnection(ws, req);
