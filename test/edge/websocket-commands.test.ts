@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { WebSocket } from 'ws';
+import { Client } from '@langchain/langgraph-sdk';
+import { WebSocket } from 'ws';
 import { within } from '../helpers/async.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { metricValue, scrapeMetrics } from '../helpers/scrape-metrics.ts';
@@ -114,6 +115,33 @@ describe('commands inside a WebSocket', () => {
     const closing = closed(ws);
     ws.send(command(4, 'run.start'));
     expect((await within(closing, 5000, 'close')).code).toBe(4429);
+  });
+
+  it('the public SDK (threads.stream over a WebSocket) fails a refused run.start with status 429', async () => {
+    const key = `k-${randomUUID()}`;
+    const threadId = randomUUID();
+    for (let i = 0; i < 3; i++) {
+      const spent = await request(`${gw.url}/threads/${threadId}/commands`, {
+        method: 'POST',
+        headers: { 'x-api-key': key },
+        body: command(i, 'run.start'),
+      });
+      await spent.body.text();
+    }
+    // No client-wide headers: the SDK's WebSocket transport refuses them; the factory below sends the key.
+    const client = new Client({ apiUrl: gw.url, apiKey: null });
+    const thread = client.threads.stream(threadId, {
+      assistantId: 'agent',
+      transport: 'websocket',
+      maxReconnectAttempts: 0,
+      // Node: the socket's headers come from a factory (a browser would send a cookie or a subprotocol).
+      webSocketFactory: (url) =>
+        new WebSocket(url, { headers: { 'x-api-key': key } }) as unknown as globalThis.WebSocket,
+    });
+    const started = thread.run.start({ input: { messages: [] } });
+    await expect(within(started, 5000, 'run.start settled')).rejects.toMatchObject({ status: 429 });
+    await thread.close();
+    expect(up.messages.some((m) => m.includes('"run.start"') && m.includes(threadId))).toBe(false);
   });
 
   it('a socket elsewhere is piped without counting its messages', async () => {
