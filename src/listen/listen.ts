@@ -113,11 +113,26 @@ export async function listen(
   const adapter: RequestListener = (req, res) => void handle(req, res);
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
+  const served = inOrder(
+    options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter),
+  );
+  /** Per connection, with upgrades: the responses not yet ended, and what waits for them (an upgrade behind them). */
+  const responding = new WeakMap<Duplex, { open: number; then: (() => void)[] }>();
+  const counted: RequestListener = (req, res) => {
+    let entry = responding.get(req.socket);
+    if (entry === undefined) responding.set(req.socket, (entry = { open: 0, then: [] }));
+    const e = entry;
+    e.open++;
+    res.once('close', () => {
+      if (--e.open === 0) for (const next of e.then.splice(0)) next();
+    });
+    served(req, res);
+  };
   const server = createServer(
     // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter (or the edge's handler)
     // refuses it as JSON instead.
     { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
-    inOrder(options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter)),
+    options.upgrade === undefined ? served : counted,
   );
   // Slow clients: headers must arrive within 10 s and a whole request within 5 min;
   // idle keep-alive sockets close after 65 s (above common load balancer idle timeouts).
@@ -130,8 +145,11 @@ export async function listen(
   const upgrade = options.upgrade;
   if (upgrade !== undefined)
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-      if (isWebSocketUpgrade(req)) upgrade(req, socket, head);
-      else serveAsRequest(server, req, socket, head);
+      if (!isWebSocketUpgrade(req)) return serveAsRequest(server, req, socket, head);
+      // Pipelined behind a response still being written: the socket is the upgrade's only once that has left.
+      const pending = responding.get(socket);
+      if (pending === undefined || pending.open === 0) upgrade(req, socket, head);
+      else pending.then.push(() => upgrade(req, socket, head));
     });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { within } from '../helpers/async.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
-import { rawRequest } from '../helpers/raw-http.ts';
+import { connectRaw, rawRequest } from '../helpers/raw-http.ts';
 import { closeCodeOf, ended, frame, handshake } from '../helpers/raw-websocket.ts';
 import { closed, nextMessage, openClient, startWsUpstream, type WsUpstream } from '../helpers/ws-upstream.ts';
 
@@ -74,6 +74,27 @@ describe('behind a refused upgrade', () => {
     expect(res.status).toBe(404);
     expect(res.body.toString()).toBe('refused');
     expect(up.requests.some((r) => r.path.includes(smuggled))).toBe(false);
+  });
+
+  it('an upgrade pipelined behind a slow response waits for it: the 101 follows the whole response', async () => {
+    const socket = await connectRaw(gw.port);
+    let text = '';
+    socket.on('data', (d: Buffer) => (text += d.toString('latin1')));
+    socket.write(
+      `GET /slow-first HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n${upgradeRequest('/other/socket', `k-${randomUUID()}`)}`,
+    );
+    await within(
+      (async () => {
+        while (!text.includes('HTTP/1.1 101')) await new Promise((r) => setTimeout(r, 20));
+      })(),
+      5000,
+      '101',
+    );
+    const first = text.slice(0, text.indexOf('HTTP/1.1 101'));
+    expect(first).toMatch(/^HTTP\/1.1 200 OK\r\n/);
+    expect(first.endsWith('0\r\n\r\n')).toBe(true);
+    expect(first).toContain('ain');
+    socket.destroy();
   });
 
   it('an upgrade that is not a GET is refused 400 and reaches nothing', async () => {

@@ -31,8 +31,12 @@ export async function startWsUpstream(): Promise<WsUpstream> {
   const server: Server = createServer((req, res) => {
     up.requests.push({ method: req.method ?? '', path: req.url ?? '' });
     req.resume();
+    // `/slow...` answers after 300 ms, in two writes.
+    const slow = (req.url ?? '').startsWith('/slow');
     res.writeHead(200, { 'content-type': 'text/plain' });
-    res.end('plain');
+    if (!slow) return void res.end('plain');
+    res.write('pl');
+    setTimeout(() => res.end('ain'), 300);
   });
   server.on('upgrade', (req: IncomingMessage, socket, head) => {
     const path = req.url ?? '';
