@@ -116,16 +116,13 @@ export async function listen(
   const served = inOrder(
     options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter),
   );
-  /** Per connection, with upgrades: the responses not yet ended, and what waits for them (an upgrade behind them). */
-  const responding = new WeakMap<Duplex, { open: number; then: (() => void)[] }>();
+  /**
+   * With upgrades: each connection's latest response. Responses leave in order, so once it has ended every response
+   * before it has too (one map write per request, no listener).
+   */
+  const latest = new WeakMap<Duplex, ServerResponse>();
   const counted: RequestListener = (req, res) => {
-    let entry = responding.get(req.socket);
-    if (entry === undefined) responding.set(req.socket, (entry = { open: 0, then: [] }));
-    const e = entry;
-    e.open++;
-    res.once('close', () => {
-      if (--e.open === 0) for (const next of e.then.splice(0)) next();
-    });
+    latest.set(req.socket, res);
     served(req, res);
   };
   const server = createServer(
@@ -147,9 +144,9 @@ export async function listen(
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       if (!isWebSocketUpgrade(req)) return serveAsRequest(server, req, socket, head);
       // Pipelined behind a response still being written: the socket is the upgrade's only once that has left.
-      const pending = responding.get(socket);
-      if (pending === undefined || pending.open === 0) upgrade(req, socket, head);
-      else pending.then.push(() => upgrade(req, socket, head));
+      const res = latest.get(socket);
+      if (res === undefined || res.writableFinished || res.destroyed) upgrade(req, socket, head);
+      else res.once('close', () => upgrade(req, socket, head));
     });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();
