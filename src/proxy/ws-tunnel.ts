@@ -33,6 +33,7 @@ export class Tunnel {
   private readonly fromUpstream = new FrameCursor();
   /** The edge is closing: the close frame it sends the client once the upstream's stream is between frames. */
   private closing: Buffer | null = null;
+  private closeSent = false;
   private why = '';
   /** Client bytes that arrived while a command was being decided, in order. */
   private waiting: Buffer[] | null = null;
@@ -78,6 +79,8 @@ export class Tunnel {
   }
 
   private sendClose(): void {
+    if (this.closeSent) return;
+    this.closeSent = true;
     const { client, upstream } = this;
     if (client.writable) client.end(this.closing!);
     if (upstream.writable) {
