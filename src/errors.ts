@@ -19,11 +19,13 @@ export const ERRORS = {
   workspace_conflict: { status: 409, detail: 'Workspace belongs to another organisation' },
   request_timeout: { status: 408, detail: 'Request not received in time' },
   body_too_large: { status: 413, detail: 'Request body too large' },
+  too_many_websockets: { status: 429, detail: 'Too many open WebSockets from this client address' },
   headers_too_large: { status: 431, detail: 'Request headers too large' },
   internal_error: { status: 500, detail: 'Internal gateway error' },
   upstream_unreachable: { status: 502, detail: 'Upstream unreachable' },
   store_unavailable: { status: 503, detail: 'Rate limit store unavailable' },
   deployment_unavailable: { status: 503, detail: 'Deployment not serving now' },
+  draining: { status: 503, detail: 'Gateway draining: connect again' },
   upstream_timeout: { status: 504, detail: 'Upstream did not answer in time' },
 } as const satisfies Record<string, { readonly status: number; readonly detail: string }>;
 
@@ -90,6 +92,12 @@ export const badGateway = (detail: string, cause?: unknown) =>
   new GatewayError('upstream_unreachable', detail, { cause });
 export const gatewayTimeout = (detail: string) => new GatewayError('upstream_timeout', detail);
 export const storeUnavailable = () => new GatewayError('store_unavailable');
+export const tooManyWebSockets = (max: number) =>
+  new GatewayError(
+    'too_many_websockets',
+    `More than ${max} open WebSockets from this client address (WEBSOCKET_MAX_PER_IP)`,
+  );
+export const draining = () => new GatewayError('draining');
 
 /**
  * On Node's response (the edge's handler, a service listener's 413). `headers`: the response's own headers, sent
@@ -114,10 +122,16 @@ export function errorResponse(error: GatewayError): Response {
  * As a whole HTTP/1.1 response for a socket no request was parsed from (Node's parser gave up): there is no response
  * object to write it on, and the connection closes after it.
  */
-export function rawErrorResponse(error: GatewayError): string {
-  const body = JSON.stringify(error);
+export function rawErrorResponse(error: GatewayError, headers: Readonly<Record<string, string>> = {}): string {
+  return rawJsonResponse(error.status, JSON.stringify(error), headers);
+}
+
+/** A whole JSON response on a raw socket (an upgrade request has no response object), closing the connection. */
+export function rawJsonResponse(status: number, body: string, headers: Readonly<Record<string, string>> = {}): string {
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\n`;
+  for (const name in headers) head += `${name}: ${headers[name]}\r\n`;
   return (
-    `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status]}\r\n` +
+    head +
     `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`
   );
 }

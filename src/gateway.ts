@@ -6,6 +6,8 @@ import { routeTableFromSettings } from './routing/from-settings.ts';
 import type { RouteTable } from './routing/route-table.ts';
 import { DeploymentUpstreams } from './routing/deployment-upstreams.ts';
 import { edgeHandler } from './edge/handler.ts';
+import { edgeUpgradeHandler } from './edge/upgrade.ts';
+import { OpenWebSockets } from './edge/websockets.ts';
 import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
 import { RunHolds } from './edge/run-holds.ts';
@@ -177,7 +179,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     },
   });
   const runs = new RunHolds({ log: log.child({ component: 'run-holds' }) });
-  const handle = edgeHandler({
+  const edgeOptions = {
     limit,
     runs,
     ...(settings.keyCheck && { keyCheck: keyCheck(bundled.keys()) }),
@@ -196,6 +198,15 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     draining: () => draining,
     maxIdentityLength: settings.maxIdentityLength,
     escapedSlashes: settings.escapedSlashes,
+  };
+  const handle = edgeHandler(edgeOptions);
+  const sockets = new OpenWebSockets(settings.webSocketMaxPerIp, metrics);
+  const upgrade = edgeUpgradeHandler({
+    ...edgeOptions,
+    sockets,
+    upstreamTimeoutMs: settings.upstreamTimeoutMs,
+    idleMs: settings.webSocketIdleMs,
+    maxMessageBytes: settings.maxBodyBytes,
   });
   // Not listening before the store answers: the first requests would otherwise all be store errors.
   const [storeUp, routesRead] = await Promise.all([
@@ -212,6 +223,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     maxConnections: settings.maxConnections,
     deferContinue: true,
     streamBodies: true,
+    upgrade: (req, socket, head) => void upgrade(req, socket, head),
   });
   const readiness = (): Readiness => ({
     rules: rules.version,
@@ -255,6 +267,8 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       draining = true;
       changed();
       rules.close();
+      // WebSockets do not end by themselves: each gets a close frame (1001) and its client reconnects elsewhere.
+      sockets.closeAll('gateway draining');
       await edge.close(settings.drainMs);
       runs.close();
       await Promise.all([

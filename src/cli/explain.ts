@@ -1,6 +1,7 @@
 import { bucketKey } from '../limiter/bucket-key.ts';
 import { compile } from '../rules/compile.ts';
 import { explainMatch } from '../rules/explain.ts';
+import { explainWebSocket, printWebSocket } from './explain-websocket.ts';
 import { covers } from '../rules/guards.ts';
 import type { Region } from '../region.ts';
 import { IDENTITIES, identityOf, identityPresent, ipIdentity, presenceOf, type Headers } from '../rules/identity.ts';
@@ -19,6 +20,8 @@ export interface ExplainRequest {
   readonly ip: string;
   readonly region: Region;
   readonly json: boolean;
+  /** `--websocket`: the request is an upgrade; say how the socket and the commands inside it are counted. */
+  readonly websocket?: boolean;
 }
 
 /**
@@ -35,7 +38,9 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   const path = deployment?.path ?? normalized;
   // Counted as the edge counts it: IPv6 by its prefix (IPV6_PREFIX).
   const request = { method: req.method, path, headers: req.headers, ip: ipIdentity(req.ip, settings.ipv6PrefixBits) };
-  const match = compile(rules, guards).match(request);
+  const matcher = compile(rules, guards);
+  const match = matcher.match(request);
+  const websocket = req.websocket ? explainWebSocket(request, matcher, settings, req.region) : null;
   const steps = explainMatch(rules, req.method, path, req.headers);
   const scheme = { prefix: settings.keyPrefix, region: req.region, secret: settings.identitySecret };
   const bucket = (l: Limit) => ({
@@ -66,6 +71,7 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
         limits,
         guards: applied,
         passed_over: passedOver,
+        ...(websocket && { websocket }),
       }),
     );
     return 0;
@@ -80,6 +86,7 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   const decided = steps.find((s) => s.decides);
   if (!match || !decided) {
     out.log('\nNo rule decides: no limit applies to this request.');
+    if (websocket) printWebSocket(websocket, out);
     return 0;
   }
   out.log(
@@ -96,6 +103,7 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   for (const l of absent)
     out.log(`  (${l.policy} does not apply: the request carries no ${IDENTITIES[l.by].header ?? l.by})`);
   explainGuards(guards, match.rule, applied, req.headers, out);
+  if (websocket) printWebSocket(websocket, out);
   return 0;
 }
 

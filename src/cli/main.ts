@@ -66,6 +66,7 @@ function runExplain(args: readonly string[], out: Output): number {
     region: { type: 'string' },
     'rules-dir': { type: 'string' },
     json: { type: 'boolean', default: false },
+    websocket: { type: 'boolean', default: false },
   });
   if (values.help) return help(EXPLAIN_USAGE, out);
   const [method, target] = positionals;
@@ -86,6 +87,7 @@ function runExplain(args: readonly string[], out: Output): number {
       ip: values.ip,
       region: region as Region,
       json: values.json,
+      websocket: values.websocket,
     },
     settings,
     out,

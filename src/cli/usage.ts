@@ -20,6 +20,7 @@ export const EXPLAIN_USAGE = `usage: gateway explain <METHOD> <path> [options]
       --region us|eu               rule region (default: REGION, else us)
       --rules-dir <dir>            rule folder (default: RULES_DIR, else rules)
       --json                       one JSON object
+      --websocket                  the request is a WebSocket upgrade: how the socket and its commands are counted
 `;
 
 export const USAGE = `usage: gateway <command> [--help]

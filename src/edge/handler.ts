@@ -54,6 +54,12 @@ export interface EdgeOptions {
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
+/** The client's `x-request-id` when it is a sane one, else a fresh id. */
+export function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
 /**
  * One request through the edge, on Node's own request and response objects
  * (the hot path stays off the Web Request/Response layer): request id,
@@ -70,8 +76,7 @@ export function edgeHandler(options: EdgeOptions) {
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const started = performance.now();
-    const given = req.headers['x-request-id'];
-    const requestId = typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    const requestId = requestIdOf(req);
     const method = req.method ?? 'GET';
     let path = '';
     let deployment: string | undefined;
@@ -176,7 +181,7 @@ export function edgeHandler(options: EdgeOptions) {
  */
 const HOST = /^(?:[A-Za-z0-9._~!$&'()*+,;=%-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?$/;
 
-function requestHost(host: string | undefined): string {
+export function requestHost(host: string | undefined): string {
   if (host === undefined || host === '') throw badRequest('Missing Host header');
   if (!HOST.test(host)) throw badRequest(`Invalid Host header "${host.slice(0, 64)}"`);
   return host;
@@ -188,7 +193,7 @@ function missingDeployment(destination: Destination, deployment: string | undefi
   return down === undefined ? deploymentNotFound(deployment ?? null) : deploymentUnavailable(deployment!, down);
 }
 
-function asGatewayError(err: unknown): GatewayError {
+export function asGatewayError(err: unknown): GatewayError {
   if (err instanceof GatewayError) return err;
   if (err instanceof InvalidPathError) return invalidPath(err.message);
   return internalError();

@@ -1,6 +1,7 @@
 import { getRequestListener, RequestError } from '@hono/node-server';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { Hono } from 'hono';
 import {
   badRequest,
@@ -35,6 +36,12 @@ export interface ListenOptions {
    * MAX_BUFFERED_BODY_BYTES, before the app runs (unread-body.ts).
    */
   readonly streamBodies?: boolean;
+  /**
+   * WebSocket upgrades (`Upgrade: websocket`): the request and its socket, which no HTTP parser reads any more. Any
+   * other upgrade (`h2c`, say) is served as the ordinary request it also is, without its Upgrade header. Without this,
+   * every upgrade is an ordinary request.
+   */
+  readonly upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
 }
 
 /**
@@ -106,11 +113,23 @@ export async function listen(
   const adapter: RequestListener = (req, res) => void handle(req, res);
   // Node enforces headersTimeout and requestTimeout only when it sweeps its connections, every
   // connectionsCheckingInterval (default 30 s): a slow-loris then held a socket for up to 40 s, not 10.
+  const served = inOrder(
+    options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter),
+  );
+  /**
+   * With upgrades: each connection's latest response. Responses leave in order, so once it has ended every response
+   * before it has too (one map write per request, no listener).
+   */
+  const latest = new WeakMap<Duplex, ServerResponse>();
+  const counted: RequestListener = (req, res) => {
+    latest.set(req.socket, res);
+    served(req, res);
+  };
   const server = createServer(
     // requireHostHeader: Node's own answer to a missing Host is an empty 400; the adapter (or the edge's handler)
     // refuses it as JSON instead.
     { connectionsCheckingInterval: CONNECTION_SWEEP_MS, requireHostHeader: false },
-    inOrder(options.streamBodies ? closeAfterUnreadBody(adapter) : readBodyFirst(MAX_BUFFERED_BODY_BYTES, adapter)),
+    options.upgrade === undefined ? served : counted,
   );
   // Slow clients: headers must arrive within 10 s and a whole request within 5 min;
   // idle keep-alive sockets close after 65 s (above common load balancer idle timeouts).
@@ -120,6 +139,15 @@ export async function listen(
   if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
   // A final answer without 100 Continue makes Node close the connection after it (the body may or may not follow).
   if (options.deferContinue) server.on('checkContinue', (req, res) => server.emit('request', req, res));
+  const upgrade = options.upgrade;
+  if (upgrade !== undefined)
+    server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (!isWebSocketUpgrade(req)) return serveAsRequest(server, req, socket, head);
+      // Pipelined behind a response still being written: the socket is the upgrade's only once that has left.
+      const res = latest.get(socket);
+      if (res === undefined || res.writableFinished || res.destroyed) upgrade(req, socket, head);
+      else res.once('close', () => upgrade(req, socket, head));
+    });
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
     if (!socket.writable || (err.code === 'ECONNRESET' && !socket.readable)) return socket.destroy();
     socket.end(rawErrorResponse(PARSER_ERRORS[err.code ?? '']?.() ?? badRequest('Malformed request')));
@@ -150,4 +178,24 @@ export async function listen(
         server.closeIdleConnections();
       }),
   };
+}
+
+/** `Upgrade: websocket` (RFC 6455 §4.2.1: the token, case-insensitive, possibly among others). */
+function isWebSocketUpgrade(req: IncomingMessage): boolean {
+  const upgrade = req.headers.upgrade;
+  return upgrade !== undefined && upgrade.split(',').some((t) => t.trim().toLowerCase() === 'websocket');
+}
+
+/**
+ * An upgrade the listener does not take (RFC 9110 §7.8: a server may ignore Upgrade) is parsed again as an ordinary
+ * request: its head, rebuilt without the Upgrade header, and the bytes after it go back on the socket, and the server
+ * reads the connection anew.
+ */
+function serveAsRequest(server: Server, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+  let text = `${req.method} ${req.url} HTTP/${req.httpVersion}\r\n`;
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2)
+    if (raw[i]!.toLowerCase() !== 'upgrade') text += `${raw[i]}: ${raw[i + 1]}\r\n`;
+  socket.unshift(Buffer.concat([Buffer.from(`${text}\r\n`, 'latin1'), head]));
+  server.emit('connection', socket);
 }

@@ -94,6 +94,23 @@ export function createMetrics(workerSlot?: number) {
       help: 'Server-sent event streams open through the edge',
       registers: [registry],
     }),
+    webSockets: new Gauge({
+      name: 'gateway_websockets_open',
+      help: 'WebSockets open through the edge (upgraded, until either side closes)',
+      registers: [registry],
+    }),
+    webSocketsTotal: new Counter({
+      name: 'gateway_websockets_total',
+      help: 'WebSocket upgrades the edge answered, by result (upgraded, refused: any answer but 101)',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    webSocketCommands: new Counter({
+      name: 'gateway_websocket_commands_total',
+      help: 'Commands inside WebSockets that start work (run.start, input.respond), limited like the HTTP request that starts a run, by deciding rule and decision',
+      labelNames: ['rule', 'decision'] as const,
+      registers: [registry],
+    }),
     deploymentRoutes: new Gauge({
       name: 'gateway_deployment_routes',
       help: 'Deployments this edge routes now (its copy of the route table): every edge on one table should agree; over workers, the fewest any of them routes',

@@ -19,6 +19,8 @@ export interface Upstream {
   /** The upstream URL's path without its trailing slash ('' at the root): every forwarded path goes under it. */
   readonly basePath: string;
   readonly pool: Pool;
+  /** Its URL's origin: where a WebSocket upgrade connects (upgrade.ts), outside the pool. Without it, upgrades 502. */
+  readonly origin?: string;
   /** Added to every request sent to it: a bundled service's proof that the edge sent it (services/internal-auth.ts). */
   readonly requestHeaders?: Readonly<Record<string, string>>;
 }
@@ -35,6 +37,7 @@ export function createUpstream(
     name,
     ...(display !== undefined && { display }),
     basePath: parsed.pathname.replace(/\/$/, ''),
+    origin: parsed.origin,
     pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }),
     ...(requestHeaders !== undefined && Object.keys(requestHeaders).length > 0 && { requestHeaders }),
   };

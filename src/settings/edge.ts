@@ -79,6 +79,10 @@ export interface EdgeSettings {
   readonly drainMs: number;
   /** Most open client connections; more are refused at accept. */
   readonly maxConnections: number;
+  /** WEBSOCKET_IDLE_TIMEOUT: a WebSocket with no byte either way for this long is closed (1001). */
+  readonly webSocketIdleMs: number;
+  /** WEBSOCKET_MAX_PER_IP: most WebSockets one client address holds open (handshakes included) per edge process. */
+  readonly webSocketMaxPerIp: number;
   /** Longest value (bytes) of an identity header (`x-api-key`, `x-user-id`); longer answers 400, counted by IP. */
   readonly maxIdentityLength: number;
   /** What the edge does with `%2F` / `%5C` in a path: reject (400), unescape (decode, match and forward), keep. */
@@ -155,6 +159,8 @@ function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: '
         : oneOf(env, 'KEY_CHECK', ['on', 'off'] as const, 'on'),
     drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
+    webSocketIdleMs: duration(env, 'WEBSOCKET_IDLE_TIMEOUT', 300_000),
+    webSocketMaxPerIp: integer(env, 'WEBSOCKET_MAX_PER_IP', 256, 1, 1_000_000),
     maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
     escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
     publicUrl: publicUrl(env),

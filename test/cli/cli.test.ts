@@ -15,8 +15,8 @@ async function gateway(...argv: string[]) {
 describe('gateway check', () => {
   it('passes the shipped rule files', async () => {
     const r = await gateway('check', 'rules/us.yaml', 'rules/eu.yaml');
-    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 4 guards, no findings');
-    expect(r.stdout).toContain('rules/eu.yaml: 21 rules, 4 guards, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 22 rules, 4 guards, no findings');
+    expect(r.stdout).toContain('rules/eu.yaml: 22 rules, 4 guards, no findings');
     expect(r.code).toBe(0);
   });
 
@@ -44,7 +44,7 @@ describe('gateway check', () => {
     const r = await gateway('check', 'rules/us.yaml', 'no/such/file.yaml');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('no/such/file.yaml: cannot read');
-    expect(r.stdout).toContain('rules/us.yaml: 21 rules, 4 guards, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 22 rules, 4 guards, no findings');
   });
 
   it('exits 2 without files', async () => {
@@ -135,6 +135,25 @@ describe('gateway explain', () => {
     expect(r.normalized_path).toBe('/runs/query');
     expect(r.rule).toBe('runs-query');
     expect((r as unknown as { deployment: string }).deployment).toBe('d-1');
+  });
+
+  it('--websocket: an upgrade meets the websocket rule; the work commands inside count as POST /threads/{id}/commands', async () => {
+    const r = await explainJson('GET', '/threads/t-1/stream/events', '-H', 'x-api-key: k', '--websocket');
+    expect(r.rule).toBe('websocket');
+    expect(r.limits.map((l) => l.policy)).toEqual(['websocket.api-key']);
+    expect((r as unknown as { websocket: unknown }).websocket).toMatchObject({
+      refused: null,
+      commands_as: 'POST /threads/t-1/commands',
+      commands_rule: 'default',
+      commands_limits: [{ policy: 'default.api-key', count: 1000 }, { policy: 'guard.per-ip' }],
+    });
+    const text = await gateway('explain', 'GET', '/threads/t-1/stream/events', '-H', 'x-api-key: k', '--websocket');
+    expect(text.stdout).toContain('each run.start, input.respond command inside counts as POST /threads/t-1/commands');
+    expect(text.stdout).toContain('socket closes with 4429');
+    const elsewhere = await gateway('explain', 'GET', '/other', '--websocket');
+    expect(elsewhere.stdout).toContain('messages inside the socket are piped, not counted');
+    const post = await gateway('explain', 'POST', '/threads/t-1/stream/events', '--websocket');
+    expect(post.stdout).toContain('refused: a WebSocket upgrade must be a GET');
   });
 
   it('prints a readable trace without --json', async () => {
