@@ -20,7 +20,7 @@ export const ERRORS = {
   internal_error: { status: 500, detail: 'Internal gateway error' },
   upstream_unreachable: { status: 502, detail: 'Upstream unreachable' },
   store_unavailable: { status: 503, detail: 'Rate limit store unavailable' },
-  draining: { status: 503, detail: 'Gateway draining: connect again' },
+  gateway_draining: { status: 503, detail: 'Gateway draining: connect again' },
   upstream_timeout: { status: 504, detail: 'Upstream did not answer in time' },
 } as const satisfies Record<string, { readonly status: number; readonly detail: string }>;
 
@@ -75,7 +75,7 @@ export const tooManyWebSockets = (max: number) =>
     'too_many_websockets',
     `More than ${max} open WebSockets from this client address (WEBSOCKET_MAX_PER_IP)`,
   );
-export const draining = () => new GatewayError('draining');
+export const draining = () => new GatewayError('gateway_draining');
 
 /**
  * On Node's response (the edge's handler, a service listener's 413). `headers`: the response's own headers, sent
