@@ -25,7 +25,7 @@ export const ERRORS = {
   upstream_unreachable: { status: 502, detail: 'Upstream unreachable' },
   store_unavailable: { status: 503, detail: 'Rate limit store unavailable' },
   deployment_unavailable: { status: 503, detail: 'Deployment not serving now' },
-  draining: { status: 503, detail: 'Gateway draining: connect again' },
+  gateway_draining: { status: 503, detail: 'Gateway draining: connect again' },
   upstream_timeout: { status: 504, detail: 'Upstream did not answer in time' },
 } as const satisfies Record<string, { readonly status: number; readonly detail: string }>;
 
@@ -97,7 +97,7 @@ export const tooManyWebSockets = (max: number) =>
     'too_many_websockets',
     `More than ${max} open WebSockets from this client address (WEBSOCKET_MAX_PER_IP)`,
   );
-export const draining = () => new GatewayError('draining');
+export const draining = () => new GatewayError('gateway_draining');
 
 /**
  * On Node's response (the edge's handler, a service listener's 413). `headers`: the response's own headers, sent

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { within } from '../helpers/async.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
@@ -165,6 +166,34 @@ describe('bounds', () => {
       'a place freed',
     );
     for (const ws of [...open.slice(1), again]) ws.close();
+  });
+
+  it('an upstream that never answers the upgrade: 504 after UPSTREAM_TIMEOUT, and its place is freed', async () => {
+    const held: Socket[] = [];
+    const silent = createNetServer((s) => held.push(s.on('error', () => {})));
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(silent.address() as AddressInfo).port}`;
+    const own = await startTestGateway({
+      AGENT_SERVER_URL: url,
+      CONTROL_PLANE_URL: url,
+      RULES_DIR: rules.dir,
+      UPSTREAM_TIMEOUT: '500ms',
+      WEBSOCKET_MAX_PER_IP: '1',
+    });
+    try {
+      for (let i = 0; i < 2; i++) {
+        const err = await openClient(`${own.url}/other/socket`).then(
+          () => null,
+          (e: { status: number; body: string }) => e,
+        );
+        expect(err?.status).toBe(504);
+        expect(JSON.parse(err!.body)).toMatchObject({ code: 'upstream_timeout' });
+      }
+    } finally {
+      for (const s of held) s.destroy();
+      silent.close();
+      await own.close();
+    }
   });
 
   it('an upgrade to anything but WebSocket (h2c) is served as the ordinary request it also is', async () => {
