@@ -23,6 +23,7 @@ import { normalizePath } from '../rules/normalize-path.ts';
 import { DEPLOYMENT_ID } from '../routing/router.ts';
 import { accessLog } from './access-log.ts';
 import { asGatewayError, requestHost, requestIdOf, type EdgeOptions } from './handler.ts';
+import { releaseWhenClosed } from './slot-hold.ts';
 import type { Verdict } from './limit.ts';
 import { identityReader } from './request-identity.ts';
 import { requestTarget } from './request-target.ts';
@@ -128,10 +129,16 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       }
       status = 101;
       socket.write(switchingProtocolsHead(outcome.response, extra));
+      releaseWhenClosed(verdict, socket);
       const ip = counted.ip;
       const commands = commandsPath(destination.path);
       const decide = commandDecider(
-        () => limit({ method: 'POST', path: commands!, headers: counted.headers, ip }),
+        async () => {
+          const commandVerdict = await limit({ method: 'POST', path: commands!, headers: counted.headers, ip });
+          // A command's in-flight slots are held while its socket is open: its response is the socket's stream.
+          releaseWhenClosed(commandVerdict, socket);
+          return commandVerdict;
+        },
         metrics,
         log.child({ requestId }),
       );
@@ -159,6 +166,7 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       refuse(socket, rawErrorResponse(error, { ...verdict?.headers, 'x-request-id': requestId }));
     } finally {
       if (reserved !== null) sockets.release(reserved);
+      if (status !== 101) void verdict?.lease?.release();
       const decision = verdict?.decision ?? 'unlimited';
       metrics?.requests.inc({
         rule: verdict?.match.rule.id ?? '',
