@@ -44,8 +44,8 @@ async function events(key: string, threadId: string, filter: Record<string, unkn
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       text += decoder.decode(chunk, { stream: true });
       const frames = parseSse(text.slice(0, text.lastIndexOf('\n\n') + 2)).filter((f) => f.data); // not `: open`
-      if (frames.some((f) => terminal(JSON.parse(f.data) as Event))) {
-        out.push(...frames.map((f) => JSON.parse(f.data) as Event));
+      if (frames.some((f) => terminal(JSON.parse(f.data!) as Event))) {
+        out.push(...frames.map((f) => JSON.parse(f.data!) as Event));
         break;
       }
     }
