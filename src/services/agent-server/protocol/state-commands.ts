@@ -12,7 +12,7 @@ const isRecord = (v: unknown): v is Params => typeof v === 'object' && v !== nul
 /** The thread, readable by the caller; an unknown thread and one the caller may not read answer alike. */
 async function thread(call: ProtocolCall): Promise<Thread> {
   const found = await readableThread(call.auth, call.ctx, call.thread.threadId);
-  if (found === null) throw new CommandError('invalid_argument', `Thread ${call.thread.threadId} not found.`);
+  if (found === null) throw new CommandError('invalid_argument', `Thread ${call.thread.threadId} not found`);
   return found;
 }
 

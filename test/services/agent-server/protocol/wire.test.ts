@@ -44,8 +44,8 @@ async function events(key: string, threadId: string, filter: Record<string, unkn
     for await (const chunk of res.body as unknown as AsyncIterable<Uint8Array>) {
       text += decoder.decode(chunk, { stream: true });
       const frames = parseSse(text.slice(0, text.lastIndexOf('\n\n') + 2)).filter((f) => f.data); // not `: open`
-      if (frames.some((f) => terminal(JSON.parse(f.data) as Event))) {
-        out.push(...frames.map((f) => JSON.parse(f.data) as Event));
+      if (frames.some((f) => terminal(JSON.parse(f.data!) as Event))) {
+        out.push(...frames.map((f) => JSON.parse(f.data!) as Event));
         break;
       }
     }
@@ -130,6 +130,32 @@ describe('server-sent events', () => {
       message: expect.stringContaining('not-a-graph'),
     });
     expect(await answer('state.get', { namespace: [] })).toMatchObject({ error: 'invalid_argument' });
+  });
+});
+
+describe('ordinary runs', () => {
+  it('a protocol run is listed, joined and cancelled like any run; its cancel ends the lifecycle', async () => {
+    const key = newKey();
+    const threadId = crypto.randomUUID();
+    const client = new Client({ apiUrl: server.url, apiKey: key });
+    const started = await (
+      await post(key, `/threads/${threadId}/commands`, {
+        id: 1,
+        method: 'run.start',
+        params: { assistant_id: 'slow', input: userInput('wait'), config: { configurable: { wait_ms: 30_000 } } },
+      })
+    ).json();
+    const runId = started.result.run_id as string;
+    expect((await client.runs.list(threadId)).map((r) => r.run_id)).toEqual([runId]);
+    const joined = client.runs.joinStream(threadId, runId);
+    const firstJoined = joined.next();
+    const following = events(key, threadId, { channels: ['lifecycle'] });
+    await new Promise((r) => setTimeout(r, 500));
+    await client.runs.cancel(threadId, runId);
+    const lifecycle = await following;
+    expect(lifecycle.at(-1)!.params.data.event).toBe('interrupted');
+    expect((await firstJoined).done).toBe(false);
+    expect((await client.runs.get(threadId, runId)).status).toBe('interrupted');
   });
 });
 
