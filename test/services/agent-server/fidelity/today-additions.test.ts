@@ -25,6 +25,8 @@ describe('what the official server added', () => {
     let runId = '';
     const stream = client.runs.stream(thread.thread_id, 'slow', {
       input: userInput('hi'),
+      // Long enough that a cancel on disconnect would surely stop it.
+      config: { configurable: { wait_ms: 2000 } },
       signal: leave.signal,
       onRunCreated: (m) => (runId = m.run_id),
     });
