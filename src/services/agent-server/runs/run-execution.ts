@@ -232,7 +232,13 @@ export class RunExecution {
     const atBreakpoint = status === 'success' && (state?.next.length ?? 0) > 0;
     const waiting = Object.keys(interrupts).length > 0 || atBreakpoint;
     const threadStatus: ThreadStatus = status === 'error' ? 'error' : waiting ? 'interrupted' : 'idle';
-    const patch = { status: threadStatus, values: (values ?? null) as Json | null, interrupts };
+    const stateUpdatedAt = new Date().toISOString();
+    const patch = {
+      status: threadStatus,
+      values: (values ?? null) as Json | null,
+      interrupts,
+      state_updated_at: stateUpdatedAt,
+    };
     if (spec.threadless) {
       const now = new Date().toISOString();
       await this.deps.store.putThread({
@@ -244,7 +250,8 @@ export class RunExecution {
         ...patch,
       });
     } else if (!this.busyAfter(spec.run.thread_id, spec.run.run_id)) await this.setThread(spec.run.thread_id, patch);
-    else await this.setThread(spec.run.thread_id, { values: patch.values, interrupts });
+    else
+      await this.setThread(spec.run.thread_id, { values: patch.values, interrupts, state_updated_at: stateUpdatedAt });
   }
 
   /** Another run is queued behind this one: the thread stays busy. */

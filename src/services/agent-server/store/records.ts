@@ -33,6 +33,11 @@ export interface Thread {
   readonly values: Json | null;
   readonly config: Json;
   readonly interrupts: Record<string, unknown[]>;
+  /**
+   * When its state last changed (a run's end, a state update, supersteps); its creation time before that. Absent on
+   * threads stored before the field existed.
+   */
+  readonly state_updated_at?: string;
 }
 
 export const RUN_STATUSES = ['pending', 'running', 'success', 'error', 'timeout', 'interrupted'] as const;

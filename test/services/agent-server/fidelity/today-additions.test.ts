@@ -25,6 +25,8 @@ describe('what the official server added', () => {
     let runId = '';
     const stream = client.runs.stream(thread.thread_id, 'slow', {
       input: userInput('hi'),
+      // Long enough that a cancel on disconnect would surely stop it.
+      config: { configurable: { wait_ms: 2000 } },
       signal: leave.signal,
       onRunCreated: (m) => (runId = m.run_id),
     });
@@ -114,5 +116,35 @@ describe('what the official server added', () => {
     await eventually(async () =>
       (await status(as('bob').client, bobThread.thread_id, bobRun.run_id)) === 'interrupted' ? true : undefined,
     );
+  });
+
+  it('gives threads state_updated_at, moved by runs and state updates, and sorts by it', async () => {
+    const { client } = as('dan');
+    const first = await client.threads.create({ metadata: { topic: 'state-sort' } });
+    const second = await client.threads.create({ metadata: { topic: 'state-sort' } });
+    expect(first.state_updated_at).toBe(first.created_at);
+    await client.runs.wait(first.thread_id, 'slow', {
+      input: userInput('hi'),
+      config: { configurable: { wait_ms: 1 } },
+    });
+    const ran = await client.threads.get(first.thread_id);
+    expect(Date.parse(ran.state_updated_at)).toBeGreaterThan(Date.parse(second.created_at));
+    const order = async () =>
+      (
+        await client.threads.search({
+          metadata: { topic: 'state-sort' },
+          sortBy: 'state_updated_at',
+          sortOrder: 'desc',
+        })
+      ).map((t) => t.thread_id);
+    expect(await order()).toEqual([first.thread_id, second.thread_id]);
+    // Now bound to its graph by the first run, the thread's state is updated by hand: it moves first.
+    await client.threads.updateState(first.thread_id, { values: { messages: [{ role: 'user', content: 'x' }] } });
+    expect(await order()).toEqual([first.thread_id, second.thread_id]);
+    await client.runs.wait(second.thread_id, 'slow', {
+      input: userInput('hi'),
+      config: { configurable: { wait_ms: 1 } },
+    });
+    expect(await order()).toEqual([second.thread_id, first.thread_id]);
   });
 });

@@ -7,6 +7,7 @@ export const THREAD_FIELDS = [
   'thread_id',
   'created_at',
   'updated_at',
+  'state_updated_at',
   'metadata',
   'status',
   'values',
@@ -35,7 +36,10 @@ export const threadSearch = z.object({
   status: z.enum(THREAD_STATUSES).nullish(),
   values: object().nullish().describe('Exact match on each top-level key of the thread values.'),
   ...page,
-  sort_by: z.enum(['thread_id', 'status', 'created_at', 'updated_at']).nullish().describe('Default: created_at.'),
+  sort_by: z
+    .enum(['thread_id', 'status', 'created_at', 'updated_at', 'state_updated_at'])
+    .nullish()
+    .describe('Default: created_at.'),
   sort_order: sortOrder,
   select: z.array(z.enum(THREAD_FIELDS)).nullish(),
 });
@@ -53,6 +57,7 @@ export const threadSchema = z.object({
   thread_id: z.uuid(),
   created_at: timestamp,
   updated_at: timestamp,
+  state_updated_at: timestamp.describe('When its state last changed (its creation time before any state).'),
   metadata: object(),
   status: z.enum(THREAD_STATUSES),
   values: object().nullable(),

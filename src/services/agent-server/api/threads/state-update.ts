@@ -75,6 +75,7 @@ export function stateUpdateOperations(ctx: ServerContext): Operation[] {
           interrupts,
           status: Object.keys(interrupts).length > 0 || state.next.length > 0 ? 'interrupted' : 'idle',
           updated_at: new Date().toISOString(),
+          state_updated_at: new Date().toISOString(),
         });
         return c.json({ checkpoint: checkpointOf(written) });
       },

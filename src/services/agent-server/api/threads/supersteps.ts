@@ -78,6 +78,7 @@ export async function applySupersteps(
     interrupts,
     status: Object.keys(interrupts).length > 0 ? 'interrupted' : 'idle',
     updated_at: new Date().toISOString(),
+    state_updated_at: new Date().toISOString(),
   };
   await ctx.store.putThread(updated);
   return updated;

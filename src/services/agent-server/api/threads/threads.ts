@@ -60,6 +60,7 @@ export async function createThread(
     thread_id: id,
     created_at: now,
     updated_at: now,
+    state_updated_at: now,
     metadata: (value.metadata as Json) ?? {},
     status: 'idle',
     values: null,
