@@ -11,6 +11,7 @@ export const ERRORS = {
   repeated_identity_header: { status: 400, detail: 'Repeated identity header' },
   identity_header_too_long: { status: 400, detail: 'Identity header too long (MAX_IDENTITY_LENGTH)' },
   no_client_address: { status: 400, detail: 'Client address unknown (connection closed)' },
+  operator_token_required: { status: 401, detail: 'The operator token (ADMIN_TOKEN) is required' },
   not_found: { status: 404, detail: 'Not found' },
   deployment_not_found: { status: 404, detail: 'Deployment not found' },
   request_timeout: { status: 408, detail: 'Request not received in time' },
@@ -53,6 +54,14 @@ export const routeNotFound = () => new GatewayError('not_found');
 export const deploymentNotFound = (id: string | null) =>
   new GatewayError('deployment_not_found', id === null ? undefined : `Deployment ${id} not found`);
 export const badRequest = (detail: string) => new GatewayError('bad_request', detail);
+/** An operator endpoint of the admin listener without the operator token; `unset`: ADMIN_TOKEN is not configured. */
+export const operatorTokenRequired = (unset: boolean) =>
+  new GatewayError(
+    'operator_token_required',
+    unset
+      ? 'Set ADMIN_TOKEN to use the operator endpoints, and send authorization: Bearer <token>'
+      : 'Send the operator token: authorization: Bearer <ADMIN_TOKEN>',
+  );
 export const invalidPath = (reason: string) => new GatewayError('invalid_path', `Invalid request path: ${reason}`);
 /** Two headers of one identity: which one counts is ambiguous. */
 export const repeatedIdentityHeader = (header: string) =>
