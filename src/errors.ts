@@ -13,6 +13,7 @@ export const ERRORS = {
   no_client_address: { status: 400, detail: 'Client address unknown (connection closed)' },
   admin_token_required: { status: 401, detail: 'Unauthorized: this needs the operator token (ADMIN_TOKEN)' },
   key_management_off: { status: 403, detail: 'Key management is off' },
+  operator_endpoints_off: { status: 403, detail: 'Operator endpoints are off' },
   not_found: { status: 404, detail: 'Not found' },
   key_not_found: { status: 404, detail: 'No API key has this id' },
   deployment_not_found: { status: 404, detail: 'Deployment not found' },
@@ -71,8 +72,14 @@ export const deploymentUnavailable = (id: string, why: 'starting' | 'failed') =>
       ? `Deployment ${id} is starting; try again in a few seconds`
       : `Deployment ${id} is not serving: its revision could not be started again (the deployment's serving_error says why)`,
   );
-/** The admin listener's /keys (admin/keys.ts). */
-export const adminTokenRequired = () => new GatewayError('admin_token_required');
+/** The operator's endpoints of the admin listener (admin/operator-only.ts). */
+export const adminTokenRequired = () =>
+  new GatewayError('admin_token_required', 'Send the operator token: authorization: Bearer <ADMIN_TOKEN>');
+export const operatorEndpointsOff = () =>
+  new GatewayError(
+    'operator_endpoints_off',
+    'Operator endpoints are off: start the gateway with ADMIN_TOKEN set (the operator token), then send it as "authorization: Bearer <ADMIN_TOKEN>"',
+  );
 export const keyManagementOff = (detail: string) => new GatewayError('key_management_off', detail);
 export const keyNotFound = (id: string) => new GatewayError('key_not_found', `No API key has id "${id}"`);
 export const workspaceConflict = (detail: string) => new GatewayError('workspace_conflict', detail);

@@ -11,6 +11,7 @@ import { OpenWebSockets } from './edge/websockets.ts';
 import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
 import { RunHolds } from './edge/run-holds.ts';
+import { limitsAdmin, type LimitsAdminOptions } from './admin/limits.ts';
 import { router } from './routing/router.ts';
 import { BreakerLimiter } from './limiter/breaker.ts';
 import { storeFromSettings } from './limiter/from-settings.ts';
@@ -40,6 +41,8 @@ export interface Edge {
   /** The rule file in force, and the store. */
   readonly rules: { readonly file: string; version(): string };
   readonly storeKind: 'memory' | 'redis' | 'redis-cluster';
+  /** What an operator's bucket reads and resets (admin/limits.ts) work on: the rules in force and the store. */
+  readonly buckets: Omit<LimitsAdminOptions, 'token' | 'log'>;
   /** Where the deployment route table lives. */
   readonly routesKind: 'memory' | 'redis';
   /** What /readyz reports for this edge. */
@@ -72,16 +75,18 @@ const STORE_BOOT_WAIT_MS = 3000;
 /** Boot: settings → rules → store → upstreams → edge and admin listeners. */
 export async function startGateway(settings: Settings, log: Logger): Promise<Gateway> {
   const edge = await startEdge(settings, log);
-  const admin = await listen(
-    adminApp({
-      metrics: edge.metrics.registry,
-      ready: () => edge.readiness(),
-      token: settings.adminToken,
-      keys: edge.keys,
-    }),
-    settings.adminPort,
-    settings.adminHost,
+  const app = adminApp({
+    metrics: edge.metrics.registry,
+    ready: () => edge.readiness(),
+    token: settings.adminToken,
+    keys: edge.keys,
+  });
+  // The operator's bucket reads and resets: this process's edge (one process; WORKERS > 1 has no such route yet).
+  app.route(
+    '/limits',
+    limitsAdmin({ ...edge.buckets, token: settings.adminToken, log: log.child({ component: 'admin' }) }),
   );
+  const admin = await listen(app, settings.adminPort, settings.adminHost);
   log.info(
     {
       host: (edge.edge.server.address() as AddressInfo).address,
@@ -259,6 +264,12 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     addressing,
     rules: { file: rules.file, version: () => rules.version },
     storeKind: store.kind,
+    buckets: {
+      matcher: () => rules.current(),
+      store: store.limiter,
+      scheme: { prefix: settings.keyPrefix, region: settings.region, secret: settings.identitySecret },
+      ipv6PrefixBits: settings.ipv6PrefixBits,
+    },
     routesKind: routeTable.kind,
     readiness,
     keys: settings.controlPlaneUrl === null ? bundled.keys() : null,

@@ -1,14 +1,7 @@
-import { timingSafeEqual } from 'node:crypto';
 import { Hono, type MiddlewareHandler } from 'hono';
-import {
-  adminTokenRequired,
-  badRequest,
-  errorResponse,
-  keyManagementOff,
-  keyNotFound,
-  workspaceConflict,
-} from '../errors.ts';
+import { badRequest, errorResponse, keyManagementOff, keyNotFound, workspaceConflict } from '../errors.ts';
 import { KeyRegistryError, type ApiKeyRecord, type KeyRegistry } from '../keys/types.ts';
+import { operatorOnly } from './operator-only.ts';
 
 /**
  * `/keys` on the admin listener: the API keys of the key registry the gateway's services use, on any store (the
@@ -29,7 +22,7 @@ export interface KeysAdminOptions {
 
 export function keysAdmin({ registry, token }: KeysAdminOptions): Hono {
   const app = new Hono();
-  app.use('*', guard(registry, token));
+  app.use('*', operatorOnly(token), registryHere(registry));
   const reg = () => registry!;
 
   app.get('/', async (c) => {
@@ -64,18 +57,9 @@ function shown(r: ApiKeyRecord) {
   return { id: r.id, org: r.org, created_at: r.createdAt };
 }
 
-function guard(registry: KeyRegistry | null, token: string | null): MiddlewareHandler {
-  const expected = token === null ? null : Buffer.from(`Bearer ${token}`);
-  return async function operatorOnly(c, next) {
-    if (expected === null)
-      return errorResponse(
-        keyManagementOff(
-          'Key management on the admin listener is off: start the gateway with ADMIN_TOKEN set (the operator token), then send it as "authorization: Bearer <ADMIN_TOKEN>"',
-        ),
-      );
-    const given = Buffer.from(c.req.header('authorization') ?? '');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected))
-      return errorResponse(adminTokenRequired());
+/** After the operator's token (operator-only.ts): a registry to manage. */
+function registryHere(registry: KeyRegistry | null): MiddlewareHandler {
+  return async function registryHere(_c, next) {
     if (registry === null)
       return errorResponse(
         keyManagementOff(

@@ -3,11 +3,11 @@ import { createRedisClient, createRedisCluster, type RedisClientOptions } from '
 import type { Settings } from '../settings/settings.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
 import { RedisLimiter } from './redis-limiter.ts';
-import type { Limiter } from './types.ts';
+import type { BucketAdmin, Limiter } from './types.ts';
 
 export interface Store {
   readonly kind: 'memory' | 'redis' | 'redis-cluster';
-  readonly limiter: Limiter;
+  readonly limiter: Limiter & BucketAdmin;
   /**
    * Resolves true once the store can answer, false on its first connection
    * error (memory: true at once). Never rejects; the caller bounds the wait.

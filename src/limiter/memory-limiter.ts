@@ -2,6 +2,8 @@ import { TatTable } from './tat-table.ts';
 import {
   SLOT_RETRY_MS,
   type Bucket,
+  type BucketAdmin,
+  type BucketState,
   type BucketOutcome,
   type Lease,
   type Limiter,
@@ -50,12 +52,14 @@ export const TOKEN_EPSILON = 1e-6;
 
 const monotonicNow = (): number => performance.timeOrigin + performance.now();
 
-export class MemoryLimiter implements Limiter {
+export class MemoryLimiter implements Limiter, BucketAdmin {
   readonly maxKeys: number;
   private readonly now: () => number;
   private readonly tats: TatTable;
   /** In-flight buckets: key -> slots held. Only keys with a slot held are kept (bounded by the leases alive). */
   private readonly slots = new Map<string, number>();
+  /** In-flight keys an operator reset, and how many times (a few keys: kept). */
+  private readonly resets = new Map<string, number>();
 
   constructor({ maxKeys = DEFAULT_MAX_KEYS, now = monotonicNow }: MemoryLimiterOptions = {}) {
     if (!Number.isInteger(maxKeys) || maxKeys < 1)
@@ -132,6 +136,22 @@ export class MemoryLimiter implements Limiter {
     return { allowed, buckets: out, retryAfterMs };
   }
 
+  async peek(b: Bucket): Promise<BucketState> {
+    if (b.inFlight) {
+      const held = this.slots.get(b.key) ?? 0;
+      return { remaining: Math.max(0, b.capacity - held), held };
+    }
+    const now = this.now();
+    const stored = this.tats.get(b.key);
+    return { remaining: outcome(b, stored === undefined ? now : Math.max(stored, now), now).remaining };
+  }
+
+  async reset(b: Bucket): Promise<void> {
+    if (!b.inFlight) return this.tats.delete(b.key);
+    this.slots.delete(b.key);
+    this.resets.set(b.key, (this.resets.get(b.key) ?? 0) + 1);
+  }
+
   /** Slots held in the in-flight bucket `key` (for tests and the admin's reads). */
   slotsHeld(key: string): number {
     return this.slots.get(key) ?? 0;
@@ -152,11 +172,14 @@ export class MemoryLimiter implements Limiter {
   /** Gives back one slot of each bucket once (a process's own slots: nothing to renew, nothing to expire). */
   private lease(taken: readonly Bucket[]): Lease {
     let released = false;
+    // A key an operator resets meanwhile no longer holds this lease's slot: its release must not free another's.
+    const resets = this.resets.size === 0 ? null : taken.map((b) => this.resets.get(b.key));
     return {
       release: async () => {
         if (released) return;
         released = true;
-        for (const b of taken) {
+        for (const [i, b] of taken.entries()) {
+          if ((resets?.[i] ?? undefined) !== this.resets.get(b.key)) continue;
           const held = (this.slots.get(b.key) ?? 0) - 1;
           if (held > 0) this.slots.set(b.key, held);
           else this.slots.delete(b.key);

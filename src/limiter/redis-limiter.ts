@@ -3,7 +3,8 @@ import { closeRedis } from '../redis-client.ts';
 import { RedisBatchLimiter } from './redis-batch-limiter.ts';
 import { RedisClusterLimiter } from './redis-cluster-limiter.ts';
 import { DEFAULT_LEASE_MS, SlotLeases } from './slot-leases.ts';
-import type { Bucket, Limiter, LimitOutcome } from './types.ts';
+import { outcome } from './memory-limiter.ts';
+import type { Bucket, BucketAdmin, BucketState, Limiter, LimitOutcome } from './types.ts';
 
 /**
  * Token buckets in Redis or Redis Cluster: the same GCRA as the memory
@@ -23,7 +24,7 @@ export interface RedisLimiterOptions {
   readonly leaseMs?: number;
 }
 
-export class RedisLimiter implements Limiter {
+export class RedisLimiter implements Limiter, BucketAdmin {
   private readonly path: RedisBatchLimiter | RedisClusterLimiter;
   private readonly ownsClient: boolean;
   private readonly leases: SlotLeases;
@@ -57,6 +58,24 @@ export class RedisLimiter implements Limiter {
     // In flight: the slots ride the same script (and round trip) as the token buckets, under a lease of their own.
     const lease = this.leases.args();
     return this.path.call('take', buckets, lease).then((outcome) => this.leases.hold(outcome, lease, buckets));
+  }
+
+  /** On Redis's clock: a rate bucket's TAT (GET), an in-flight bucket's unexpired leases (ZCOUNT); nothing written. */
+  async peek(b: Bucket): Promise<BucketState> {
+    const [seconds, micros] = await this.client.time();
+    const now = Number(seconds) * 1e6 + Number(micros);
+    if (b.inFlight) {
+      const held = await this.client.zcount(b.key, `(${now}`, '+inf');
+      return { remaining: Math.max(0, b.capacity - held), held };
+    }
+    const stored = await this.client.get(b.key);
+    const tat = stored === null ? now : Math.max(Number(stored), now);
+    // The script keeps µs; outcome() reckons in ms.
+    return { remaining: outcome(b, tat / 1000, now / 1000).remaining };
+  }
+
+  async reset(b: Bucket): Promise<void> {
+    await this.client.del(b.key);
   }
 
   async close(): Promise<void> {

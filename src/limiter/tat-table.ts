@@ -91,6 +91,12 @@ export class TatTable {
     if (this.oldest !== -1) this.remove(this.oldest);
   }
 
+  /** Forgets `key` (an operator's reset): its bucket is full again. */
+  delete(key: string): void {
+    const slot = this.slots.get(key);
+    if (slot !== undefined) this.remove(slot);
+  }
+
   private remove(slot: number): void {
     this.unlink(slot);
     this.slots.delete(this.keys[slot]!);

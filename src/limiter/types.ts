@@ -55,6 +55,22 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
+/** One bucket as an operator reads it: tokens (or free slots) left now, and slots held for an in-flight bucket. */
+export interface BucketState {
+  readonly remaining: number;
+  /** In-flight buckets: slots held now (unexpired leases). */
+  readonly held?: number;
+}
+
+/**
+ * What an operator may do to one bucket (the admin listener's `/limits/buckets`): read its state, or reset it (a rate
+ * bucket full again, an in-flight bucket with no slot held: its holders' later releases and renewals find nothing).
+ */
+export interface BucketAdmin {
+  peek(bucket: Bucket): Promise<BucketState>;
+  reset(bucket: Bucket): Promise<void>;
+}
+
 export class StoreError extends Error {
   readonly code = 'store_unavailable' satisfies ErrorCode;
   constructor(message: string, options?: { cause?: unknown }) {
