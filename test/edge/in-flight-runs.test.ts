@@ -20,7 +20,7 @@ guards:
     concurrent: 1
     until: run
     category: Runs in flight (API)
-    match: { method: POST, any: [{ template: "/threads/{uuid}/runs" }, { template: "/threads/{uuid}/runs/stream" }] }
+    match: { method: POST, any: [{ template: "/threads/{uuid}/runs" }, { template: "/threads/{uuid}/runs/stream" }, { template: "/threads/{uuid}/commands" }] }
 rules:
   - id: open
     limits:
@@ -127,6 +127,38 @@ function untilRunScenario(name: string, edges: () => TestGateway[]) {
         .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
     );
     await cb.runs.join(t2.thread_id, again.run_id);
+  });
+
+  it(`${name}: a protocol run.start (POST /threads/{id}/commands) holds its slot until its run ends`, async () => {
+    const [a, b = a] = edges();
+    const key = newKey();
+    const ca = client(a!, key);
+    const [t1, t2] = [await ca.threads.create(), await ca.threads.create()];
+    const command = (edge: TestGateway, thread: string, waitMs: number) =>
+      fetch(`${edge.url}/threads/${thread}/commands`, {
+        method: 'POST',
+        headers: { 'x-api-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          id: 1,
+          method: 'run.start',
+          params: { assistant_id: 'slow', input, config: { configurable: { wait_ms: waitMs } } },
+        }),
+      });
+    const started = await command(a!, t1.thread_id, 60_000);
+    expect(started.status).toBe(200);
+    const { result } = (await started.json()) as { result: { run_id: string } };
+    // Named as the REST endpoints name a run: what the edge waits on.
+    expect(started.headers.get('content-location')).toBe(`/threads/${t1.thread_id}/runs/${result.run_id}`);
+    const refused = await command(b!, t2.thread_id, 1);
+    expect(refused.status).toBe(429);
+    expect(await refused.text()).toMatch(/"guard":"runs-in-flight"/);
+    await ca.runs.cancel(t1.thread_id, result.run_id);
+    const again = await eventually('the slot came back when the protocol run was cancelled', async () => {
+      const res = await command(b!, t2.thread_id, 1);
+      if (res.status === 429) return undefined;
+      return res;
+    });
+    expect(again.status).toBe(200);
   });
 }
 

@@ -10,4 +10,6 @@ export interface ProtocolCall {
   /** The request's headers (the WebSocket handshake's): their `x-*` reach a run's configurable as for REST runs. */
   readonly headers?: Headers;
   readonly thread: ProtocolThread;
+  /** Told the id of a run the command started (run.start, input.respond, state.fork): the HTTP answer names it. */
+  readonly onRunStarted?: (runId: string) => void;
 }

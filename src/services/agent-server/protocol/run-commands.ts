@@ -123,6 +123,7 @@ async function start(call: ProtocolCall, body: Params): Promise<{ run_id: string
   const gate = thread.events.settled(QUIET_MS, MAX_WAIT_MS);
   const { run, handle } = await startRun(call.auth, ctx, runBody, thread.threadId, false, call.headers, { gate });
   thread.currentRunId = run.run_id;
+  call.onRunStarted?.(run.run_id);
   thread.assistantId = run.assistant_id;
   thread.events.newRun();
   void followRun(thread, handle, assistant?.graph_id ?? 'root', ctx.store).catch((err: unknown) =>

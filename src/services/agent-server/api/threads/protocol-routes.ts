@@ -68,9 +68,12 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
         const thread = threadOf(param(c, 'thread_id'));
         const parsed = parseCommand(body);
         if ('type' in parsed) return c.json(parsed);
-        return c.json(
-          await runCommand({ ctx, threads, auth: c.get('auth'), headers: c.req.raw.headers, thread }, parsed),
-        );
+        // A command that started a run names it as the REST endpoints do, so the edge can hold an in-flight slot
+        // (`until: run`) until that run ends.
+        const onRunStarted = (runId: string) =>
+          c.header('Content-Location', `/threads/${thread.threadId}/runs/${runId}`);
+        const call = { ctx, threads, auth: c.get('auth'), headers: c.req.raw.headers, thread, onRunStarted };
+        return c.json(await runCommand(call, parsed));
       },
     }),
     operation({
