@@ -13,6 +13,10 @@ import { closed, echo, nextMessage, openClient, startWsUpstream, type WsUpstream
  */
 
 const rules = rulesDir(`
+- id: held
+  match: { method: GET, template: "/held/{id}" }
+  limits:
+    - { by: api-key, concurrent: 1, category: Sockets open }
 - id: sockets
   match: { method: GET, template: "/threads/{id}/stream/events" }
   limits:
@@ -124,6 +128,33 @@ describe('WebSockets through the edge', () => {
     expect(JSON.parse(refused!.body)).toMatchObject({ detail: 'Rate limit exceeded', rule: 'sockets' });
     expect(up.upgrades.length).toBe(upgradesBefore + 2);
     for (const ws of opened) ws.close();
+  });
+
+  it('an in-flight limit counts open sockets: a slot is held while the socket is open and comes back when it closes', async () => {
+    const key = `k-${randomUUID()}`;
+    const url = () => `${gw.url}/held/${randomUUID()}`;
+    const refusedStatus = () =>
+      openClient(url(), { 'x-api-key': key }).then(
+        (ws) => {
+          ws.close();
+          return 101;
+        },
+        (err: { status: number; headers: Record<string, string> }) => {
+          expect(err.headers['ratelimit-policy']).toBe('"held.api-key";q=1;qu="concurrent-requests"');
+          return err.status;
+        },
+      );
+    const first = await openClient(url(), { 'x-api-key': key });
+    expect(await refusedStatus()).toBe(429);
+    first.close();
+    await closed(first);
+    // The edge sees the close a moment after the client: the slot comes back then, not never.
+    let status = 429;
+    for (let i = 0; i < 100 && status === 429; i++) {
+      status = await refusedStatus();
+      if (status === 429) await new Promise((r) => setTimeout(r, 20));
+    }
+    expect(status).toBe(101);
   });
 
   it('the 101 answer carries RateLimit-Policy, RateLimit and the request id', async () => {
