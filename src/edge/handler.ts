@@ -17,13 +17,13 @@ import type { Metrics } from '../metrics/metrics.ts';
 import { forward, type ForwardOptions, type Forwarding, type Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { InvalidPathError, normalizePath, type EscapedSlashes } from '../rules/normalize-path.ts';
-import { accessLog } from './access-log.ts';
 import { requestTarget } from './request-target.ts';
 import { DEPLOYMENT_ID, type Destination } from '../routing/router.ts';
 import type { KeyCheck } from './key-check.ts';
 import type { TrustedProxies } from './client-ip.ts';
 import { identityReader } from './request-identity.ts';
 import type { Verdict } from './limit.ts';
+import { requestRecorder } from './request-record.ts';
 import type { RunHolds } from './run-holds.ts';
 import { settleSlots } from './slot-hold.ts';
 import type { MatchRequest } from '../rules/compile.ts';
@@ -71,7 +71,7 @@ export function edgeHandler(options: EdgeOptions) {
   const draining = options.draining ?? (() => false);
   const maxIdentityLength = options.maxIdentityLength ?? 256;
   const escapedSlashes = options.escapedSlashes ?? 'reject';
-  const logRequest = accessLog(log);
+  const recordRequest = requestRecorder(log, metrics);
   const readIdentity = identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLength });
 
   return async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -151,26 +151,7 @@ export function edgeHandler(options: EdgeOptions) {
       // In-flight slots: given back now that the response has ended, or when the run it started ends.
       if (verdict?.lease !== undefined)
         settleSlots(verdict, { status, contentLocation, upstream, headers: forwarded }, options.runs);
-      const decision = verdict?.decision ?? 'unlimited';
-      metrics?.requests.inc({
-        rule: verdict?.match.rule.id ?? '',
-        category: verdict?.category ?? '',
-        decision,
-        status,
-      });
-      logRequest({
-        requestId,
-        method,
-        path,
-        rule: verdict?.match.rule.id,
-        guard: verdict?.guard ?? undefined,
-        decision,
-        fellBack: verdict?.fellBack ?? false,
-        status,
-        upstream: upstream?.name,
-        deployment,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-      });
+      recordRequest({ requestId, method, path, verdict, status, upstream, deployment, started });
     }
   };
 }

@@ -21,10 +21,10 @@ import type { HeldCommand } from '../proxy/ws-inspect.ts';
 import { Tunnel, type Refusal } from '../proxy/ws-tunnel.ts';
 import { normalizePath } from '../rules/normalize-path.ts';
 import { DEPLOYMENT_ID } from '../routing/router.ts';
-import { accessLog } from './access-log.ts';
 import { asGatewayError, requestHost, requestIdOf, type EdgeOptions } from './handler.ts';
 import { releaseWhenClosed } from './slot-hold.ts';
 import type { Verdict } from './limit.ts';
+import { requestRecorder } from './request-record.ts';
 import { identityReader } from './request-identity.ts';
 import { requestTarget } from './request-target.ts';
 import { commandsPath, WORK_METHODS } from './ws-commands.ts';
@@ -61,7 +61,7 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
   const draining = options.draining ?? (() => false);
   const maxIdentityLength = options.maxIdentityLength ?? 256;
   const escapedSlashes = options.escapedSlashes ?? 'reject';
-  const logRequest = accessLog(log);
+  const recordRequest = requestRecorder(log, metrics);
   const readIdentity = identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLength });
 
   return async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -167,27 +167,8 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
     } finally {
       if (reserved !== null) sockets.release(reserved);
       if (status !== 101) void verdict?.lease?.release();
-      const decision = verdict?.decision ?? 'unlimited';
-      metrics?.requests.inc({
-        rule: verdict?.match.rule.id ?? '',
-        category: verdict?.category ?? '',
-        decision,
-        status,
-      });
       metrics?.webSocketsTotal.inc({ result: status === 101 ? 'upgraded' : 'refused' });
-      logRequest({
-        requestId,
-        method,
-        path,
-        rule: verdict?.match.rule.id,
-        guard: verdict?.guard ?? undefined,
-        decision,
-        fellBack: verdict?.fellBack ?? false,
-        status,
-        upstream: upstream?.name,
-        deployment,
-        ms: Math.round((performance.now() - started) * 10) / 10,
-      });
+      recordRequest({ requestId, method, path, verdict, status, upstream, deployment, started });
     }
   };
 }
