@@ -31,7 +31,7 @@ describe('loadSettings: the one loader of `gateway start`', () => {
   it('reads no settings of a service that runs elsewhere: its variables cannot stop this gateway', () => {
     const external = { CONTROL_PLANE_URL: 'http://cp:8081', AGENT_SERVER_URL: 'http://as:8123' };
     const s = loadSettings({ ...external, BUILD_CONCURRENCY: 'lots', AGENT_SERVER_API_KEYS: 'short' });
-    expect(s.bundled).toEqual({ controlPlane: null, agentServer: null, keys: null });
+    expect(s.bundled).toEqual({ controlPlane: null, agentServer: null, keys: null, keysAdmin: false });
     // KEY_CHECK asks the registry even then: its settings are read.
     const checked = loadSettings({ ...external, KEY_CHECK: 'on', REDIS_URL: 'redis://r:6379' });
     expect(checked.bundled.keys).toMatchObject({ redisUrl: 'redis://r:6379', prefix: 'keys' });
