@@ -118,7 +118,7 @@ export class Webhooks {
  * host's, so its certificate is checked as usual). Without addresses (a host WEBHOOK_HOSTS_ALLOWED names) it resolves
  * as usual.
  */
-function pinnedAgent(target: WebhookTarget, timeoutMs: number): Agent {
+export function pinnedAgent(target: WebhookTarget, timeoutMs: number): Agent {
   const addresses = target.addresses;
   const timeouts = { headersTimeout: timeoutMs, bodyTimeout: timeoutMs, connectTimeout: timeoutMs };
   if (addresses === null || addresses.length === 0) return new Agent(timeouts);

@@ -2,6 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { request } from 'undici';
+import { pinnedAgent } from '../../../../src/services/agent-server/runs/webhooks.ts';
 import { eventually, newKey, sdk, startStack, userInput, type Stack } from '../helpers.ts';
 
 /**
@@ -209,5 +211,23 @@ describe('webhooks on runs', () => {
     const runs = await client.runs.list(thread.thread_id);
     expect(runs.map((r) => r.status)).toEqual(['success', 'success']);
     expect((await client.threads.get(thread.thread_id)).status).toBe('idle');
+  });
+
+  it('connects to the address it checked, not to what DNS answers at the call (no rebinding)', async () => {
+    // `hook.invalid` resolves nowhere: the call reaches the receiver only through the pinned address.
+    const port = new URL(hook).port;
+    const agent = pinnedAgent({ url: new URL(`http://hook.invalid:${port}/`), addresses: ['127.0.0.1'] }, 5_000);
+    try {
+      const answer = await request(`http://hook.invalid:${port}/pinned`, {
+        method: 'POST',
+        body: '{"pinned":true}',
+        dispatcher: agent,
+      });
+      await answer.body.dump();
+      expect(answer.statusCode).toBe(200);
+      expect(receiver.calls[0]).toMatchObject({ path: '/pinned', body: { pinned: true } });
+    } finally {
+      await agent.close();
+    }
   });
 });
