@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { request } from 'undici';
 import { pinnedAgent } from '../../../../src/services/agent-server/runs/webhooks.ts';
+import { loadAgentServerSettings } from '../../../../src/services/agent-server/settings.ts';
 import { eventually, newKey, sdk, startStack, userInput, type Stack } from '../helpers.ts';
 
 /**
@@ -229,5 +230,11 @@ describe('webhooks on runs', () => {
     } finally {
       await agent.close();
     }
+  });
+
+  it('reads WEBHOOK_HOSTS_ALLOWED as REPO_HOSTS_ALLOWED: hosts, host:port, addresses, CIDRs; a bad entry is named', () => {
+    const entries = ['hooks.internal', 'hooks.internal:8443', '127.0.0.1', '10.0.0.0/8', 'fd00::/8'];
+    expect(loadAgentServerSettings({ WEBHOOK_HOSTS_ALLOWED: entries.join(',') }).webhookHostsAllowed).toEqual(entries);
+    expect(() => loadAgentServerSettings({ WEBHOOK_HOSTS_ALLOWED: '10.0.0.0/99' })).toThrow(/WEBHOOK_HOSTS_ALLOWED/);
   });
 });
