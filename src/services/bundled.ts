@@ -80,6 +80,7 @@ export class BundledServices {
       heartbeatMs: settings.heartbeatMs,
       maxJsonDepth: settings.maxJsonDepth,
       quotas: settings.quotas,
+      webhooks: { allowed: settings.webhookHostsAllowed },
       ...(redis && {
         store: new RedisAgentStore(redis, { prefix: settings.storePrefix }),
         checkpointer: new RedisCheckpointer(redis, { prefix: settings.storePrefix }),

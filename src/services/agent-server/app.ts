@@ -25,6 +25,7 @@ import { openApiDocument } from './api/meta/openapi.ts';
 import { settleOrphans } from './runs/orphans.ts';
 import { mount, type Operation } from './api/operations.ts';
 import { Runner } from './runs/runner.ts';
+import { Webhooks, type WebhookOptions } from './runs/webhooks.ts';
 import { runControlOperations } from './api/runs/control-routes.ts';
 import { bulkCancelOperation } from './api/runs/bulk-cancel.ts';
 import { threadPruneOperation } from './api/threads/prune.ts';
@@ -78,6 +79,8 @@ export interface AgentServerOptions {
   readonly cronTickMs?: number;
   /** Limits on crons and store items (settings.ts); each one not given takes its default (quotas.ts). */
   readonly quotas?: Partial<AgentQuotas>;
+  /** Runs' webhooks: the hosts allowed although private (WEBHOOK_HOSTS_ALLOWED), the timeout and retries. */
+  readonly webhooks?: WebhookOptions;
 }
 
 export interface AgentServer {
@@ -144,7 +147,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   const httpApp = config.httpApp === null ? null : await loadHttpApp(config.httpApp, config.configFile);
   const store = options.store ?? new MemoryAgentStore();
   await ensureDefaultAssistants(store, graphs, graphDefaults(config.descriptions));
-  const runner = new Runner({ store, graphs, checkpointer, log });
+  const webhooks = new Webhooks(log, options.webhooks);
+  const runner = new Runner({ store, graphs, checkpointer, log, webhooks });
   const ctx: ServerContext = {
     store,
     graphs,
@@ -155,6 +159,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     heartbeatMs,
     configurableHeaders: configurableHeaderFilter(config.configurableHeaders),
     quotas: { ...DEFAULT_AGENT_QUOTAS, ...options.quotas },
+    webhooks,
   };
   const orphaned = await settleOrphans(ctx);
   if (orphaned > 0)
@@ -219,6 +224,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       sockets.close();
       await scheduler.stop();
       await runner.close();
+      webhooks.close();
       await store.close();
     },
   };

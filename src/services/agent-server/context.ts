@@ -6,6 +6,7 @@ import type { AgentQuotas } from './quotas.ts';
 import type { Runner } from './runs/runner.ts';
 import type { AgentStore } from './store/agent-store.ts';
 import type { CountedItemStore } from './store/item-quota.ts';
+import type { Webhooks } from './runs/webhooks.ts';
 
 /** What the route modules share. */
 export interface ServerContext {
@@ -23,4 +24,6 @@ export interface ServerContext {
   readonly configurableHeaders: HeaderFilter;
   /** Crons and store items a user and the server may hold (quotas.ts). */
   readonly quotas: AgentQuotas;
+  /** Runs' webhooks: where they may point (checked as a run is created) and the calls. */
+  readonly webhooks: Webhooks;
 }

@@ -56,6 +56,7 @@ export async function runAgentServer(
       heartbeatMs: settings.heartbeatMs,
       maxJsonDepth: settings.maxJsonDepth,
       quotas: settings.quotas,
+      webhooks: { allowed: settings.webhookHostsAllowed },
     });
   } catch (err) {
     if (err instanceof GraphLoadError) {

@@ -1,5 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
+import { checkAllowedHosts } from '../shared/outbound-address.ts';
 import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
 import {
   bytes,
@@ -45,6 +46,11 @@ export interface AgentServerSettings {
   readonly development: boolean;
   /** MAX_CRONS, MIN_CRON_INTERVAL_SECONDS, MAX_STORE_ITEMS, MAX_STORE_BYTES and their per-user forms (quotas.ts). */
   readonly quotas: AgentQuotas;
+  /**
+   * WEBHOOK_HOSTS_ALLOWED: hosts (`host`, `host:port`) and addresses (IP, CIDR) a run's webhook may reach although they
+   * are loopback, private or reserved (as REPO_HOSTS_ALLOWED for a deployment's repo_url).
+   */
+  readonly webhookHostsAllowed: readonly string[];
 }
 
 export const EXAMPLE_APP_CONFIG = fileURLToPath(new URL('../../../examples/app/langgraph.json', import.meta.url));
@@ -74,7 +80,18 @@ export function loadAgentServerSettings(env: Env): AgentServerSettings {
     maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', DEFAULT_MAX_JSON_DEPTH, 1, 1000),
     development: isDevelopment(env),
     quotas: quotas(env),
+    webhookHostsAllowed: webhookHostsAllowed(env),
   });
+}
+
+function webhookHostsAllowed(env: Env): string[] {
+  const entries = list(env, 'WEBHOOK_HOSTS_ALLOWED');
+  try {
+    checkAllowedHosts(entries);
+  } catch (err) {
+    throw new SettingsError('WEBHOOK_HOSTS_ALLOWED', (err as Error).message);
+  }
+  return entries;
 }
 
 function quotas(env: Env): AgentQuotas {

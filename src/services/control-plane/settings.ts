@@ -14,7 +14,7 @@ import {
   type Env,
 } from '../../settings/env.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
-import { checkRepoHostsAllowed } from './builds/repo-hosts.ts';
+import { checkAllowedHosts } from '../shared/outbound-address.ts';
 import type { SandboxSetting } from '../../sandbox/probe.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
@@ -148,7 +148,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
 function repoHostsAllowed(env: Env): string[] {
   const entries = list(env, 'REPO_HOSTS_ALLOWED');
   try {
-    checkRepoHostsAllowed(entries);
+    checkAllowedHosts(entries);
   } catch (err) {
     throw new SettingsError('REPO_HOSTS_ALLOWED', (err as Error).message);
   }

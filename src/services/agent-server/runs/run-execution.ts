@@ -10,6 +10,7 @@ import type { CancelReason, RunOutcome, RunSpec } from './run-handle.ts';
 import { LEASE_MS } from './run-leases.ts';
 import { rollBack } from './rollback.ts';
 import type { ThreadQueues } from './thread-queues.ts';
+import type { Webhooks } from './webhooks.ts';
 
 /** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
 export interface RunEvents {
@@ -26,6 +27,8 @@ export interface RunnerDeps {
   readonly graphs: GraphRegistry;
   readonly checkpointer: BaseCheckpointSaver;
   readonly log: Logger;
+  /** Calls runs' webhooks once they end. */
+  readonly webhooks: Webhooks;
 }
 
 /**

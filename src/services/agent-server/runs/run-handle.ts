@@ -30,6 +30,8 @@ export interface RunSpec {
   readonly gate?: Promise<unknown>;
   /** `after_seconds`: the run waits this long (pending, cancellable) before its turn. */
   readonly afterMs?: number;
+  /** Called (POST, the run with its outcome) once the run's end is recorded (webhooks.ts). */
+  readonly webhook?: string;
 }
 
 export interface RunOutcome {

@@ -7,6 +7,7 @@ import type { CancelReason, RunHandle, RunOutcome, RunSpec } from './run-handle.
 import { LeaseRenewals } from './run-leases.ts';
 import { ThreadStreams } from './thread-broadcasts.ts';
 import { ThreadQueues } from './thread-queues.ts';
+import { webhookPayload } from './webhook-payload.ts';
 
 /**
  * Runs graphs. Each run streams its events (metadata first) to the
@@ -84,6 +85,7 @@ export class Runner {
     const events = new Broadcast<Frame>(this.held);
     const metadata = frame('metadata', { run_id: spec.run.run_id, attempt: 1 });
     let thread: string | null = null; // set once the run begins: a queued run shows on its thread's stream when its turn comes
+    let startedAt: string | null = null;
     if (!spec.threadless) this.threads.runStarted(threadId);
     const numbered: RunEvents = {
       push: (f) => {
@@ -91,6 +93,7 @@ export class Runner {
         if (thread !== null) this.threads.publish(thread, f);
       },
       begin: () => {
+        startedAt = new Date().toISOString();
         if (spec.threadless) return;
         thread = threadId;
         this.threads.publish(thread, metadata);
@@ -134,10 +137,12 @@ export class Runner {
     };
     this.all.set(handle.runId, handle);
     if (!spec.threadless) this.queues.add(threadId, handle);
-    void done.then(() => {
+    void done.then((outcome) => {
       this.all.delete(handle.runId);
       this.finished.retain(handle, events);
       this.queues.remove(threadId, handle);
+      // After the run's end is recorded, in the background: nothing waits for the call.
+      if (spec.webhook) this.deps.webhooks.send(spec.webhook, webhookPayload(spec, outcome, startedAt), handle.runId);
     });
     return handle;
   }

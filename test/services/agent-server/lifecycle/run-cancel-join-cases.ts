@@ -121,7 +121,7 @@ export function runCancelJoinCases(shared: LifecycleContext): void {
     ).rejects.toMatchObject({ status: 404 });
   });
 
-  it('create answers 422 naming webhook, which this server does not support', async () => {
+  it('create answers 422 naming webhook when it points at a loopback address (WEBHOOK_HOSTS_ALLOWED unset)', async () => {
     const c = client();
     const thread = await c.threads.create();
     const hooked = await c.runs

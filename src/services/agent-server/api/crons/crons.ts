@@ -11,6 +11,7 @@ import { operation, param, type Operation } from '../operations.ts';
 import { nextRunDate } from '../../runs/cron-expressions.ts';
 import { errorSchema } from '../common-schemas.ts';
 import { cronCount, cronCreate, cronPatch, cronSchema, cronSearch, type CronCreate } from './schemas.ts';
+import { checkWebhook } from '../runs/webhook-check.ts';
 import { visibleThread } from '../threads/threads.ts';
 import type { Cron, Json } from '../../store/records.ts';
 import { quotaOwner } from '../../quotas.ts';
@@ -85,6 +86,7 @@ export function cronOperations(ctx: ServerContext): Operation[] {
         });
       const { schedule, end_time, enabled, on_run_completed, timezone, ...runBody } = body;
       checkCronInterval(schedule, quotas);
+      await checkWebhook(ctx, body.webhook);
       // The public shape of `crons:create`: a handler may change the payload, e.g. write an owner into its metadata.
       const value: Json = {
         cron_id: newId(),
@@ -198,6 +200,7 @@ export function cronOperations(ctx: ServerContext): Operation[] {
       responses: { 200: { description: 'The cron.', schema: cronSchema }, ...errors },
       async handler(c, { body }) {
         if (body.schedule !== undefined) checkCronInterval(body.schedule, quotas);
+        await checkWebhook(ctx, body.webhook);
         const cron = await visibleCron(c, 'update', { ...body });
         const { schedule, end_time, enabled, on_run_completed, metadata, timezone, ...runFields } = body;
         const changedRun = Object.fromEntries(Object.entries(runFields).filter(([, v]) => v !== undefined));

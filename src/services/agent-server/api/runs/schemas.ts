@@ -80,10 +80,12 @@ export const runCreate = z.object({
       'Start the run this many seconds later: it is listed as pending until then, and can be cancelled meanwhile.',
     ),
   webhook: z
-    .unknown()
-    .refine((v) => v == null, 'webhooks are not supported by this server: omit webhook')
-    .optional()
-    .describe('Not supported.'),
+    .string()
+    .max(2048)
+    .nullish()
+    .describe(
+      'An http(s) URL called (POST, the run as JSON with its final values and status) when the run ends; its host must be public unless WEBHOOK_HOSTS_ALLOWED names it.',
+    ),
   durability: z
     .enum(['sync', 'async', 'exit'])
     .nullish()

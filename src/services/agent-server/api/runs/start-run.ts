@@ -11,6 +11,7 @@ import { findAssistant } from '../assistants/lookup.ts';
 import type { RunCreate } from './schemas.ts';
 import { configurableHeaders } from './configurable-headers.ts';
 import { createThread } from '../threads/threads.ts';
+import { checkWebhook } from './webhook-check.ts';
 
 interface Started {
   readonly run: Run;
@@ -38,6 +39,7 @@ export async function startRun(
   const { user, authorize } = auth;
   const assistant = await findAssistant(store, graphs, body.assistant_id);
   if (assistant === null) throw notFound('Assistant', body.assistant_id);
+  await checkWebhook(ctx, body.webhook);
   const runId = newId();
   const strategy = body.multitask_strategy ?? 'reject';
   const value: Json = {
@@ -122,6 +124,7 @@ export async function startRun(
       config: body.config ?? {},
       context: body.context ?? {},
       stream_mode: modes,
+      ...(body.webhook ? { webhook: body.webhook } : {}),
     },
     multitask_strategy: strategy,
   };
@@ -139,6 +142,7 @@ export async function startRun(
     startedBy: user.identity,
     ...(protocol ? { protocol: true, gate: protocol.gate } : {}),
     ...(body.after_seconds ? { afterMs: Math.round(body.after_seconds * 1000) } : {}),
+    ...(body.webhook ? { webhook: body.webhook } : {}),
   };
   const handle = runner.start(spec);
   await handle.recorded;
