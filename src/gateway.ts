@@ -99,7 +99,12 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
   // The operator's bucket reads and resets: this process's edge (one process; WORKERS > 1 has no such route yet).
   app.route(
     '/limits',
-    limitsAdmin({ ...edge.buckets, token: settings.adminToken, log: log.child({ component: 'admin' }) }),
+    limitsAdmin({
+      ...edge.buckets,
+      overrides: edge.overrides,
+      token: settings.adminToken,
+      log: log.child({ component: 'admin' }),
+    }),
   );
   const admin = await listen(app, settings.adminPort, settings.adminHost);
   log.info(

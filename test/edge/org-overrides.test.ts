@@ -142,6 +142,12 @@ describe('plans per organisation on Redis, two edges', () => {
     expect(others).toEqual([200, 200, 429]);
     // Shared buckets: the other edge counts the same tokens.
     expect((await send(a, '/scarce', acme)).status).toBe(429);
+    // An operator reads the organisation's bucket with its numbers.
+    const bucket = await request(
+      `http://127.0.0.1:${a.gateway.admin.port}/limits/buckets?policy=scarce.api-key&api_key=${acme}&org=acme`,
+      { headers: { authorization: `Bearer ${TOKEN}` } },
+    );
+    expect(await bucket.body.json()).toMatchObject({ count: 4, remaining: 0 });
     expect((await admin(b, 'GET', '/acme')).body).toEqual({
       org: 'acme',
       overrides: { 'scarce.api-key': { count: 4 } },
