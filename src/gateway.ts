@@ -12,6 +12,9 @@ import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
 import { RunHolds } from './edge/run-holds.ts';
 import { limitsAdmin, type LimitsAdminOptions } from './admin/limits.ts';
+import { overridesAdmin } from './admin/overrides.ts';
+import { orgPlans } from './edge/org-plans.ts';
+import { LiveOverrides, overrideStoreFromSettings } from './limiter/overrides.ts';
 import { router } from './routing/router.ts';
 import { BreakerLimiter } from './limiter/breaker.ts';
 import { storeFromSettings } from './limiter/from-settings.ts';
@@ -43,6 +46,8 @@ export interface Edge {
   readonly storeKind: 'memory' | 'redis' | 'redis-cluster';
   /** What an operator's bucket reads and resets (admin/limits.ts) work on: the rules in force and the store. */
   readonly buckets: Omit<LimitsAdminOptions, 'token' | 'log'>;
+  /** Plans per organisation in force (the admin listener's /limits/overrides changes them). */
+  readonly overrides: LiveOverrides;
   /** Where the deployment route table lives. */
   readonly routesKind: 'memory' | 'redis';
   /** What /readyz reports for this edge. */
@@ -81,10 +86,25 @@ export async function startGateway(settings: Settings, log: Logger): Promise<Gat
     token: settings.adminToken,
     keys: edge.keys,
   });
+  // Plans per organisation: written to the store, which every edge sharing it polls.
+  app.route(
+    '/limits/overrides',
+    overridesAdmin({
+      matcher: edge.buckets.matcher,
+      overrides: edge.overrides,
+      token: settings.adminToken,
+      log: log.child({ component: 'admin' }),
+    }),
+  );
   // The operator's bucket reads and resets: this process's edge (one process; WORKERS > 1 has no such route yet).
   app.route(
     '/limits',
-    limitsAdmin({ ...edge.buckets, token: settings.adminToken, log: log.child({ component: 'admin' }) }),
+    limitsAdmin({
+      ...edge.buckets,
+      overrides: edge.overrides,
+      token: settings.adminToken,
+      log: log.child({ component: 'admin' }),
+    }),
   );
   const admin = await listen(app, settings.adminPort, settings.adminHost);
   log.info(
@@ -168,7 +188,11 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
 
   metrics.countRoutes(() => routeTable.table.all().length);
   const deployments = new DeploymentUpstreams(routeTable.table, { connections: settings.maxConnections });
+  // Plans per organisation: only where a key registry tells a key's organisation (bundled services or KEY_CHECK).
+  const overrides = new LiveOverrides(overrideStoreFromSettings(settings));
+  const plans = settings.bundled.keys !== null ? orgPlans(overrides, bundled.keys()) : undefined;
   const limit = limitStep({
+    ...(plans && { plans }),
     matcher: () => rules.current(),
     limiter,
     fallback: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }),
@@ -214,7 +238,11 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     maxMessageBytes: settings.maxBodyBytes,
   });
   // Not listening before the store answers: the first requests would otherwise all be store errors.
-  const [storeUp, routesRead] = await Promise.all([
+  const [, storeUp, routesRead] = await Promise.all([
+    withinMs(
+      overrides.start().then(() => true),
+      STORE_BOOT_WAIT_MS,
+    ),
     withinMs(store.connected(), STORE_BOOT_WAIT_MS),
     withinMs(
       routeTable.ready.then(() => true),
@@ -270,6 +298,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       scheme: { prefix: settings.keyPrefix, region: settings.region, secret: settings.identitySecret },
       ipv6PrefixBits: settings.ipv6PrefixBits,
     },
+    overrides,
     routesKind: routeTable.kind,
     readiness,
     keys: settings.controlPlaneUrl === null ? bundled.keys() : null,
@@ -284,6 +313,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       runs.close();
       await Promise.all([
         limiter.close(),
+        overrides.close(),
         upstreams.controlPlane.pool.close(),
         upstreams.agentServer.pool.close(),
         deployments.close(),

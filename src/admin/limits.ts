@@ -4,6 +4,7 @@ import { badRequest, errorResponse } from '../errors.ts';
 import { operatorOnly } from './operator-only.ts';
 import { bucketKey, type KeyScheme } from '../limiter/bucket-key.ts';
 import type { Bucket, BucketAdmin } from '../limiter/types.ts';
+import { overridden, type LiveOverrides } from '../limiter/overrides.ts';
 import type { Matcher } from '../rules/compile.ts';
 import { IDENTITIES, ipIdentity, type IdentityKind } from '../rules/identity.ts';
 import type { Limit } from '../rules/types.ts';
@@ -16,7 +17,8 @@ import type { Limit } from '../rules/types.ts';
  *
  * The identity is given in clear as the edge reads it (`api_key=`, `user=` and `ip=`, or `ip=`; an IPv6 address is
  * reduced to its prefix as the edge does) or already digested (`digest=`, as it appears in the store key). Both are
- * audited in the log with the store key (a digest, never the identity in clear). Only with the operator token
+ * audited in the log with the store key (a digest, never the identity in clear). With `org=<organisation>`, read with
+ * that organisation's override of the limit (plans per organisation: same bucket, other numbers). Only with the operator token
  * (ADMIN_TOKEN, `authorization: Bearer <token>`): without one configured, these answer 401 and say so.
  */
 export interface LimitsAdminOptions {
@@ -26,6 +28,8 @@ export interface LimitsAdminOptions {
   readonly scheme: KeyScheme;
   readonly ipv6PrefixBits: number;
   readonly log: Logger;
+  /** Plans per organisation: with `org=`, the bucket is read with that organisation's numbers. */
+  readonly overrides?: LiveOverrides;
 }
 
 export function limitsAdmin(o: LimitsAdminOptions): Hono {
@@ -62,8 +66,11 @@ function target(c: Context, o: LimitsAdminOptions): { limit: Limit; bucket: Buck
   const policy = c.req.query('policy');
   if (!policy) return errorResponse(badRequest('Give policy=<rule>.<by> or policy=guard.<id>'));
   const m = o.matcher();
-  const limit = [...m.rules.flatMap((r) => r.limits), ...m.guards.map((g) => g.limit)].find((l) => l.policy === policy);
-  if (limit === undefined) return errorResponse(badRequest(`No limit of the rules in force is named "${policy}"`));
+  const named = [...m.rules.flatMap((r) => r.limits), ...m.guards.map((g) => g.limit)].find((l) => l.policy === policy);
+  if (named === undefined) return errorResponse(badRequest(`No limit of the rules in force is named "${policy}"`));
+  const org = c.req.query('org');
+  const plan = org ? o.overrides?.of(org)?.[policy] : undefined;
+  const limit = plan === undefined ? named : overridden(named, plan);
   const key = keyOf(c, o, limit);
   if (key instanceof Response) return key;
   return {

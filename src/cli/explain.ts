@@ -11,6 +11,8 @@ import { InvalidPathError, normalizePath } from '../rules/normalize-path.ts';
 import { requestTarget } from '../edge/request-target.ts';
 import type { EdgeSettings } from '../settings/edge.ts';
 import type { Output } from '../process/output.ts';
+import { withPlan } from '../edge/org-plans.ts';
+import type { OrgOverrides } from '../limiter/overrides.ts';
 import type { Alternative, Guard, Limit, Rule } from '../rules/types.ts';
 
 export interface ExplainRequest {
@@ -22,6 +24,8 @@ export interface ExplainRequest {
   readonly json: boolean;
   /** `--websocket`: the request is an upgrade; say how the socket and the commands inside it are counted. */
   readonly websocket?: boolean;
+  /** `--org`: the organisation whose plan (its overrides, from the store) applies, and that plan. */
+  readonly org?: { readonly name: string; readonly plan: OrgOverrides };
 }
 
 /**
@@ -39,7 +43,10 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   // Counted as the edge counts it: IPv6 by its prefix (IPV6_PREFIX).
   const request = { method: req.method, path, headers: req.headers, ip: ipIdentity(req.ip, settings.ipv6PrefixBits) };
   const matcher = compile(rules, guards);
-  const match = matcher.match(request);
+  const plain = matcher.match(request);
+  const plan = req.org?.plan;
+  const match = plain !== null && plan !== undefined ? withPlan(plain, plan) : plain;
+  const planned = (l: Limit) => plain !== null && !plain.limits.includes(l);
   const websocket = req.websocket ? explainWebSocket(request, matcher, settings, req.region) : null;
   const steps = explainMatch(rules, req.method, path, req.headers);
   const scheme = { prefix: settings.keyPrefix, region: req.region, secret: settings.identitySecret };
@@ -49,6 +56,7 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
     ...(l.until === null ? { count: l.count, per_seconds: l.perSeconds } : { concurrent: l.count, until: l.until }),
     category: l.category,
     key: bucketKey(scheme, l.scope, l.by, identityOf(request, l.by)),
+    ...(planned(l) && { plan: req.org!.name }),
   });
   const limits = (match?.limits ?? []).filter((l) => l.guard === null).map(bucket);
   const applied = (match?.limits ?? []).filter((l) => l.guard !== null).map((l) => ({ guard: l.guard, ...bucket(l) }));
@@ -81,6 +89,12 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   if (deployment)
     out.log(`deployment ${deployment.deploymentId}: matched as the deployment sees it (${deployment.prefix} stripped)`);
   out.log(`region ${req.region}, rules ${file}, client ip ${req.ip}`);
+  if (req.org !== undefined) {
+    const n = Object.keys(req.org.plan).length;
+    out.log(
+      `organisation ${req.org.name}: ${n} override(s) in the store${n > 0 ? `: ${Object.keys(req.org.plan).join(', ')}` : ''}`,
+    );
+  }
   out.log('');
   for (const s of passedOver) out.log(`  pass  ${s.rule} (line ${s.line}): ${s.reason}`);
   const decided = steps.find((s) => s.decides);
@@ -95,10 +109,10 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   out.log('');
   out.log('Buckets (a request passes only if every one has a token; a denied request takes none):');
   for (const l of limits) {
-    out.log(`  ${l.policy}: ${amount(l)}, by ${l.by}, category "${l.category}"`);
+    out.log(`  ${l.policy}: ${amount(l)}, by ${l.by}, category "${l.category}"${planOf(l)}`);
     out.log(`      key ${l.key}`);
   }
-  const absent = match.rule.limits.filter((l) => !match.limits.includes(l));
+  const absent = match.rule.limits.filter((l) => !match.limits.some((m) => m.policy === l.policy));
   // Only a kind with a header can be absent (the others are always present).
   for (const l of absent)
     out.log(`  (${l.policy} does not apply: the request carries no ${IDENTITIES[l.by].header ?? l.by})`);
@@ -119,7 +133,7 @@ function explainGuards(
   out.log('');
   out.log('Guards (taken from in the same all-or-nothing call as the buckets above):');
   for (const g of applied) {
-    out.log(`  ${g.policy}: ${amount(g)}, by ${g.by}, category "${g.category}"`);
+    out.log(`  ${g.policy}: ${amount(g)}, by ${g.by}, category "${g.category}"${planOf(g)}`);
     out.log(`      key ${g.key}`);
   }
   for (const g of guards) {
@@ -143,6 +157,12 @@ interface Explained {
   readonly until?: string;
   readonly category: string;
   readonly key: string;
+  /** The organisation whose override set these numbers (`--org`). */
+  readonly plan?: string;
+}
+
+function planOf(l: Explained): string {
+  return l.plan === undefined ? '' : `  [plan of organisation "${l.plan}"]`;
 }
 
 function amount(l: Explained): string {

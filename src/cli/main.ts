@@ -8,6 +8,7 @@ import { check } from './check.ts';
 import { explain } from './explain.ts';
 import { consoleOutput, type Output } from '../process/output.ts';
 import { keysCommand } from './keys.ts';
+import { limitsCommand, orgPlan } from './limits.ts';
 import { commandArgs, USAGE_EXIT_CODE, UsageError } from './args.ts';
 import { CHECK_USAGE, EXPLAIN_USAGE, START_USAGE, USAGE } from './usage.ts';
 
@@ -26,9 +27,11 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
         return values.help ? help(CHECK_USAGE, out) : check(positionals, out);
       }
       case 'explain':
-        return runExplain(rest, out);
+        return await runExplain(rest, out);
       case 'keys':
         return await keysCommand(rest, out);
+      case 'limits':
+        return await limitsCommand(rest, out);
       case undefined:
       case 'help':
       case '--help':
@@ -59,7 +62,7 @@ function help(usage: string, out: Output): number {
   return 0;
 }
 
-function runExplain(args: readonly string[], out: Output): number {
+async function runExplain(args: readonly string[], out: Output): Promise<number> {
   const { values, positionals } = commandArgs('explain', args, {
     header: { type: 'string', short: 'H', multiple: true, default: [] },
     ip: { type: 'string', default: '127.0.0.1' },
@@ -67,6 +70,8 @@ function runExplain(args: readonly string[], out: Output): number {
     'rules-dir': { type: 'string' },
     json: { type: 'boolean', default: false },
     websocket: { type: 'boolean', default: false },
+    org: { type: 'string' },
+    'admin-url': { type: 'string' },
   });
   if (values.help) return help(EXPLAIN_USAGE, out);
   const [method, target] = positionals;
@@ -88,6 +93,7 @@ function runExplain(args: readonly string[], out: Output): number {
       region: region as Region,
       json: values.json,
       websocket: values.websocket,
+      ...(values.org !== undefined && { org: await orgPlan(values.org, settings, values['admin-url']) }),
     },
     settings,
     out,

@@ -21,6 +21,9 @@ export const EXPLAIN_USAGE = `usage: gateway explain <METHOD> <path> [options]
       --rules-dir <dir>            rule folder (default: RULES_DIR, else rules)
       --json                       one JSON object
       --websocket                  the request is a WebSocket upgrade: how the socket and its commands are counted
+      --org <organisation>         apply that organisation's overrides (gateway limits), read from the store
+                                   (REDIS_URL), else from the admin listener (ADMIN_TOKEN, --admin-url)
+      --admin-url <url>            the admin listener --org asks without REDIS_URL (default http://127.0.0.1:$ADMIN_PORT)
 `;
 
 export const USAGE = `usage: gateway <command> [--help]
@@ -30,6 +33,7 @@ export const USAGE = `usage: gateway <command> [--help]
   explain <METHOD> <path> [options] which rule decides a request, why, and its buckets
   keys create --org <o> --workspace <w>
                                    create an API key in the registry (REDIS_URL); prints it once
+  limits set|list|unset            plans per organisation: override a limit's numbers for one organisation
 
   gateway <command> --help prints a command's usage.
 `;

@@ -3,6 +3,7 @@ import { StoreError, type Bucket, type Lease, type Limiter, type LimitOutcome } 
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Match, Matcher, MatchRequest } from '../rules/compile.ts';
 import { identityOf } from '../rules/identity.ts';
+import type { OrgPlans } from './org-plans.ts';
 import type { Limit } from '../rules/types.ts';
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './ratelimit-headers.ts';
 
@@ -47,6 +48,8 @@ export interface LimitStepOptions {
   readonly metrics?: Metrics;
   readonly storeName?: string;
   readonly onStoreError?: (err: StoreError) => void;
+  /** Plans per organisation (org-plans.ts): the decision with the request's organisation's overrides applied. */
+  readonly plans?: OrgPlans;
 }
 
 /**
@@ -88,8 +91,12 @@ export function limitStep(options: LimitStepOptions) {
   }
 
   return async function limit(request: MatchRequest): Promise<Verdict | null> {
-    const match = matcher().match(request);
+    let match = matcher().match(request);
     if (match === null) return null;
+    if (options.plans !== undefined) {
+      const planned = options.plans(match, request);
+      match = planned instanceof Promise ? await planned : planned; // awaited only on a registry lookup
+    }
     const { rule, limits } = match;
     const shape = shapeOf(match);
     const buckets = limits.map((l) => ({

@@ -1,5 +1,7 @@
 import type { Logger } from 'pino';
 import { adminApp } from '../admin/app.ts';
+import { overridesAdmin } from '../admin/overrides.ts';
+import { LiveOverrides, overrideStoreFromSettings } from '../limiter/overrides.ts';
 import { listen } from '../listen/listen.ts';
 import { regionRuleFile } from '../rules/load.ts';
 import { RuleSource } from '../rules/rule-source.ts';
@@ -24,14 +26,17 @@ export async function runPrimary(settings: Settings, log: Logger) {
   const count = settings.workers;
   // Installed first: SIGHUP's default action ends a process; while the workers start, each reads the file anyway.
   let pool: WorkerPool | undefined;
-  process.on('SIGHUP', () => pool?.reload());
+  process.on('SIGHUP', () => (pool?.reload(), rules.reload()));
   if (settings.redisUrl === null)
     throw new SettingsError(
       'WORKERS',
       `${count} edge workers need REDIS_URL: with the in-memory store each worker would keep its own buckets and admit up to ${count} × every limit (set REDIS_URL, or WORKERS=1)`,
     );
-  // Checked here once, so that an invalid rule file is one message, not one per worker.
-  new RuleSource(regionRuleFile(settings.rulesDir, settings.region));
+  // Checked here once, so that an invalid rule file is one message, not one per worker. Kept: the policies an
+  // operator's override may name (/limits/overrides).
+  const rules = new RuleSource(regionRuleFile(settings.rulesDir, settings.region));
+  // Plans per organisation: written here to Redis, which every worker polls.
+  const overrides = new LiveOverrides(overrideStoreFromSettings(settings));
 
   // The deployment route table the bundled control plane writes and every worker reads (in Redis: REDIS_URL is set).
   const routeTable = routeTableFromSettings(settings, log.child({ component: 'deployment-routes' }));
@@ -67,6 +72,7 @@ export async function runPrimary(settings: Settings, log: Logger) {
   } catch (err) {
     pool.kill();
     await closeServices();
+    await overrides.close();
     if (!(err instanceof WorkerStartError)) throw err;
     log.error({ worker: err.slot, exitCode: err.exitCode }, err.message);
     log.flush();
@@ -74,16 +80,22 @@ export async function runPrimary(settings: Settings, log: Logger) {
   }
 
   let draining = false;
-  const admin = await listen(
-    adminApp({
-      metrics: pool.metrics,
-      ready: () => pool.readiness(draining),
+  const app = adminApp({
+    metrics: pool.metrics,
+    ready: () => pool.readiness(draining),
+    token: settings.adminToken,
+    keys: settings.controlPlaneUrl === null ? bundled.keys() : null,
+  });
+  app.route(
+    '/limits/overrides',
+    overridesAdmin({
+      matcher: () => rules.current(),
+      overrides,
       token: settings.adminToken,
-      keys: settings.controlPlaneUrl === null ? bundled.keys() : null,
+      log: log.child({ component: 'admin' }),
     }),
-    settings.adminPort,
-    settings.adminHost,
   );
+  const admin = await listen(app, settings.adminPort, settings.adminHost);
   const first = pool.readiness(false);
   log.info(
     {
@@ -112,6 +124,7 @@ export async function runPrimary(settings: Settings, log: Logger) {
   await pool.drain(settings.drainMs + DRAIN_KILL_GRACE_MS);
   await closeServices();
   await admin.close(0);
+  await overrides.close();
   log.info('stopped');
   log.flush();
   return 0;
