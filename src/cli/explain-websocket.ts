@@ -1,4 +1,5 @@
 import { bucketKey } from '../limiter/bucket-key.ts';
+import { amountOf, amountText, type Amount } from './explain-amount.ts';
 import { commandsPath, WORK_METHODS } from '../edge/ws-commands.ts';
 import type { Output } from '../process/output.ts';
 import type { Matcher, MatchRequest } from '../rules/compile.ts';
@@ -13,7 +14,7 @@ export interface WebSocketExplanation {
   /** The HTTP request each work command inside the socket counts as, or null when the socket's messages are not read. */
   readonly commands_as: string | null;
   readonly commands_rule: string | null;
-  readonly commands_limits: readonly { policy: string; count: number; per_seconds: number; key: string }[];
+  readonly commands_limits: readonly (Amount & { policy: string; key: string })[];
   readonly max_per_ip: number;
   readonly idle_timeout_ms: number;
 }
@@ -33,8 +34,7 @@ export function explainWebSocket(
     commands_rule: command?.rule.id ?? null,
     commands_limits: (command?.limits ?? []).map((l) => ({
       policy: l.policy,
-      count: l.count,
-      per_seconds: l.perSeconds,
+      ...amountOf(l),
       key: bucketKey(scheme, l.scope, l.by, identityOf(request, l.by)),
     })),
     max_per_ip: settings.webSocketMaxPerIp,
@@ -65,7 +65,7 @@ export function printWebSocket(w: WebSocketExplanation, out: Output): void {
   out.log(`  each ${methods} command inside counts as ${w.commands_as} (rule ${w.commands_rule}); over the limit the`);
   out.log('  socket closes with 4429 and the command never reaches the upstream. Other commands are not counted.');
   for (const l of w.commands_limits) {
-    out.log(`    ${l.policy}: ${l.count} per ${l.per_seconds}s`);
+    out.log(`    ${l.policy}: ${amountText(l)}`);
     out.log(`        key ${l.key}`);
   }
 }

@@ -1,6 +1,7 @@
 import { bucketKey } from '../limiter/bucket-key.ts';
 import { compile } from '../rules/compile.ts';
 import { explainMatch } from '../rules/explain.ts';
+import { amountOf, amountText, type Amount } from './explain-amount.ts';
 import { explainWebSocket, printWebSocket } from './explain-websocket.ts';
 import { covers } from '../rules/guards.ts';
 import type { Region } from '../region.ts';
@@ -53,7 +54,7 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   const bucket = (l: Limit) => ({
     policy: l.policy,
     by: l.by,
-    ...(l.until === null ? { count: l.count, per_seconds: l.perSeconds } : { concurrent: l.count, until: l.until }),
+    ...amountOf(l),
     category: l.category,
     key: bucketKey(scheme, l.scope, l.by, identityOf(request, l.by)),
     ...(planned(l) && { plan: req.org!.name }),
@@ -109,7 +110,7 @@ export function explain(req: ExplainRequest, settings: EdgeSettings, out: Output
   out.log('');
   out.log('Buckets (a request passes only if every one has a token; a denied request takes none):');
   for (const l of limits) {
-    out.log(`  ${l.policy}: ${amount(l)}, by ${l.by}, category "${l.category}"${planOf(l)}`);
+    out.log(`  ${l.policy}: ${amountText(l)}, by ${l.by}, category "${l.category}"${planOf(l)}`);
     out.log(`      key ${l.key}`);
   }
   const absent = match.rule.limits.filter((l) => !match.limits.some((m) => m.policy === l.policy));
@@ -133,7 +134,7 @@ function explainGuards(
   out.log('');
   out.log('Guards (taken from in the same all-or-nothing call as the buckets above):');
   for (const g of applied) {
-    out.log(`  ${g.policy}: ${amount(g)}, by ${g.by}, category "${g.category}"${planOf(g)}`);
+    out.log(`  ${g.policy}: ${amountText(g)}, by ${g.by}, category "${g.category}"${planOf(g)}`);
     out.log(`      key ${g.key}`);
   }
   for (const g of guards) {
@@ -147,14 +148,10 @@ function explainGuards(
   }
 }
 
-/** One bucket as explain shows it: a rate (`count`, `per_seconds`) or in flight (`concurrent`, `until`). */
-interface Explained {
+/** One bucket as explain shows it. */
+interface Explained extends Amount {
   readonly policy: string;
   readonly by: string;
-  readonly count?: number;
-  readonly per_seconds?: number;
-  readonly concurrent?: number;
-  readonly until?: string;
   readonly category: string;
   readonly key: string;
   /** The organisation whose override set these numbers (`--org`). */
@@ -163,12 +160,6 @@ interface Explained {
 
 function planOf(l: Explained): string {
   return l.plan === undefined ? '' : `  [plan of organisation "${l.plan}"]`;
-}
-
-function amount(l: Explained): string {
-  if (l.concurrent !== undefined)
-    return `${l.concurrent} in flight (a slot held until the ${l.until === 'run' ? 'run the response starts' : 'response'} ends)`;
-  return `${l.count} per ${l.per_seconds}s`;
 }
 
 function describeAlternatives(alternatives: readonly Alternative[]): string {

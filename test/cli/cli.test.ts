@@ -145,7 +145,11 @@ describe('gateway explain', () => {
       refused: null,
       commands_as: 'POST /threads/t-1/commands',
       commands_rule: 'default',
-      commands_limits: [{ policy: 'default.api-key', count: 1000 }, { policy: 'guard.per-ip' }],
+      commands_limits: [
+        { policy: 'default.api-key', count: 1000 },
+        { policy: 'guard.per-ip' },
+        { policy: 'guard.runs-in-flight-per-key', concurrent: 100, until: 'run' },
+      ],
     });
     const text = await gateway('explain', 'GET', '/threads/t-1/stream/events', '-H', 'x-api-key: k', '--websocket');
     expect(text.stdout).toContain('each run.start, input.respond command inside counts as POST /threads/t-1/commands');
