@@ -31,6 +31,8 @@ export class MemoryItemStore extends InMemoryStore implements CountedItemStore {
   private readonly ledger = new ItemLedger();
   private readonly expiries = new Map<string, Expiry>();
   private readonly now: () => number;
+  /** No item expires before this (a lower bound: a refresh only moves expiries later), so most calls skip the scan. */
+  private nextExpiry = Infinity;
 
   constructor({ now = Date.now }: ItemStoreClock = {}) {
     super();
@@ -78,7 +80,11 @@ export class MemoryItemStore extends InMemoryStore implements CountedItemStore {
     this.ledger.record(namespace, key, bytes, owner);
     const ms = ttlMs(ttlMinutes);
     if (ms === null) this.expiries.delete(id(namespace, key));
-    else this.expiries.set(id(namespace, key), { namespace, key, at: this.now() + ms, ms });
+    else {
+      const at = this.now() + ms;
+      this.expiries.set(id(namespace, key), { namespace, key, at, ms });
+      this.nextExpiry = Math.min(this.nextExpiry, at);
+    }
     // Past this class's batch: counted above, with its owner.
     await super.batch([{ namespace, key, value }]);
     return null;
@@ -99,7 +105,10 @@ export class MemoryItemStore extends InMemoryStore implements CountedItemStore {
 
   async sweep(): Promise<number> {
     const now = this.now();
+    if (now < this.nextExpiry) return 0;
     const gone = [...this.expiries].filter(([, e]) => e.at <= now);
+    this.nextExpiry = Infinity;
+    for (const e of this.expiries.values()) if (e.at > now) this.nextExpiry = Math.min(this.nextExpiry, e.at);
     for (const [k, { namespace, key }] of gone) {
       this.expiries.delete(k);
       this.ledger.record(namespace, key, null, null);
