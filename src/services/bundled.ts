@@ -78,6 +78,7 @@ export class BundledServices {
       verifyApiKey,
       org: DEFAULT_ORG,
       heartbeatMs: settings.heartbeatMs,
+      ttlSweepMs: settings.ttlSweepMs,
       maxJsonDepth: settings.maxJsonDepth,
       quotas: settings.quotas,
       webhooks: { allowed: settings.webhookHostsAllowed },

@@ -23,6 +23,7 @@ import { MemoryItemStore } from './store/memory-item-store.ts';
 import type { CountedItemStore } from './store/item-quota.ts';
 import { openApiDocument } from './api/meta/openapi.ts';
 import { settleOrphans } from './runs/orphans.ts';
+import { TtlSweeper } from './ttl-sweeper.ts';
 import { mount, type Operation } from './api/operations.ts';
 import { Runner } from './runs/runner.ts';
 import { Webhooks, type WebhookOptions } from './runs/webhooks.ts';
@@ -77,6 +78,11 @@ export interface AgentServerOptions {
   readonly maxJsonDepth?: number;
   /** How often the cron scheduler looks for due crons; default 1 s. */
   readonly cronTickMs?: number;
+  /**
+   * How often expired store items and threads are swept (TTL_SWEEP_MS); default 1 min. Expired store items are
+   * invisible at once whatever this is; an expired thread lives until the sweep.
+   */
+  readonly ttlSweepMs?: number;
   /** Limits on crons and store items (settings.ts); each one not given takes its default (quotas.ts). */
   readonly quotas?: Partial<AgentQuotas>;
   /** Runs' webhooks: the hosts allowed although private (WEBHOOK_HOSTS_ALLOWED), the timeout and retries. */
@@ -165,6 +171,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   if (orphaned > 0)
     log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
+  const sweeper = new TtlSweeper(ctx, options.ttlSweepMs);
   const protocolThreads = new ProtocolThreads();
   const ops = served(
     [
@@ -212,6 +219,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   app.onError(serviceErrorHandler(log, 'agent server'));
   log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');
   scheduler.start();
+  sweeper.start();
   const sockets = new ProtocolSockets(ctx, protocolThreads, app, log);
 
   return {
@@ -223,6 +231,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     async close() {
       sockets.close();
       await scheduler.stop();
+      await sweeper.stop();
       await runner.close();
       webhooks.close();
       await store.close();

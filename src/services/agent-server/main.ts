@@ -54,6 +54,7 @@ export async function runAgentServer(
       org: settings.org,
       log,
       heartbeatMs: settings.heartbeatMs,
+      ttlSweepMs: settings.ttlSweepMs,
       maxJsonDepth: settings.maxJsonDepth,
       quotas: settings.quotas,
       webhooks: { allowed: settings.webhookHostsAllowed },

@@ -34,6 +34,8 @@ export interface AgentServerSettings {
   /** Organisation owning those keys (AGENT_SERVER_ORG). */
   readonly org: string;
   readonly heartbeatMs: number;
+  /** How often expired store items and threads are swept (TTL_SWEEP_SECONDS, default 60). */
+  readonly ttlSweepMs: number;
   /**
    * Prefix of the Agent Server's Redis keys (store and checkpointer) when REDIS_URL is set (AGENT_STORE_PREFIX; default
    * `agent`).
@@ -75,6 +77,7 @@ export function loadAgentServerSettings(env: Env): AgentServerSettings {
     apiKeys: keys,
     org: text(env, 'AGENT_SERVER_ORG', 'dev'),
     heartbeatMs: Math.round(heartbeatSeconds * 1000),
+    ttlSweepMs: Math.round(seconds(env, 'TTL_SWEEP_SECONDS', 60, 0.05, 86_400) * 1000),
     storePrefix,
     logLevel,
     maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', DEFAULT_MAX_JSON_DEPTH, 1, 1000),

@@ -9,7 +9,18 @@
 -- KEYS[5]  usage
 -- ARGV[1]  key
 -- ARGV[2]  namespace as JSON
+-- KEYS[6]  expiry (item-put.lua)
+-- KEYS[7]  ttls
+-- ARGV[3]  the item as JSON [ns, key]
+-- ARGV[4]  for a sweep: now (ms), the item is removed only if it expired by then ('' = remove it anyway)
+-- Returns 1, or 0 when a sweep found the item refreshed or replaced since.
 local key = ARGV[1]
+if ARGV[4] ~= '' then
+  local at = redis.call('ZSCORE', KEYS[6], ARGV[3])
+  if not at or tonumber(at) > tonumber(ARGV[4]) then return 0 end
+end
+redis.call('ZREM', KEYS[6], ARGV[3])
+redis.call('HDEL', KEYS[7], ARGV[3])
 local old = redis.call('HGET', KEYS[4], key)
 if old then
   local sep = string.find(old, ' ', 1, true)

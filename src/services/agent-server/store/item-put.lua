@@ -18,6 +18,11 @@
 -- ARGV[8]  most bytes on the server (-1 = no limit)
 -- ARGV[9]  most items of the owner (-1 = no limit)
 -- ARGV[10] most bytes of the owner (-1 = no limit)
+-- KEYS[6]  expiry        sorted set JSON [ns, key] -> when it expires (ms)
+-- KEYS[7]  ttls          hash JSON [ns, key] -> its TTL (ms), to refresh it
+-- ARGV[11] the item as JSON [ns, key] (the member of KEYS[6] and KEYS[7])
+-- ARGV[12] its TTL in ms ('' = none: any earlier TTL is dropped)
+-- ARGV[13] now, ms
 -- Returns 0 when stored, else {limit name, in use, limit}.
 local key, owner, bytes = ARGV[1], ARGV[6], tonumber(ARGV[5])
 local old = redis.call('HGET', KEYS[4], key)
@@ -48,6 +53,13 @@ redis.call('HSET', KEYS[1], key, ARGV[3])
 redis.call('HSETNX', KEYS[2], key, ARGV[4])
 redis.call('ZADD', KEYS[3], 0, ARGV[2])
 redis.call('HSET', KEYS[4], key, bytes .. ' ' .. owner)
+if ARGV[12] ~= '' then
+  redis.call('ZADD', KEYS[6], tonumber(ARGV[13]) + tonumber(ARGV[12]), ARGV[11])
+  redis.call('HSET', KEYS[7], ARGV[11], ARGV[12])
+else
+  redis.call('ZREM', KEYS[6], ARGV[11])
+  redis.call('HDEL', KEYS[7], ARGV[11])
+end
 -- The old item leaves its counts, the new one joins its own.
 if old then
   redis.call('HINCRBY', KEYS[5], 'items', -1)

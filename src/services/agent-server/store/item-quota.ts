@@ -38,9 +38,29 @@ export interface CountedItemStore extends BaseStore {
     value: Record<string, unknown>,
     owner: string | null,
     limits: ItemLimits,
+    /** Minutes until the item expires (fractions allowed); null or absent: never. */
+    ttlMinutes?: number | null,
   ): Promise<ItemRefusal | null>;
   /** The server's counts, or with `owner` that owner's. */
   usage(owner?: string): Promise<ItemUsage>;
+  /** Starts the TTL of each of these items (those that have one) again from now: `refresh_ttl` on a read. */
+  refreshTtl(items: readonly { namespace: string[]; key: string }[]): Promise<void>;
+  /**
+   * Deletes the items whose TTL has run out, with their counts; how many. Every read, write and count sweeps first
+   * (an expired item is never seen nor counted); the server also calls it periodically, so memory is given back.
+   */
+  sweep(): Promise<number>;
+}
+
+/** Options of both item stores. */
+export interface ItemStoreClock {
+  /** Milliseconds since the epoch; tests pass their own clock so TTLs run out without waiting. */
+  readonly now?: () => number;
+}
+
+/** A TTL in minutes as milliseconds, or null for none (absent, null, or not above zero). */
+export function ttlMs(ttlMinutes: number | null | undefined): number | null {
+  return ttlMinutes == null || !(ttlMinutes > 0) ? null : Math.max(1, Math.round(ttlMinutes * 60_000));
 }
 
 /** What an item's value weighs: its JSON in UTF-8, as stored. */

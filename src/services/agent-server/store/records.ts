@@ -38,6 +38,15 @@ export interface Thread {
    * threads stored before the field existed.
    */
   readonly state_updated_at?: string;
+  /** Set by `ttl` on create or update: the thread is deleted once `expires_at` passes (ttl-sweeper.ts). */
+  readonly ttl?: ThreadTtl;
+}
+
+/** A thread's TTL as the official server shows it (`GET /threads/{id}?include=ttl`). */
+export interface ThreadTtl {
+  readonly strategy: 'delete';
+  readonly ttl_minutes: number;
+  readonly expires_at: string;
 }
 
 export const RUN_STATUSES = ['pending', 'running', 'success', 'error', 'timeout', 'interrupted'] as const;

@@ -4,7 +4,6 @@ import {
   type GetOperation,
   type Item,
   type ListNamespacesOperation,
-  type MatchCondition,
   type Operation,
   type OperationResults,
   type PutOperation,
@@ -13,7 +12,16 @@ import {
 } from '@langchain/langgraph-checkpoint';
 import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
-import { valueBytes, type CountedItemStore, type ItemLimits, type ItemRefusal, type ItemUsage } from './item-quota.ts';
+import {
+  ttlMs,
+  valueBytes,
+  type CountedItemStore,
+  type ItemLimits,
+  type ItemRefusal,
+  type ItemStoreClock,
+  type ItemUsage,
+} from './item-quota.ts';
+import { conditionHolds, matches, startsWith } from './item-match.ts';
 
 /**
  * LangGraph's long-term memory (a BaseStore: what graphs reach as
@@ -27,16 +35,20 @@ import { valueBytes, type CountedItemStore, type ItemLimits, type ItemRefusal, t
  *   created:<ns>  hash key → ISO time of the item's first put
  *   sizes:<ns>    hash key → `<bytes> <owner>`: what the item counts for (item-quota.ts)
  *   usage         hash: items, bytes, items:<owner>, bytes:<owner>
+ *   expiry        sorted set of the items with a TTL (JSON [ns, key]), scored by when they expire (ms)
+ *   ttls          hash JSON [ns, key] → the item's TTL (ms), to start it again on a read (`refresh_ttl`)
  *
  * Every put and delete goes through item-put.lua or item-delete.lua, which
  * keep the counts in the same step (items written before there were counts
- * are not counted until written again).
+ * are not counted until written again). Expired items are swept (through
+ * item-delete.lua, so their counts go with them) before every read, write
+ * and count, and periodically by the server.
  *
  * Semantic search (`query` over an embeddings index) is not supported: a
  * search answers the items under the prefix that pass the filter, in
  * namespace and key order, without a score.
  */
-export interface RedisItemStoreOptions {
+export interface RedisItemStoreOptions extends ItemStoreClock {
   /** Key prefix; default `agent` (the keys sit under `<prefix>:items:`). */
   readonly prefix?: string;
 }
@@ -48,6 +60,9 @@ interface StoredValue {
 
 const PUT_LUA = readFileSync(new URL('./item-put.lua', import.meta.url), 'utf8');
 const DELETE_LUA = readFileSync(new URL('./item-delete.lua', import.meta.url), 'utf8');
+const REFRESH_LUA = readFileSync(new URL('./item-refresh.lua', import.meta.url), 'utf8');
+/** Items removed per sweep round trip. */
+const SWEEP_BATCH = 200;
 
 type ItemScript = (...args: (string | number)[]) => Promise<unknown>;
 
@@ -55,19 +70,44 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
   private readonly base: string;
   private readonly putScript: ItemScript;
   private readonly deleteScript: ItemScript;
+  private readonly refreshScript: ItemScript;
+  private readonly now: () => number;
 
   constructor(
     private readonly client: Redis,
-    { prefix = 'agent' }: RedisItemStoreOptions = {},
+    { prefix = 'agent', now = Date.now }: RedisItemStoreOptions = {},
   ) {
     super();
     this.base = `${prefix}:items:`;
+    this.now = now;
     // EVALSHA, with the script sent again after a NOSCRIPT.
-    client.defineCommand('agentItemPut', { lua: PUT_LUA, numberOfKeys: 5 });
-    client.defineCommand('agentItemDelete', { lua: DELETE_LUA, numberOfKeys: 5 });
-    const commands = client as unknown as { agentItemPut: ItemScript; agentItemDelete: ItemScript };
+    client.defineCommand('agentItemPut', { lua: PUT_LUA, numberOfKeys: 7 });
+    client.defineCommand('agentItemDelete', { lua: DELETE_LUA, numberOfKeys: 7 });
+    client.defineCommand('agentItemRefresh', { lua: REFRESH_LUA, numberOfKeys: 2 });
+    const commands = client as unknown as Record<'agentItemPut' | 'agentItemDelete' | 'agentItemRefresh', ItemScript>;
     this.putScript = commands.agentItemPut.bind(client);
     this.deleteScript = commands.agentItemDelete.bind(client);
+    this.refreshScript = commands.agentItemRefresh.bind(client);
+  }
+
+  async refreshTtl(items: readonly { namespace: string[]; key: string }[]): Promise<void> {
+    if (items.length === 0) return;
+    const members = items.map(({ namespace, key }) => JSON.stringify([namespace, key]));
+    await this.refreshScript(this.k('expiry'), this.k('ttls'), this.now(), ...members);
+  }
+
+  async sweep(): Promise<number> {
+    let swept = 0;
+    for (;;) {
+      const now = this.now();
+      const due = await this.client.zrangebyscore(this.k('expiry'), '-inf', now, 'LIMIT', 0, SWEEP_BATCH);
+      for (const member of due) {
+        const [namespace, key] = JSON.parse(member) as [string[], string];
+        const ns = JSON.stringify(namespace);
+        swept += Number(await this.deleteScript(...this.itemKeys(ns), key, ns, member, now));
+      }
+      if (due.length < SWEEP_BATCH) return swept;
+    }
   }
 
   async putWithin(
@@ -76,15 +116,18 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
     value: Record<string, unknown>,
     owner: string | null,
     limits: ItemLimits,
+    ttlMinutes?: number | null,
   ): Promise<ItemRefusal | null> {
     validateNamespace(namespace);
-    const answer = await this.store(namespace, key, value, owner, limits);
+    await this.sweep();
+    const answer = await this.store(namespace, key, value, owner, limits, ttlMs(ttlMinutes));
     if (answer === 0) return null;
     const [limit, used, max] = answer as [ItemRefusal['limit'], number, string];
     return { limit, used: Number(used), max: Number(max) };
   }
 
   async usage(owner?: string): Promise<ItemUsage> {
+    await this.sweep();
     const fields = owner === undefined ? ['items', 'bytes'] : [`items:${owner}`, `bytes:${owner}`];
     const [items, bytes] = await this.client.hmget(this.k('usage'), ...fields);
     return { items: Number(items ?? 0), bytes: Number(bytes ?? 0) };
@@ -92,6 +135,7 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
 
   async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
     const results: unknown[] = [];
+    await this.sweep();
     for (const op of operations) results.push(await this.run(op));
     return results as OperationResults<Op>;
   }
@@ -114,9 +158,9 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
 
   private async write({ namespace, key, value }: PutOperation): Promise<null> {
     const ns = JSON.stringify(namespace);
-    if (value === null) await this.deleteScript(...this.itemKeys(ns), key, ns);
-    // A graph's own write (`config.store`): counted, for nobody, under no limit.
-    else await this.store(namespace, key, value, null, null);
+    if (value === null) await this.deleteScript(...this.itemKeys(ns), key, ns, JSON.stringify([namespace, key]), '');
+    // A graph's own write (`config.store`): counted, for nobody, under no limit, without a TTL.
+    else await this.store(namespace, key, value, null, null, null);
     return null;
   }
 
@@ -126,9 +170,11 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
     value: Record<string, unknown>,
     owner: string | null,
     limits: ItemLimits | null,
+    ttl: number | null,
   ): Promise<unknown> {
     const ns = JSON.stringify(namespace);
-    const now = new Date().toISOString();
+    const nowMs = this.now();
+    const now = new Date(nowMs).toISOString();
     const stored = JSON.stringify({ value, updated_at: now } satisfies StoredValue);
     const max = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? -1 : n);
     return this.putScript(
@@ -143,6 +189,9 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
       max(limits?.bytes),
       max(limits?.userItems),
       max(limits?.userBytes),
+      JSON.stringify([namespace, key]),
+      ttl ?? '',
+      nowMs,
     );
   }
 
@@ -154,6 +203,8 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
       this.k('namespaces'),
       this.k(`sizes:${ns}`),
       this.k('usage'),
+      this.k('expiry'),
+      this.k('ttls'),
     ];
   }
 
@@ -218,53 +269,4 @@ function toItem(namespace: string[], key: string, stored: StoredValue, created: 
     createdAt: new Date(created ?? stored.updated_at),
     updatedAt: new Date(stored.updated_at),
   };
-}
-
-function startsWith(namespace: readonly string[], prefix: readonly string[]): boolean {
-  return prefix.length <= namespace.length && prefix.every((label, i) => namespace[i] === label);
-}
-
-/**
- * A namespace match condition as InMemoryStore reads it: a prefix or a suffix of labels, `*` matching any one label.
- */
-function conditionHolds({ matchType, path }: MatchCondition, namespace: readonly string[]): boolean {
-  if (path.length > namespace.length) return false;
-  const start = matchType === 'prefix' ? 0 : namespace.length - path.length;
-  return path.every((label, i) => label === '*' || namespace[start + i] === label);
-}
-
-/**
- * A search filter on one field, as InMemoryStore reads it: a value to equal, or operators ($eq, $ne, $gt, $gte, $lt,
- * $lte, $in, $nin).
- */
-function matches(actual: unknown, wanted: unknown): boolean {
-  if (
-    typeof wanted !== 'object' ||
-    wanted === null ||
-    Array.isArray(wanted) ||
-    !Object.keys(wanted).some((k) => k.startsWith('$'))
-  )
-    return actual === wanted;
-  return Object.entries(wanted).every(([op, value]) => {
-    switch (op) {
-      case '$eq':
-        return actual === value;
-      case '$ne':
-        return actual !== value;
-      case '$gt':
-        return Number(actual) > Number(value);
-      case '$gte':
-        return Number(actual) >= Number(value);
-      case '$lt':
-        return Number(actual) < Number(value);
-      case '$lte':
-        return Number(actual) <= Number(value);
-      case '$in':
-        return Array.isArray(value) && value.includes(actual);
-      case '$nin':
-        return !Array.isArray(value) || !value.includes(actual);
-      default:
-        return !op.startsWith('$');
-    }
-  });
 }

@@ -48,6 +48,7 @@ describe('the OpenAPI document', () => {
     expect(Object.keys(doc.paths['/runs/stream'].post.responses['200'].content)).toEqual(['text/event-stream']);
     expect(doc.paths['/threads/{thread_id}'].get.parameters).toEqual([
       { name: 'thread_id', in: 'path', required: true, schema: { type: 'string' } },
+      { name: 'include', in: 'query', required: false, schema: expect.objectContaining({ type: 'string' }) },
     ]);
   });
 

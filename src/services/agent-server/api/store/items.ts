@@ -56,9 +56,9 @@ const storePut = z.object({
     .describe('Accepted; this server keeps no search index.'),
   ttl: z
     .number()
+    .positive()
     .nullish()
-    .refine((v) => v == null, 'item expiry (ttl) is not supported by this server: omit ttl')
-    .describe('Not supported.'),
+    .describe('Minutes until the item expires (fractions allowed); absent or null: never.'),
 });
 
 const storeGet = z.object({
@@ -68,7 +68,11 @@ const storeGet = z.object({
     .transform((text) => text.split('.'))
     .describe('Labels joined by "." (e.g. `users.u1`).'),
   key: z.string().min(1),
-  refresh_ttl: z.string().optional().describe('Accepted; items do not expire.'),
+  refresh_ttl: z
+    .enum(['true', 'false'])
+    .optional()
+    .transform((v) => v !== 'false')
+    .describe("Start the item's TTL again from now (default true)."),
 });
 
 const storeDelete = z.object({ namespace: namespace.min(1), key: z.string().min(1) });
@@ -84,7 +88,7 @@ const storeSearch = z.object({
     .string()
     .nullish()
     .describe('Accepted, not used: no semantic index (items come in namespace and key order).'),
-  refresh_ttl: z.boolean().nullish().describe('Accepted; items do not expire.'),
+  refresh_ttl: z.boolean().nullish().describe("Start the found items' TTLs again from now (default true)."),
 });
 
 const storeNamespaces = z.object({
@@ -163,7 +167,9 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
         }
         checkValueSize(body.value, quotas);
         const owner = quotaOwner(c.get('auth').user);
-        const refused = await storeCall(() => items.putWithin(namespace, body.key, body.value, owner, limits));
+        const refused = await storeCall(() =>
+          items.putWithin(namespace, body.key, body.value, owner, limits, body.ttl),
+        );
         if (refused !== null) throw storeQuotaError(refused, owner);
         return c.body(null, 204);
       },
@@ -181,6 +187,7 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
         const { namespace, filter } = await authorized(c, 'get', { namespace: query.namespace, key: query.key });
         const item = await storeCall(() => items.get(namespace, query.key));
         if (item !== null && !visibleItem(item, filter)) throw notFound('Item', query.key);
+        if (item !== null && query.refresh_ttl) await items.refreshTtl([item]);
         return c.json(item === null ? null : itemJson(item));
       },
     }),
@@ -236,6 +243,7 @@ export function storeOperations({ items, quotas }: ServerContext): Operation[] {
           filter === null
             ? await search(body.limit, body.offset)
             : await filteredPage(search, (item) => visibleItem(item, filter), body);
+        if (body.refresh_ttl !== false) await items.refreshTtl(found);
         return c.json({ items: found.map((item) => ({ ...itemJson(item), score: item.score ?? null })) });
       },
     }),

@@ -15,11 +15,20 @@ export const THREAD_FIELDS = [
   'interrupts',
 ] as const;
 
+/** `{strategy: "delete", ttl: <minutes>}` (fractions allowed), as the official schema. */
+const threadTtlRequest = z
+  .object({
+    strategy: z.literal('delete').default('delete'),
+    ttl: z.number().positive(),
+  })
+  .nullish()
+  .describe('Delete the thread (with its runs and state) this many minutes from now.');
+
 export const threadCreate = z.object({
   thread_id: z.uuid().nullish().describe('Default: a new UUID.'),
   metadata: object().nullish(),
   if_exists: z.enum(['raise', 'do_nothing']).nullish(),
-  ttl: z.unknown().optional().describe('Accepted; threads are not expired by this server.'),
+  ttl: threadTtlRequest,
   supersteps: supersteps
     .nullish()
     .describe('Updates applied to the new thread, superstep after superstep; needs metadata.graph_id.'),
@@ -27,7 +36,7 @@ export const threadCreate = z.object({
 
 export const threadPatch = z.object({
   metadata: object().nullish().describe('Merged into the metadata.'),
-  ttl: z.unknown().optional().describe('Accepted; threads are not expired by this server.'),
+  ttl: threadTtlRequest,
 });
 
 export const threadSearch = z.object({
@@ -51,6 +60,13 @@ export const threadList = z.object({
   offset: z.coerce.number().int().min(0).default(0),
 });
 
+export const threadGet = z.object({
+  include: z
+    .string()
+    .optional()
+    .describe("`ttl`: the thread's TTL (`strategy`, `ttl_minutes`, `expires_at`), if it has one."),
+});
+
 export const runList = threadList.extend({ status: z.enum(RUN_STATUSES).optional() });
 
 export const threadSchema = z.object({
@@ -63,4 +79,8 @@ export const threadSchema = z.object({
   values: object().nullable(),
   config: object(),
   interrupts: z.record(z.string(), z.array(z.unknown())),
+  ttl: z
+    .object({ strategy: z.literal('delete'), ttl_minutes: z.number(), expires_at: timestamp })
+    .optional()
+    .describe('Only with `include=ttl`, on a thread that has one.'),
 });

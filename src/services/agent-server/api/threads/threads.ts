@@ -10,11 +10,34 @@ import { operation, param, type Operation } from '../operations.ts';
 import { settleIfOrphaned } from '../../runs/orphans.ts';
 import { errorSchema } from '../common-schemas.ts';
 import { runSchema } from '../runs/schemas.ts';
-import { runList, threadCount, threadCreate, threadList, threadPatch, threadSchema, threadSearch } from './schemas.ts';
+import {
+  runList,
+  threadCount,
+  threadCreate,
+  threadGet,
+  threadList,
+  threadPatch,
+  threadSchema,
+  threadSearch,
+} from './schemas.ts';
 import { copyCheckpoints } from '../../store/checkpoint-copy.ts';
 import { removeThread } from './removal.ts';
 import { applySupersteps, requireSuperstepGraph } from './supersteps.ts';
-import type { Json, Thread } from '../../store/records.ts';
+import type { Json, Thread, ThreadTtl } from '../../store/records.ts';
+
+/** The thread as answered: its TTL only when asked for (`include=ttl`), as the official server. */
+export function threadJson({ ttl, ...thread }: Thread, includeTtl = false): Thread {
+  return includeTtl && ttl !== undefined ? { ...thread, ttl } : thread;
+}
+
+/** A thread's TTL from a create or update's `ttl`, counted from now. */
+export function threadTtl(request: { strategy: 'delete'; ttl: number }): ThreadTtl {
+  return {
+    strategy: request.strategy,
+    ttl_minutes: request.ttl,
+    expires_at: new Date(Date.now() + request.ttl * 60_000).toISOString(),
+  };
+}
 
 /**
  * Threads: a conversation whose state the checkpointer keeps between runs.
@@ -36,6 +59,7 @@ export async function createThread(
     thread_id?: string | null | undefined;
     metadata?: Json | null | undefined;
     if_exists?: 'raise' | 'do_nothing' | null | undefined;
+    ttl?: { strategy: 'delete'; ttl: number } | null | undefined;
   },
 ): Promise<Thread> {
   const value: Json = {
@@ -66,6 +90,7 @@ export async function createThread(
     values: null,
     config: {},
     interrupts: {},
+    ...(request.ttl ? { ttl: threadTtl(request.ttl) } : {}),
   };
   await store.putThread(thread);
   return thread;
@@ -114,10 +139,15 @@ export function threadOperations(ctx: ServerContext): Operation[] {
     );
   };
   const search = async (c: Context<AgentEnv>, body: z.output<typeof threadSearch>) =>
-    pageAnswer(c, await matching(c, body, { limit: body.limit, offset: body.offset }), body, {
-      sortBy: 'created_at',
-      tieBreak: 'thread_id',
-    });
+    pageAnswer(
+      c,
+      (await matching(c, body, { limit: body.limit, offset: body.offset })).map((t) => threadJson(t)),
+      body,
+      {
+        sortBy: 'created_at',
+        tieBreak: 'thread_id',
+      },
+    );
   const list = {
     200: {
       description: 'Matching threads.',
@@ -141,12 +171,14 @@ export function threadOperations(ctx: ServerContext): Operation[] {
         409: { description: 'The thread id exists.', schema: errorSchema },
       },
       async handler(c, { body }) {
-        if (!body.supersteps?.length) return c.json(await createThread(c.get('auth'), ctx, body));
+        if (!body.supersteps?.length) return c.json(threadJson(await createThread(c.get('auth'), ctx, body)));
         const graphId = requireSuperstepGraph(ctx, body.metadata);
         const existing = body.thread_id ? await store.getThread(body.thread_id) : null;
         const thread = await createThread(c.get('auth'), ctx, body);
         // An existing thread (if_exists: do_nothing) is answered as it is.
-        return c.json(existing !== null ? thread : await applySupersteps(ctx, thread, graphId, body.supersteps));
+        return c.json(
+          threadJson(existing !== null ? thread : await applySupersteps(ctx, thread, graphId, body.supersteps)),
+        );
       },
     }),
     operation({
@@ -188,8 +220,13 @@ export function threadOperations(ctx: ServerContext): Operation[] {
       operationId: 'get_thread',
       summary: 'Get a thread',
       tag: 'Threads',
+      query: threadGet,
       responses: { 200: { description: 'The thread.', schema: threadSchema }, ...errors, ...notFoundAnswer },
-      handler: async (c) => c.json(await visibleThread(c, ctx, param(c, 'thread_id'))),
+      handler: async (c) => {
+        // `include` may come repeated (the JS client) or comma-separated.
+        const include = (c.req.queries('include') ?? []).flatMap((v) => v.split(','));
+        return c.json(threadJson(await visibleThread(c, ctx, param(c, 'thread_id')), include.includes('ttl')));
+      },
     }),
     operation({
       method: 'patch',
@@ -214,11 +251,13 @@ export function threadOperations(ctx: ServerContext): Operation[] {
           ...thread,
           metadata: { ...thread.metadata, ...(value.metadata as Json | undefined) },
           updated_at: new Date().toISOString(),
+          // A new ttl starts again from now; none keeps the thread's.
+          ...(body.ttl ? { ttl: threadTtl(body.ttl) } : {}),
         };
         await store.putThread(updated);
         // `Prefer: return=minimal` (the client's returnMinimal): 204 without a body, as the official server.
         if (/(^|[,;\s])return=minimal\b/i.test(c.req.header('prefer') ?? '')) return c.body(null, 204);
-        return c.json(updated);
+        return c.json(threadJson(updated));
       },
     }),
     operation({
@@ -266,7 +305,7 @@ export function threadOperations(ctx: ServerContext): Operation[] {
           status: source.status === 'busy' ? 'idle' : source.status,
         };
         await store.putThread(copy);
-        return c.json(copy);
+        return c.json(threadJson(copy));
       },
     }),
     operation({
