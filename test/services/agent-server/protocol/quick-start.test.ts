@@ -6,7 +6,7 @@ import { newKey, startAgentServer, startStack, userInput, type RunningAgentServe
 /**
  * The SDK 1.15 quick start, unmodified: `client.threads.stream({assistantId})` → `thread.run.start({input})` →
  * `for await (const message of thread.messages)`, over server-sent events through the edge and over a WebSocket to
- * the Agent Server (Node: headers from a `webSocketFactory`).
+ * the Agent Server, straight and through the edge (Node: headers from a `webSocketFactory`).
  */
 let stack: Stack;
 let direct: RunningAgentServer;
@@ -57,5 +57,18 @@ describe('the SDK quick start', () => {
     });
     expect(texts.at(-1)).toContain('You said "hello protocol"');
     expect(Math.max(...deltas)).toBeGreaterThan(5);
+  });
+
+  it('streams the reply over a WebSocket through the edge (limited at the upgrade, commands counted)', async () => {
+    const key = newKey();
+    const client = new Client({ apiUrl: stack.url, apiKey: null });
+    const { threadId, runId, texts, deltas } = await quickStart(client, {
+      transport: 'websocket',
+      webSocketFactory: (url: string) => new WebSocket(url, { headers: { 'x-api-key': key } }),
+    });
+    expect(texts.at(-1)).toContain('You said "hello protocol"');
+    expect(Math.max(...deltas)).toBeGreaterThan(5);
+    const rest = new Client({ apiUrl: stack.url, apiKey: key });
+    expect((await rest.runs.get(threadId, runId!)).status).toBe('success');
   });
 });
