@@ -27,7 +27,7 @@ export function wireServer() {
     });
   const json = async (path: string, init: Parameters<typeof call>[1] = {}) => {
     const res = await call(path, init);
-    return { status: res.status, headers: res.headers, body: (await res.json()) };
+    return { status: res.status, headers: res.headers, body: await res.json() };
   };
   const newThread = async () => (await json('/threads', { body: {} })).body.thread_id as string;
   return { key, call, json, newThread };
