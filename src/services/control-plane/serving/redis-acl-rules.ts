@@ -32,9 +32,11 @@ export const DEPLOYMENT_COMMANDS = [
   'hdel',
   'hlen',
   'hincrby',
-  // sorted sets (zrem: the delete script)
+  // sorted sets (zrem: the delete script; zscore, zrangebyscore: items with a TTL, by when they expire)
   'zadd',
   'zrange',
+  'zrangebyscore',
+  'zscore',
   'zrevrange',
   'zrevrangebylex',
   'zrem',
