@@ -11,11 +11,13 @@ import { RedisItemStore } from '../../src/services/agent-server/store/redis-item
 import { startRedis } from '../../support/redis-server.ts';
 import { storeContract } from '../services/agent-server/store/agent-store-contract.ts';
 import { itemQuotaContract } from '../services/agent-server/store/item-quota-contract.ts';
+import { itemTtlContract } from '../services/agent-server/store/item-ttl-contract.ts';
 
 /**
  * A deployment's Redis user may send only the commands its stores send (redis-acl-rules.ts). The store quotas added
  * scripts (EVALSHA, HINCRBY) that list did not have, and every store write of a deployed app answered 500 while the
- * stores' own tests, run as the platform's user, stayed green. The stores' contracts run here as that user.
+ * stores' own tests, run as the platform's user, stayed green; item TTLs did it again (ZSCORE, ZRANGEBYSCORE). The
+ * stores' contracts run here as that user.
  */
 const server = await startRedis();
 const admin = new Redis(server.url, { maxRetriesPerRequest: 2 });
@@ -48,4 +50,9 @@ itemQuotaContract(
     return store;
   },
   (store) => new RedisItemStore(clients[1], { prefix: prefixes.get(store)! }),
+);
+
+itemTtlContract(
+  'redis, as a deployment user',
+  (now) => new RedisItemStore(clients[0], { prefix: `${dataPrefix}:ttl${++made}`, now }),
 );
