@@ -1,3 +1,4 @@
+import { adminCaller } from './admin-client.ts';
 import type { Redis } from 'ioredis';
 import { RedisKeyRegistry } from '../keys/redis-registry.ts';
 import { KeyRegistryError, type KeyRegistry } from '../keys/types.ts';
@@ -88,30 +89,13 @@ export async function redisBackend(redisUrl: string, prefix: string): Promise<Ke
 /** A running gateway's admin listener (`/keys`), with `authorization: Bearer <token>`. */
 export function adminBackend(adminUrl: string, token: string): KeysBackend {
   const base = adminUrl.replace(/\/+$/, '');
-  const call = async (method: string, path: string, body?: unknown) => {
-    let res: Response;
-    try {
-      res = await fetch(`${base}/keys${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body !== undefined && { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(10_000),
-      });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-      throw new KeysFailure(
-        `cannot reach the gateway's admin listener at ${base} (${cause}): is it running? (--admin-url)`,
-        2,
-      );
-    }
-    const answer = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-    if (res.ok) return answer;
-    const detail = typeof answer.detail === 'string' ? answer.detail : `HTTP ${res.status}`;
-    throw new KeysFailure(`${base}: ${detail}`, res.status === 409 || res.status === 404 ? 1 : 2);
-  };
+  const admin = adminCaller(
+    base,
+    token,
+    (message, code) => new KeysFailure(message, code),
+    (status) => (status === 409 || status === 404 ? 1 : 2),
+  );
+  const call = (method: string, path: string, body?: unknown) => admin(method, `/keys${path}`, body);
   return {
     where: `the admin listener at ${base}`,
     create: async (org, workspace) =>

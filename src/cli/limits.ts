@@ -1,3 +1,4 @@
+import { adminCaller as operatorCall } from './admin-client.ts';
 import { overrideStoreFromSettings, type OrgOverrides, type Override } from '../limiter/overrides.ts';
 import type { Output } from '../process/output.ts';
 import type { EdgeSettings } from '../settings/edge.ts';
@@ -122,30 +123,12 @@ function adminCaller(adminUrl: string | undefined, env: NodeJS.ProcessEnv) {
       'ADMIN_TOKEN is not set: run this with the operator token the gateway was started with (ADMIN_TOKEN)',
       2,
     );
-  return async (method: string, path: string, body?: unknown): Promise<Record<string, unknown>> => {
-    let res: Response;
-    try {
-      res = await fetch(`${base}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${token}`,
-          ...(body !== undefined && { 'content-type': 'application/json' }),
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(10_000),
-      });
-    } catch (err) {
-      const cause = (err as { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
-      throw new LimitsFailure(
-        `cannot reach the gateway's admin listener at ${base} (${cause}): is it running? (--admin-url)`,
-        2,
-      );
-    }
-    const answer = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-    if (res.ok) return answer;
-    const detail = typeof answer.detail === 'string' ? answer.detail : `HTTP ${res.status}`;
-    throw new LimitsFailure(`${base}: ${detail}`, res.status === 400 ? 1 : 2);
-  };
+  return operatorCall(
+    base,
+    token,
+    (message, code) => new LimitsFailure(message, code),
+    (status) => (status === 400 ? 1 : 2),
+  );
 }
 
 /**
