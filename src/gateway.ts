@@ -11,8 +11,7 @@ import { OpenWebSockets } from './edge/websockets.ts';
 import { keyCheck } from './edge/key-check.ts';
 import { limitStep } from './edge/limit.ts';
 import { RunHolds } from './edge/run-holds.ts';
-import { limitsAdmin, type LimitsAdminOptions } from './admin/limits.ts';
-import { overridesAdmin } from './admin/overrides.ts';
+import type { LimitsAdminOptions } from './admin/limits.ts';
 import { orgPlans } from './edge/org-plans.ts';
 import { LiveOverrides, overrideStoreFromSettings } from './limiter/overrides.ts';
 import { router } from './routing/router.ts';
@@ -80,32 +79,15 @@ const STORE_BOOT_WAIT_MS = 3000;
 /** Boot: settings → rules → store → upstreams → edge and admin listeners. */
 export async function startGateway(settings: Settings, log: Logger): Promise<Gateway> {
   const edge = await startEdge(settings, log);
+  const adminLog = log.child({ component: 'admin' });
   const app = adminApp({
     metrics: edge.metrics.registry,
     ready: () => edge.readiness(),
     token: settings.adminToken,
     keys: edge.keys,
+    overrides: { matcher: edge.buckets.matcher, overrides: edge.overrides, log: adminLog },
+    buckets: { ...edge.buckets, overrides: edge.overrides, log: adminLog },
   });
-  // Plans per organisation: written to the store, which every edge sharing it polls.
-  app.route(
-    '/limits/overrides',
-    overridesAdmin({
-      matcher: edge.buckets.matcher,
-      overrides: edge.overrides,
-      token: settings.adminToken,
-      log: log.child({ component: 'admin' }),
-    }),
-  );
-  // The operator's bucket reads and resets: this process's edge (one process; WORKERS > 1 has no such route yet).
-  app.route(
-    '/limits',
-    limitsAdmin({
-      ...edge.buckets,
-      overrides: edge.overrides,
-      token: settings.adminToken,
-      log: log.child({ component: 'admin' }),
-    }),
-  );
   const admin = await listen(app, settings.adminPort, settings.adminHost);
   log.info(
     {

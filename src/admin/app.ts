@@ -3,6 +3,8 @@ import { Hono } from 'hono';
 import { errorResponse, routeNotFound } from '../errors.ts';
 import type { KeyRegistry } from '../keys/types.ts';
 import { keysAdmin } from './keys.ts';
+import { limitsAdmin, type LimitsAdminOptions } from './limits.ts';
+import { overridesAdmin, type OverridesAdminOptions } from './overrides.ts';
 
 export interface Readiness {
   /** Version of the rule file in force. */
@@ -23,7 +25,7 @@ export interface MetricsSource {
  * The admin listener (ADMIN_PORT): health, readiness and metrics for
  * orchestrators and Prometheus; never rate limited, never on the public port.
  *
- * Only /keys mutates (API keys, with the operator token only: keys.ts). /healthz and /readyz stay open: probes carry no credentials, and they tell only whether the
+ * Only /keys and /limits mutate (API keys, plans and buckets, with the operator token only). /healthz and /readyz stay open: probes carry no credentials, and they tell only whether the
  * gateway serves. /metrics counts every tenant's traffic (requests, limits, upstream latencies, deployments routed),
  * which one tenant's code on the same loopback must not read: with `token` (an operator's secret) it answers only
  * `authorization: Bearer <token>`, else 401.
@@ -33,15 +35,23 @@ export function adminApp({
   metrics,
   token = null,
   keys = null,
+  overrides,
+  buckets,
 }: {
   ready: () => Readiness;
   metrics: MetricsSource;
   token?: string | null;
   /** The key registry of this gateway's services, managed under /keys (keys.ts); null: none here. */
   keys?: KeyRegistry | null;
+  /** Plans per organisation, under /limits/overrides (overrides.ts): written to the store every edge polls. */
+  overrides?: Omit<OverridesAdminOptions, 'token'>;
+  /** This process's edge buckets, read and reset under /limits (limits.ts); absent with WORKERS > 1 (not yet). */
+  buckets?: Omit<LimitsAdminOptions, 'token'>;
 }): Hono {
   const app = new Hono();
   app.route('/keys', keysAdmin({ registry: keys, token }));
+  if (overrides !== undefined) app.route('/limits/overrides', overridesAdmin({ ...overrides, token }));
+  if (buckets !== undefined) app.route('/limits', limitsAdmin({ ...buckets, token }));
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   if (token !== null) {
     const expected = Buffer.from(`Bearer ${token}`);

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import { adminApp } from '../admin/app.ts';
-import { overridesAdmin } from '../admin/overrides.ts';
 import { LiveOverrides, overrideStoreFromSettings } from '../limiter/overrides.ts';
 import { listen } from '../listen/listen.ts';
 import { regionRuleFile } from '../rules/load.ts';
@@ -85,16 +84,8 @@ export async function runPrimary(settings: Settings, log: Logger) {
     ready: () => pool.readiness(draining),
     token: settings.adminToken,
     keys: settings.controlPlaneUrl === null ? bundled.keys() : null,
+    overrides: { matcher: () => rules.current(), overrides, log: log.child({ component: 'admin' }) },
   });
-  app.route(
-    '/limits/overrides',
-    overridesAdmin({
-      matcher: () => rules.current(),
-      overrides,
-      token: settings.adminToken,
-      log: log.child({ component: 'admin' }),
-    }),
-  );
   const admin = await listen(app, settings.adminPort, settings.adminHost);
   const first = pool.readiness(false);
   log.info(
