@@ -12,7 +12,7 @@ import { nextRunDate } from '../../runs/cron-expressions.ts';
 import { errorSchema } from '../common-schemas.ts';
 import { cronCount, cronCreate, cronPatch, cronSchema, cronSearch, type CronCreate } from './schemas.ts';
 import { checkWebhook } from '../runs/webhook-check.ts';
-import { visibleThread } from '../threads/threads.ts';
+import { visibleThread } from '../threads/thread-access.ts';
 import type { Cron, Json } from '../../store/records.ts';
 import { quotaOwner } from '../../quotas.ts';
 import { checkCronInterval, CronQuota } from './cron-quota.ts';

@@ -13,7 +13,7 @@ import { errorSchema } from '../common-schemas.ts';
 import { runCancel, runJoinStream, runSchema } from './schemas.ts';
 import { STREAM_MODES } from '../../runs/stream-modes.ts';
 import { sseResponse } from '../sse.ts';
-import { visibleThread } from '../threads/threads.ts';
+import { visibleThread } from '../threads/thread-access.ts';
 import type { Json, Run } from '../../store/records.ts';
 
 /**

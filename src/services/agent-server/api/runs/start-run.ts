@@ -10,7 +10,7 @@ import type { Json, Run } from '../../store/records.ts';
 import { findAssistant } from '../assistants/lookup.ts';
 import type { RunCreate } from './schemas.ts';
 import { configurableHeaders } from './configurable-headers.ts';
-import { createThread } from '../threads/threads.ts';
+import { createThread } from '../threads/thread-access.ts';
 import { checkWebhook } from './webhook-check.ts';
 
 interface Started {

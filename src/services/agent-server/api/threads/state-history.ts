@@ -5,7 +5,7 @@ import { operation, param, type Operation } from '../operations.ts';
 import { stateJson, statesAnswer } from './state-answers.ts';
 import { threadHistory, threadHistoryQuery } from './state-schemas.ts';
 import { graphOf } from './thread-graph.ts';
-import { visibleThread } from './threads.ts';
+import { visibleThread } from './thread-access.ts';
 
 const historyOperation = {
   path: '/threads/{thread_id}/history',

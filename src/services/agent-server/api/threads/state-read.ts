@@ -6,7 +6,7 @@ import { operation, param, type Operation } from '../operations.ts';
 import { emptyState, stateAnswer, stateJson } from './state-answers.ts';
 import { threadStateAt, threadStateQuery } from './state-schemas.ts';
 import { graphOf } from './thread-graph.ts';
-import { visibleThread } from './threads.ts';
+import { visibleThread } from './thread-access.ts';
 
 /** Reading a thread's state: the current one, or the state at a checkpoint (named in the path or the body). */
 export function stateReadOperations(ctx: ServerContext): Operation[] {

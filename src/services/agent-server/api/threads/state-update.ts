@@ -10,7 +10,7 @@ import type { Json } from '../../store/records.ts';
 import { checkpointOf, stateErrors } from './state-answers.ts';
 import { threadStatePatch, threadStateUpdate } from './state-schemas.ts';
 import { graphOf } from './thread-graph.ts';
-import { visibleThread } from './threads.ts';
+import { visibleThread } from './thread-access.ts';
 
 /**
  * Changing a thread's state by hand: an update written as if a node had returned it (`threads.updateState`, e.g. a

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { THREAD_STREAM_MODES } from '../../runs/stream-modes.ts';
 import { errorSchema, modeList } from '../common-schemas.ts';
 import { sseResponse } from '../sse.ts';
-import { visibleThread } from './threads.ts';
+import { visibleThread } from './thread-access.ts';
 
 /**
  * `GET /threads/{thread_id}/stream` (the JS client's `threads.joinStream`):
