@@ -1,3 +1,4 @@
+import { resumeServing } from './serving/resume-serving.ts';
 import type { Redis } from 'ioredis';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -20,7 +21,6 @@ import { SecretBox } from './store/secrets.ts';
 import { DeploymentService } from './service.ts';
 import type { ControlPlaneSettings } from './settings.ts';
 import type { ControlPlaneStore } from './store.ts';
-import type { StoredDeployment, StoredRevision } from './types.ts';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DeploymentAddressing } from '../../routing/deployment-url.ts';
@@ -296,40 +296,4 @@ async function removeBuildFolders(store: ControlPlaneStore, builds: Builds, log:
 async function sealedDeployments(store: ControlPlaneStore): Promise<number> {
   const all = await store.allDeployments();
   return all.filter((d) => d.secrets.length > 0 || (d.repo_url_sealed ?? null) !== null).length;
-}
-
-/**
- * At start: every deployment whose active revision is DEPLOYED is served again from its kept build, one after the
- * other, in the background (the API answers meanwhile).
- */
-async function resumeServing(store: ControlPlaneStore, serving: Serving, log: Logger): Promise<void> {
-  let all;
-  try {
-    all = await store.allDeployments();
-  } catch (err) {
-    log.error({ err: (err as Error).message }, 'cannot list the deployments to serve again');
-    return;
-  }
-  // The active revision of each: DEPLOYED, or DEPLOY_FAILED when an earlier start could not serve it (tried again:
-  // SECRETS_KEY may have been put back). A revision that failed its first deploy never became active.
-  const toServe: { d: StoredDeployment; rev: StoredRevision }[] = [];
-  for (const d of all) {
-    if (d.active_revision_id === null || d.bundled) continue;
-    try {
-      const rev = await store.getRevision(d.id, d.active_revision_id);
-      if (rev?.status !== 'DEPLOYED' && rev?.status !== 'DEPLOY_FAILED') continue;
-      toServe.push({ d, rev });
-      await serving.starting(d, rev.id);
-    } catch (err) {
-      log.error({ deploymentId: d.id, err: (err as Error).message }, 'deployment could not be served again');
-    }
-  }
-  for (const { d, rev } of toServe) {
-    try {
-      if (!(await serving.resume(d, rev))) continue;
-      log.info({ deploymentId: d.id, revisionId: rev.id }, 'deployment served again after a restart');
-    } catch (err) {
-      log.error({ deploymentId: d.id, err: (err as Error).message }, 'deployment could not be served again');
-    }
-  }
 }
