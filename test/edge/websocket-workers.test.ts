@@ -82,8 +82,11 @@ describe('WebSockets on WORKERS=2', () => {
     expect(
       await waitForMetric(gateway.adminPort, 'gateway_websockets_open', {}, (v) => v === 4, { timeoutMs: 10_000 }),
     ).toBe(4);
-    const upgradedBy = gateway.lines().filter((l) => l.msg === 'request' && l.status === 101);
-    expect(new Set(upgradedBy.map((l) => l.worker))).toEqual(new Set([1, 2]));
+    // Access-log lines are written in batches (every 50 ms): wait for all four before reading which worker served.
+    const upgraded = () => gateway.lines().filter((l) => l.msg === 'request' && l.status === 101);
+    for (let waited = 0; upgraded().length < 4 && waited < 5000; waited += 50)
+      await new Promise((r) => setTimeout(r, 50));
+    expect(new Set(upgraded().map((l) => l.worker))).toEqual(new Set([1, 2]));
     const refused = await openClient(url, { 'x-api-key': key }).then(
       () => null,
       (e: { status: number }) => e,
