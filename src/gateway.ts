@@ -20,13 +20,12 @@ import { storeFromSettings } from './limiter/from-settings.ts';
 import { MemoryLimiter } from './limiter/memory-limiter.ts';
 import { listen, type Listening } from './listen/listen.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
-import { createUpstream, type Upstream } from './proxy/forward.ts';
+import type { Upstream } from './proxy/forward.ts';
 import { regionRuleFile } from './rules/load.ts';
 import { RuleSource, type ReloadResult } from './rules/rule-source.ts';
-import { BundledServices, type BundledService } from './services/bundled.ts';
+import { serviceUpstreams } from './services/upstreams.ts';
 import type { Settings } from './settings/settings.ts';
 import type { KeyRegistry } from './keys/types.ts';
-import { internalHeaders } from './services/internal-auth.ts';
 
 /** The edge without an admin listener: what `gateway start` runs in one process, and in each edge worker. */
 export interface Edge {
@@ -144,29 +143,9 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     domain: settings.deploymentsDomain,
   });
   // Upstreams: the configured URLs, else the bundled services in this process.
-  const bundled = new BundledServices(settings.bundled, log);
-  const owned: BundledService[] = [];
-  // As many upstream connections as client connections: every request in flight (an open stream included) has
-  // its own, so minutes-long streams never queue the requests behind them in the pool.
-  const upstreamAt = async (
-    name: string,
-    url: string | null,
-    bundled: () => Promise<BundledService>,
-  ): Promise<Upstream> => {
-    // A bundled service (here, or the primary's for a worker) answers only requests carrying this boot's secret.
-    const at = (to: string) =>
-      createUpstream(name, to, settings.maxConnections, { requestHeaders: internalHeaders(to) });
-    if (url !== null) return at(url);
-    const service = await bundled();
-    owned.push(service);
-    return at(service.url);
-  };
-  const upstreams = {
-    controlPlane: await upstreamAt('control-plane', settings.controlPlaneUrl, () =>
-      bundled.controlPlane({ routes: routeTable.table, addressing }),
-    ),
-    agentServer: await upstreamAt('agent-server', settings.agentServerUrl, () => bundled.agentServer()),
-  };
+  const services = await serviceUpstreams(settings, log, { routes: routeTable.table, addressing });
+  const upstreams = { controlPlane: services.controlPlane, agentServer: services.agentServer };
+  const bundled = services.bundled;
 
   metrics.countRoutes(() => routeTable.table.all().length);
   const deployments = new DeploymentUpstreams(routeTable.table, { connections: settings.maxConnections });
@@ -296,14 +275,11 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       await Promise.all([
         limiter.close(),
         overrides.close(),
-        upstreams.controlPlane.pool.close(),
-        upstreams.agentServer.pool.close(),
         deployments.close(),
-        ...owned.map((o) => o.close()),
+        // The services before the table: stopping, the control plane marks its deployments' routes as starting again
+        // (a 503, not a dead port, until the next start serves them), which needs the table still open.
+        services.close(),
       ]);
-      // The services first: stopping, the control plane marks its deployments' routes as starting again (a 503, not a
-      // dead port, until the next start serves them), which needs the table still open.
-      await bundled.close();
       await routeTable.table.close();
     },
   };
