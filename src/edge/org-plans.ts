@@ -12,6 +12,8 @@ export type OrgPlans = (match: Match, request: MatchRequest) => Match | Promise<
 const API_KEY_HEADER = IDENTITIES['api-key'].header;
 /** How long a key the registry does not know stays without an organisation before it is asked again. */
 const UNKNOWN_FOR_MS = 10_000;
+/** How long a key's organisation is remembered (a revoked key loses its plan within it). */
+const KNOWN_FOR_MS = 60_000;
 
 /**
  * Plans per organisation at the limit step: the request's API key resolved to its organisation through the key
@@ -29,10 +31,10 @@ export function orgPlans(live: LiveOverrides, registry: Pick<KeyRegistry, 'findK
   const orgOf = (key: string): string | null | Promise<string | null> => {
     const memo = memoKey(key);
     const known = orgs.get(memo);
-    if (known !== undefined && (known.org !== null || known.until > now())) return known.org;
+    if (known !== undefined && known.until > now()) return known.org;
     return registry.findKey(key).then(
       (r) => {
-        orgs.set(memo, { org: r?.org ?? null, until: r === null ? now() + UNKNOWN_FOR_MS : Infinity });
+        orgs.set(memo, { org: r?.org ?? null, until: now() + (r === null ? UNKNOWN_FOR_MS : KNOWN_FOR_MS) });
         return r?.org ?? null;
       },
       () => null, // the registry cannot answer: the rules' own numbers apply

@@ -43,6 +43,19 @@ describe('keyCheck', () => {
     expect(asked).toBe(2);
   });
 
+  it('asks again about a known key after knownForMs: a revoked key stops being known', async () => {
+    const registry = new MemoryKeyRegistry();
+    const created = await registry.createKey('acme');
+    let now = 0;
+    const check = keyCheck(registry, { knownForMs: 1000, now: () => now });
+    expect(await check(created.key)).toBe(true);
+    expect(await registry.revokeKey(created.record.id)).toBeTruthy();
+    now = 999;
+    expect(check(created.key)).toBe(true); // remembered
+    now = 1001;
+    expect(await check(created.key)).toBe(false);
+  });
+
   it('lets a key through, unremembered, when the registry cannot answer', async () => {
     let asked = 0;
     const check = keyCheck({ findKey: () => (asked++, Promise.reject(new Error('redis down'))) });
