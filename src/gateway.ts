@@ -16,7 +16,7 @@ import { orgPlans } from './edge/org-plans.ts';
 import { LiveOverrides, overrideStoreFromSettings } from './limiter/overrides.ts';
 import { router } from './routing/router.ts';
 import { BreakerLimiter } from './limiter/breaker.ts';
-import { storeFromSettings } from './limiter/from-settings.ts';
+import { keySchemeFromSettings, storeFromSettings } from './limiter/from-settings.ts';
 import { MemoryLimiter } from './limiter/memory-limiter.ts';
 import { listen, type Listening } from './listen/listen.ts';
 import { createMetrics, type Metrics } from './metrics/metrics.ts';
@@ -160,7 +160,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     failMode: settings.failMode,
     expectedInstances: settings.expectedInstances,
     shadowAll: settings.shadowAll,
-    scheme: { prefix: settings.keyPrefix, region: settings.region, secret: settings.identitySecret },
+    scheme: keySchemeFromSettings(settings),
     metrics,
     storeName: store.kind,
     onStoreError: (err) => {
@@ -256,7 +256,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
     buckets: {
       matcher: () => rules.current(),
       store: store.limiter,
-      scheme: { prefix: settings.keyPrefix, region: settings.region, secret: settings.identitySecret },
+      scheme: keySchemeFromSettings(settings),
       ipv6PrefixBits: settings.ipv6PrefixBits,
     },
     overrides,

@@ -45,7 +45,7 @@ export function adminApp({
   keys?: KeyRegistry | null;
   /** Plans per organisation, under /limits/overrides (overrides.ts): written to the store every edge polls. */
   overrides?: Omit<OverridesAdminOptions, 'token'>;
-  /** This process's edge buckets, read and reset under /limits (limits.ts); absent with WORKERS > 1 (not yet). */
+  /** The edge's buckets (this process's, or with WORKERS > 1 the workers' in Redis), read and reset under /limits (limits.ts). */
   buckets?: Omit<LimitsAdminOptions, 'token'>;
 }): Hono {
   const app = new Hono();

@@ -3,6 +3,7 @@ import { createRedisClient, createRedisCluster, type RedisClientOptions } from '
 import type { Settings } from '../settings/settings.ts';
 import { MemoryLimiter } from './memory-limiter.ts';
 import { RedisLimiter } from './redis-limiter.ts';
+import type { KeyScheme } from './bucket-key.ts';
 import type { BucketAdmin, Limiter } from './types.ts';
 
 export interface Store {
@@ -37,6 +38,11 @@ export function storeFromSettings(settings: Settings): Store {
     limiter: new MemoryLimiter({ maxKeys: settings.memoryMaxKeys }),
     connected: async () => true,
   };
+}
+
+/** How bucket keys are made (prefix, region, the identity digest's secret): the same in every edge process. */
+export function keySchemeFromSettings(settings: Settings): KeyScheme {
+  return { prefix: settings.keyPrefix, region: settings.region, secret: settings.identitySecret };
 }
 
 /**

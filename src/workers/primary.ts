@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import { adminApp } from '../admin/app.ts';
+import { keySchemeFromSettings, storeFromSettings } from '../limiter/from-settings.ts';
 import { LiveOverrides, overrideStoreFromSettings } from '../limiter/overrides.ts';
 import { listen } from '../listen/listen.ts';
 import { regionRuleFile } from '../rules/load.ts';
@@ -36,6 +37,9 @@ export async function runPrimary(settings: Settings, log: Logger) {
   const rules = new RuleSource(regionRuleFile(settings.rulesDir, settings.region));
   // Plans per organisation: written here to Redis, which every worker polls.
   const overrides = new LiveOverrides(overrideStoreFromSettings(settings));
+  // The workers' buckets, in Redis: the operator's /limits/buckets reads and resets them from here.
+  const store = storeFromSettings(settings);
+  const closeStores = () => Promise.all([overrides.close(), store.limiter.close()]);
 
   // The deployment route table the bundled control plane writes and every worker reads (in Redis: REDIS_URL is set).
   const routeTable = routeTableFromSettings(settings, log.child({ component: 'deployment-routes' }));
@@ -71,7 +75,7 @@ export async function runPrimary(settings: Settings, log: Logger) {
   } catch (err) {
     pool.kill();
     await closeServices();
-    await overrides.close();
+    await closeStores();
     if (!(err instanceof WorkerStartError)) throw err;
     log.error({ worker: err.slot, exitCode: err.exitCode }, err.message);
     log.flush();
@@ -79,12 +83,21 @@ export async function runPrimary(settings: Settings, log: Logger) {
   }
 
   let draining = false;
+  const adminLog = log.child({ component: 'admin' });
   const app = adminApp({
     metrics: pool.metrics,
     ready: () => pool.readiness(draining),
     token: settings.adminToken,
     keys: settings.controlPlaneUrl === null ? bundled.keys() : null,
-    overrides: { matcher: () => rules.current(), overrides, log: log.child({ component: 'admin' }) },
+    overrides: { matcher: () => rules.current(), overrides, log: adminLog },
+    buckets: {
+      matcher: () => rules.current(),
+      store: store.limiter,
+      scheme: keySchemeFromSettings(settings),
+      ipv6PrefixBits: settings.ipv6PrefixBits,
+      overrides,
+      log: adminLog,
+    },
   });
   const admin = await listen(app, settings.adminPort, settings.adminHost);
   const first = pool.readiness(false);
@@ -115,7 +128,7 @@ export async function runPrimary(settings: Settings, log: Logger) {
   await pool.drain(settings.drainMs + DRAIN_KILL_GRACE_MS);
   await closeServices();
   await admin.close(0);
-  await overrides.close();
+  await closeStores();
   log.info('stopped');
   log.flush();
   return 0;

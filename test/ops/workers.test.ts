@@ -185,6 +185,22 @@ describe('WORKERS=2 (gateway process, shared Redis)', () => {
     expect(metricValue(text, 'gateway_store_breaker_state')).toBe(0);
   });
 
+  it("the primary's admin listener reads and resets a bucket the workers share (/limits/buckets)", async () => {
+    const gw = await startWorkers({ ADMIN_TOKEN: 'workers-operator-token' });
+    const auth = { authorization: 'Bearer workers-operator-token' };
+    for (let i = 0; i < 3; i++)
+      expect((await getOnce(`${gw.url}/limited/x`, { 'x-api-key': 'bucket-key' })).status).toBe(200);
+    const bucket = `${gw.adminUrl}/limits/buckets?policy=limited.api-key&api_key=bucket-key`;
+    const read = await request(bucket, { headers: auth });
+    expect(read.statusCode).toBe(200);
+    expect(await read.body.json()).toMatchObject({ policy: 'limited.api-key', remaining: LIMIT - 3 });
+    const reset = await request(bucket, { method: 'DELETE', headers: auth });
+    expect(reset.statusCode).toBe(200);
+    await reset.body.dump();
+    expect(await (await request(bucket, { headers: auth })).body.json()).toMatchObject({ remaining: LIMIT });
+    expect((await request(bucket)).statusCode).toBe(401);
+  });
+
   it('SIGHUP to the primary reloads the rules in both workers', async () => {
     const gw = await startWorkers();
     const before = (await (await request(`${gw.adminUrl}/readyz`)).body.json()) as { rules: string };
