@@ -41,8 +41,8 @@ import { conditionHolds, matches, startsWith } from './item-match.ts';
  * Every put and delete goes through item-put.lua or item-delete.lua, which
  * keep the counts in the same step (items written before there were counts
  * are not counted until written again). Expired items are swept (through
- * item-delete.lua, so their counts go with them) before every read, write
- * and count, and periodically by the server.
+ * item-delete.lua, so their counts go with them) before every counted write
+ * and count, when a read finds any (batch()), and periodically by the server.
  *
  * Semantic search (`query` over an embeddings index) is not supported: a
  * search answers the items under the prefix that pass the filter, in
@@ -134,10 +134,23 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
   }
 
   async batch<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
-    const results: unknown[] = [];
+    // Whether anything has expired is asked alongside the operations, in the same round trip; only when something
+    // has are the expired items swept and the operations run again, so no expired item is ever answered (a put or a
+    // delete run twice leaves what running it once does).
+    const [due, results] = await Promise.all([this.anyDue(), this.runAll(operations)]);
+    if (!due) return results;
     await this.sweep();
+    return this.runAll(operations);
+  }
+
+  private async runAll<Op extends Operation[]>(operations: Op): Promise<OperationResults<Op>> {
+    const results: unknown[] = [];
     for (const op of operations) results.push(await this.run(op));
     return results as OperationResults<Op>;
+  }
+
+  private async anyDue(): Promise<boolean> {
+    return (await this.client.zrangebyscore(this.k('expiry'), '-inf', this.now(), 'LIMIT', 0, 1)).length > 0;
   }
 
   private run(op: Operation): Promise<unknown> {
