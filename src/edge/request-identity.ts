@@ -38,19 +38,23 @@ const API_KEY_HEADER = IDENTITIES['api-key'].header;
  * common request reads its identity without a turn of the microtask queue.
  */
 export function identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLength }: IdentityOptions) {
-  return function readIdentity(req: IncomingMessage): RequestIdentity | Promise<RequestIdentity> {
-    const overlong = overlongIdentity(req, maxIdentityLength);
+  /** `headers`: where the identity headers are read (the request's own, unless a WebSocket's offer adds its key). */
+  return function readIdentity(
+    req: IncomingMessage,
+    headers: IncomingHttpHeaders = req.headers,
+  ): RequestIdentity | Promise<RequestIdentity> {
+    const overlong = overlongIdentity(req, headers, maxIdentityLength);
     const peer = unmappedPeer(req);
     const ip = clientIp(peer, req.headers['x-forwarded-for'], trust);
     // An over-long identity reaches no cache and no registry: it is refused after being counted.
-    const known = overlong !== null || keyCheck === undefined || knownOrNoKey(keyCheck, req.headers[API_KEY_HEADER]);
-    if (known === true || known === false) return identityOf(req, overlong, peer, ip, !known);
-    return known.then((k) => identityOf(req, overlong, peer, ip, !k));
+    const known = overlong !== null || keyCheck === undefined || knownOrNoKey(keyCheck, headers[API_KEY_HEADER]);
+    if (known === true || known === false) return identityOf(headers, overlong, peer, ip, !known);
+    return known.then((k) => identityOf(headers, overlong, peer, ip, !k));
   };
 
   // Made once per reader, not a closure per request: the common request allocates only what it returns.
   function identityOf(
-    req: IncomingMessage,
+    headers: IncomingHttpHeaders,
     overlong: string | null,
     peer: string,
     ip: string,
@@ -61,8 +65,7 @@ export function identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLen
       // forwarded with it: the upstream authenticates, and may know keys the registry does not, custom auth). An
       // over-long identity is counted as a request without identity headers, then refused.
       counted: {
-        headers:
-          overlong !== null ? withoutIdentity(req.headers) : unknownKey ? withoutApiKey(req.headers) : req.headers,
+        headers: overlong !== null ? withoutIdentity(headers) : unknownKey ? withoutApiKey(headers) : headers,
         ip: ipIdentity(ip, ipv6PrefixBits),
       },
       clientIp: ip,
@@ -95,10 +98,10 @@ function withoutIdentity(headers: IncomingHttpHeaders): IncomingHttpHeaders {
  * Returns the name of the first identity header longer than `max` bytes (Node reads header values as latin1: one
  * character per byte), or null.
  */
-function overlongIdentity(req: IncomingMessage, max: number): string | null {
+function overlongIdentity(req: IncomingMessage, headers: IncomingHttpHeaders, max: number): string | null {
   let overlong: string | null = null;
   for (const name of IDENTITY_HEADERS) {
-    const v = req.headers[name];
+    const v = headers[name];
     if (v === undefined) continue;
     if (v.length > max) overlong ??= name;
     if (!v.includes(',')) continue; // Node joins repeats with ", "

@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
@@ -13,6 +13,7 @@ import {
   storeUnavailable,
   tooManyWebSockets,
 } from '../errors.ts';
+import { asHeaders, offeredCredential } from '../keys/handshake-credentials.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
@@ -84,7 +85,7 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       const destination = route(path, requestHost(req.headers.host));
       if (destination.kind === 'deployment' && DEPLOYMENT_ID.test(destination.deploymentId))
         deployment = destination.deploymentId;
-      const read = readIdentity(req);
+      const read = readIdentity(req, countedHeaders(req.headers));
       const identity = read instanceof Promise ? await read : read;
       const counted = identity.counted;
       // Bounded before any token is spent: an address at its cap is refused cheaply.
@@ -219,4 +220,16 @@ function refuse(socket: Duplex, response: string): void {
 function linger(socket: Duplex): void {
   socket.resume();
   setTimeout(() => socket.destroy(), REFUSED_LINGER_MS).unref();
+}
+
+/**
+ * A browser cannot set headers on a WebSocket: it offers its key as the subprotocol (`["x-api-key", key]`) or a
+ * same-site cookie, as the Agent Server reads it. The socket is counted by that key as a request is by its
+ * `x-api-key` (else a key's limits would not hold for its browser clients); only the count sees it, the upstream gets
+ * the handshake as sent.
+ */
+function countedHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
+  if (headers['sec-websocket-protocol'] === undefined && headers.cookie === undefined) return headers;
+  const offered = offeredCredential(asHeaders(headers));
+  return offered?.header === 'x-api-key' ? { ...headers, 'x-api-key': offered.value } : headers;
 }

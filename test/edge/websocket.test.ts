@@ -130,6 +130,26 @@ describe('WebSockets through the edge', () => {
     for (const ws of opened) ws.close();
   });
 
+  it("a key offered as the subprotocol (a browser's way) is counted as that key: its limit holds for browsers too", async () => {
+    const key = `k-${randomUUID()}`;
+    const asBrowser = (headers: Record<string, string> = {}) =>
+      openClient(`${gw.url}${thread()}`, headers, { protocols: ['x-api-key', key] });
+    const before = up.upgrades.length;
+    const opened = [await asBrowser(), await openClient(`${gw.url}${thread()}`, { 'x-api-key': key })];
+    const refused = await asBrowser().then(
+      () => null,
+      (err: { status: number; headers: Record<string, string> }) => err,
+    );
+    expect(refused?.status).toBe(429);
+    expect(refused?.headers.ratelimit).toMatch(/^"sockets.api-key";r=0;t=\d+$/);
+    // The upstream gets the handshake as sent: the key stays in the subprotocol, no header is added.
+    const seen = up.upgrades[before]!;
+    expect(seen.headers['x-api-key']).toBeUndefined();
+    expect(seen.headers['sec-websocket-protocol']).toBe(`x-api-key,${key}`);
+    expect(up.upgrades.length).toBe(before + 2);
+    for (const ws of opened) ws.close();
+  });
+
   it('an in-flight limit counts open sockets: a slot is held while the socket is open and comes back when it closes', async () => {
     const key = `k-${randomUUID()}`;
     const url = () => `${gw.url}/held/${randomUUID()}`;

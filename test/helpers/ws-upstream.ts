@@ -80,10 +80,10 @@ export async function startWsUpstream(): Promise<WsUpstream> {
 export function openClient(
   url: string,
   headers: Record<string, string> = {},
-  options: { perMessageDeflate?: boolean } = {},
+  options: { perMessageDeflate?: boolean; protocols?: string[] } = {},
 ): Promise<WebSocket> {
   return new Promise((resolve, reject) => {
-    const ws = new WebSocket(url.replace(/^http/, 'ws'), {
+    const ws = new WebSocket(url.replace(/^http/, 'ws'), options.protocols ?? [], {
       headers,
       perMessageDeflate: options.perMessageDeflate ?? false,
     });

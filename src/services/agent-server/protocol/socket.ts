@@ -3,7 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Logger } from 'pino';
 import type { ServerContext } from '../context.ts';
-import { handshakeHeaders, SUBPROTOCOLS } from './handshake-credentials.ts';
+import { handshakeHeaders, SUBPROTOCOLS } from '../../../keys/handshake-credentials.ts';
 import { handshakes } from './handshakes.ts';
 import { SocketSession } from './socket-session.ts';
 import type { ProtocolThreads } from './threads.ts';

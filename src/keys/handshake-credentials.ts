@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 
 /**
  * Where a WebSocket's credentials come from. Node clients send headers (the SDK's `webSocketFactory`); a browser
@@ -13,32 +13,51 @@ const KEY_COOKIE = 'langgraph_api_key';
 
 /** The handshake's headers, with the credentials of its subprotocol or cookie as the headers that carry them. */
 export function handshakeHeaders(req: IncomingMessage): Headers {
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    if (value === undefined) continue;
-    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  const headers = asHeaders(req.headers);
+  const offered = offeredCredential(headers);
+  if (offered === null) {
+    // Cookies of another site's page are dropped: the handshake goes unauthenticated (cross-site WebSocket hijacking).
+    if (!headers.has('authorization') && !headers.has('x-api-key') && !sameSite(headers)) headers.delete('cookie');
+    return headers;
   }
-  const explicit = headers.has('authorization') || headers.has('x-api-key');
+  headers.set(offered.header, offered.value);
+  return headers;
+}
+
+/**
+ * The credential a handshake offers in its subprotocol or cookie, as the header that would carry it, or null when it
+ * sends `authorization` / `x-api-key` itself (they win) or offers none. The edge counts a socket by the key it finds
+ * here as it counts a request by its `x-api-key`.
+ */
+export function offeredCredential(headers: Headers): { header: 'authorization' | 'x-api-key'; value: string } | null {
+  if (headers.has('authorization') || headers.has('x-api-key')) return null;
   const offered = (headers.get('sec-websocket-protocol') ?? '').split(',').map((p) => p.trim());
   for (let i = 0; i + 1 < offered.length; i++) {
     const scheme = offered[i]!.toLowerCase();
-    if (!SUBPROTOCOLS.has(scheme) || explicit) continue;
-    if (scheme === 'bearer') headers.set('authorization', `Bearer ${offered[i + 1]}`);
-    else headers.set('x-api-key', offered[i + 1]!);
-    return headers;
+    if (!SUBPROTOCOLS.has(scheme)) continue;
+    return scheme === 'bearer'
+      ? { header: 'authorization', value: `Bearer ${offered[i + 1]}` }
+      : { header: 'x-api-key', value: offered[i + 1]! };
   }
-  if (explicit || !headers.has('cookie')) return headers;
   // Cookie credentials only from a page of this site: another site's page could open a socket with the user's
-  // cookies (cross-site WebSocket hijacking), so theirs are dropped and the handshake goes unauthenticated.
-  if (!sameSite(headers)) {
-    headers.delete('cookie');
-    return headers;
-  }
-  const cookies = parseCookies(headers.get('cookie')!);
+  // cookies (cross-site WebSocket hijacking).
+  const cookie = headers.get('cookie');
+  if (cookie === null || !sameSite(headers)) return null;
+  const cookies = parseCookies(cookie);
   const token = cookies.get(TOKEN_COOKIE);
   const key = cookies.get(KEY_COOKIE);
-  if (token) headers.set('authorization', `Bearer ${token}`);
-  else if (key) headers.set('x-api-key', key);
+  if (token) return { header: 'authorization', value: `Bearer ${token}` };
+  if (key) return { header: 'x-api-key', value: key };
+  return null;
+}
+
+/** Node's headers of a request as fetch Headers (a repeated header joined as Node joins it). */
+export function asHeaders(incoming: IncomingHttpHeaders): Headers {
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(incoming)) {
+    if (value === undefined) continue;
+    headers.set(name, Array.isArray(value) ? value.join(', ') : value);
+  }
   return headers;
 }
 
