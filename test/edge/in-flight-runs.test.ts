@@ -20,7 +20,7 @@ guards:
     concurrent: 1
     until: run
     category: Runs in flight (API)
-    match: { method: POST, any: [{ template: "/threads/{uuid}/runs" }, { template: "/threads/{uuid}/runs/stream" }, { template: "/threads/{uuid}/commands" }] }
+    match: { method: POST, any: [{ template: "/threads/{uuid}/runs" }, { template: "/threads/{uuid}/runs/stream" }, { template: "/threads/{uuid}/runs/wait" }, { template: "/threads/{uuid}/commands" }] }
 rules:
   - id: open
     limits:
@@ -122,6 +122,39 @@ function untilRunScenario(name: string, edges: () => TestGateway[]) {
     expect(err).toMatchObject({ status: 429 });
     await cb.runs.cancel(t1.thread_id, runId);
     const again = await eventually('the slot came back when the run was cancelled', () =>
+      cb.runs
+        .create(t2.thread_id, 'slow', { input, config: { configurable: { wait_ms: 1 } } })
+        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
+    );
+    await cb.runs.join(t2.thread_id, again.run_id);
+  });
+
+  it(`${name}: a runs.wait whose client left before the answer holds its slot until its run ends`, async () => {
+    const [a, b = a] = edges();
+    const key = newKey();
+    const ca = client(a!, key);
+    const cb = client(b!, key);
+    const [t1, t2] = [await ca.threads.create(), await ca.threads.create()];
+    const leave = new AbortController();
+    const waiting = await fetch(`${a!.url}/threads/${t1.thread_id}/runs/wait`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ assistant_id: 'slow', input, config: { configurable: { wait_ms: 60_000 } } }),
+      signal: leave.signal,
+    });
+    // The answer's head comes at once, naming the run (as the official servers answer a wait); the client leaves.
+    expect(waiting.status).toBe(200);
+    const location = waiting.headers.get('content-location') ?? '';
+    const runId = location.split('/').at(-1)!;
+    expect(location).toBe(`/threads/${t1.thread_id}/runs/${runId}`);
+    leave.abort();
+    await eventually('the run goes on without its client', async () =>
+      (await cb.runs.get(t1.thread_id, runId)).status === 'running' ? true : undefined,
+    );
+    const err = await cb.runs.create(t2.thread_id, 'slow', { input }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ status: 429 });
+    await cb.runs.cancel(t1.thread_id, runId);
+    const again = await eventually('the slot came back when the waited run was cancelled', () =>
       cb.runs
         .create(t2.thread_id, 'slow', { input, config: { configurable: { wait_ms: 1 } } })
         .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),

@@ -10,6 +10,7 @@ import { errorSchema } from '../common-schemas.ts';
 import { operation, param, type Operation } from '../operations.ts';
 import { runBatch, runCreate, runSchema, type RunCreate } from './schemas.ts';
 import { sseResponse } from '../sse.ts';
+import { waitResponse } from '../wait-response.ts';
 import { startRun } from './start-run.ts';
 
 /**
@@ -18,8 +19,8 @@ import { startRun } from './start-run.ts';
  * `metadata` with the run id; the response's Content-Location names the
  * run, and its Location the run's join stream, where the public client
  * resumes after a broken connection (`Last-Event-ID`, see run-control-routes.ts). When the client goes away the run
- * is cancelled (`on_disconnect: cancel`, the default) or left to finish
- * (`continue`, the default of a `stream_resumable` run). The authenticated
+ * is left to finish (`on_disconnect: continue`, the default) or cancelled (`cancel`). A waited run answers its
+ * headers at once (wait-response.ts), the run's values when it ends. The authenticated
  * user reaches the graph at `config.configurable.service_auth_user` (and
  * the public name `langgraph_auth_user`); it is never stored with the run.
  *
@@ -78,9 +79,10 @@ export function runOperations(ctx: ServerContext): Operation[] {
       const signal = c.req.raw.signal;
       const gone = () => (onDisconnect === 'continue' ? undefined : handle.cancel('disconnect'));
       signal.addEventListener('abort', gone, { once: true });
-      const outcome = await handle.done.finally(() => signal.removeEventListener('abort', gone));
-      c.header('Content-Location', location);
-      return c.json(outcome.error ? { __error__: outcome.error } : (outcome.values ?? {}));
+      const answer = handle.done
+        .finally(() => signal.removeEventListener('abort', gone))
+        .then((outcome) => (outcome.error ? { __error__: outcome.error } : (outcome.values ?? {})));
+      return waitResponse(answer, { headers: { 'Content-Location': location }, keepAliveMs: ctx.heartbeatMs });
     };
   const create =
     (threaded: boolean) =>
