@@ -7,17 +7,20 @@ import {
   deploymentUserRules,
 } from '../../src/services/control-plane/serving/redis-acl-rules.ts';
 import { RedisAgentStore } from '../../src/services/agent-server/store/redis-agent-store.ts';
+import { RedisCheckpointer } from '../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from '../../src/services/agent-server/store/redis-item-store.ts';
 import { startRedis } from '../../support/redis-server.ts';
 import { storeContract } from '../services/agent-server/store/agent-store-contract.ts';
 import { itemQuotaContract } from '../services/agent-server/store/item-quota-contract.ts';
 import { itemTtlContract } from '../services/agent-server/store/item-ttl-contract.ts';
+import { threadStorageContract } from '../services/agent-server/store/thread-storage-contract.ts';
 
 /**
  * A deployment's Redis user may send only the commands its stores send (redis-acl-rules.ts). The store quotas added
  * scripts (EVALSHA, HINCRBY) that list did not have, and every store write of a deployed app answered 500 while the
  * stores' own tests, run as the platform's user, stayed green; item TTLs did it again (ZSCORE, ZRANGEBYSCORE). The
- * stores' contracts run here as that user.
+ * stores' contracts run here as that user, and the checkpointer's thread storage (`GET /threads/{id}/storage`) with its
+ * writes and deletes.
  */
 const server = await startRedis();
 const admin = new Redis(server.url, { maxRetriesPerRequest: 2 });
@@ -55,4 +58,10 @@ itemQuotaContract(
 itemTtlContract(
   'redis, as a deployment user',
   (now) => new RedisItemStore(clients[0], { prefix: `${dataPrefix}:ttl${++made}`, now }),
+);
+
+threadStorageContract(
+  'redis, as a deployment user',
+  () => new RedisCheckpointer(clients[0], { prefix: `${dataPrefix}:cp${++made}` }),
+  (n) => Math.round((n * 4) / 3),
 );

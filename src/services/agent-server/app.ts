@@ -36,6 +36,7 @@ import { storeOperations } from './api/store/items.ts';
 import { SERVER_VERSION, systemOperations } from './api/meta/system.ts';
 import { threadStateOperations } from './api/threads/state.ts';
 import { threadStreamOperation } from './api/threads/stream-route.ts';
+import { threadStorageOperation } from './api/threads/storage-route.ts';
 import { threadOperations } from './api/threads/threads.ts';
 import { protocolOperations } from './api/threads/protocol-routes.ts';
 import { ProtocolSockets } from './protocol/socket.ts';
@@ -180,6 +181,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       threadPruneOperation(ctx),
       ...threadOperations(ctx),
       ...threadStateOperations(ctx),
+      threadStorageOperation(ctx),
       threadStreamOperation(ctx),
       ...protocolOperations(ctx, protocolThreads),
       ...runOperations(ctx),

@@ -77,7 +77,7 @@ export function loadAgentServerSettings(env: Env): AgentServerSettings {
     apiKeys: keys,
     org: text(env, 'AGENT_SERVER_ORG', 'dev'),
     heartbeatMs: Math.round(heartbeatSeconds * 1000),
-    ttlSweepMs: Math.round(seconds(env, 'TTL_SWEEP_SECONDS', 60, 0.05, 86_400) * 1000),
+    ttlSweepMs: ttlSweepMs(env),
     storePrefix,
     logLevel,
     maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', DEFAULT_MAX_JSON_DEPTH, 1, 1000),
@@ -87,7 +87,16 @@ export function loadAgentServerSettings(env: Env): AgentServerSettings {
   });
 }
 
-function webhookHostsAllowed(env: Env): string[] {
+/**
+ * TTL_SWEEP_SECONDS in ms. Also read by the control plane for its deployments' Agent Servers (the operator's value,
+ * never a deployment's own variable).
+ */
+export function ttlSweepMs(env: Env): number {
+  return Math.round(seconds(env, 'TTL_SWEEP_SECONDS', 60, 0.05, 86_400) * 1000);
+}
+
+/** WEBHOOK_HOSTS_ALLOWED, checked. Also read by the control plane for its deployments' Agent Servers (as above). */
+export function webhookHostsAllowed(env: Env): string[] {
   const entries = list(env, 'WEBHOOK_HOSTS_ALLOWED');
   try {
     checkAllowedHosts(entries);

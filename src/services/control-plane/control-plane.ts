@@ -174,6 +174,7 @@ export async function createControlPlane(
           verifyKey: async (key) => (await keys.findKey(key))?.org ?? null,
           loadTimeoutMs: settings.loadTimeoutMs,
           logLevel: settings.logLevel,
+          ...settings.revisionAgentServer, // the operator's TTL_SWEEP_SECONDS and WEBHOOK_HOSTS_ALLOWED
           sandbox: settings.sandbox,
           trustAllTenants: settings.trustAllTenants,
           onOutput: (owner, stream, line) => runtimeLogs.add(owner.deploymentId, owner.revisionId, stream, line),

@@ -15,6 +15,7 @@ import {
 } from '../../settings/env.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkAllowedHosts } from '../shared/outbound-address.ts';
+import { ttlSweepMs, webhookHostsAllowed } from '../agent-server/settings.ts';
 import type { SandboxSetting } from '../../sandbox/probe.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
@@ -91,6 +92,12 @@ export interface ControlPlaneSettings {
   readonly sandbox: SandboxSetting;
   /** TRUST_ALL_TENANTS=1: without a sandbox, run every organisation's deployments (else only the gateway's own). */
   readonly trustAllTenants: boolean;
+  /**
+   * TTL_SWEEP_SECONDS and WEBHOOK_HOSTS_ALLOWED, as the bundled Agent Server reads them: handed to every deployment's
+   * Agent Server by the control plane (the process gets them in its start message, not its environment, so a
+   * deployment's own `env` or secrets cannot change them).
+   */
+  readonly revisionAgentServer: { readonly ttlSweepMs: number; readonly webhookHostsAllowed: readonly string[] };
   /** MAX_DEPLOYMENTS_PER_TENANT (default 20): a workspace's deployments in this region; one more answers 409. */
   readonly maxDeploymentsPerTenant: number;
 }
@@ -142,6 +149,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     sandbox: oneOf(env, 'SANDBOX', ['auto', 'bwrap', 'off'], 'auto'),
     trustAllTenants: oneOf(env, 'TRUST_ALL_TENANTS', ['0', '1'], '0') === '1',
     maxDeploymentsPerTenant: integer(env, 'MAX_DEPLOYMENTS_PER_TENANT', 20, 1, 1_000_000),
+    revisionAgentServer: Object.freeze({ ttlSweepMs: ttlSweepMs(env), webhookHostsAllowed: webhookHostsAllowed(env) }),
   });
 }
 

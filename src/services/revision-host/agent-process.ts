@@ -78,6 +78,9 @@ async function main(control: ProcessControl): Promise<void> {
       org: control.org ?? '\u0000none',
       log,
       heartbeatMs: control.heartbeatMs,
+      // The operator's, from the host: never the process environment, which the deployment's env and secrets fill.
+      ttlSweepMs: control.ttlSweepMs,
+      webhooks: { allowed: control.webhookHostsAllowed },
       ...(redis && {
         store: new RedisAgentStore(redis, { prefix: control.dataPrefix }),
         checkpointer: new RedisCheckpointer(redis, { prefix: control.dataPrefix }),

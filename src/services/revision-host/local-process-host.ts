@@ -45,6 +45,10 @@ export interface LocalProcessHostOptions {
   readonly loadTimeoutMs: number;
   readonly logLevel?: string;
   readonly heartbeatMs?: number;
+  /** The operator's TTL_SWEEP_SECONDS (in ms) for every revision's Agent Server; default 1 min. */
+  readonly ttlSweepMs?: number;
+  /** The operator's WEBHOOK_HOSTS_ALLOWED for every revision's Agent Server; default none. */
+  readonly webhookHostsAllowed?: readonly string[];
   /** After a drain, how long a process may take to exit before SIGKILL. */
   readonly killGraceMs?: number;
   /** SANDBOX (default auto: bwrap when it works here). */
@@ -212,6 +216,8 @@ export class LocalProcessHost implements RevisionHost {
       dataPrefix: spec.dataPrefix,
       logLevel: this.o.logLevel ?? 'info',
       heartbeatMs: this.o.heartbeatMs ?? 10_000,
+      ttlSweepMs: this.o.ttlSweepMs ?? 60_000,
+      webhookHostsAllowed: this.o.webhookHostsAllowed ?? [],
     };
   }
 

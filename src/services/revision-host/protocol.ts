@@ -23,6 +23,10 @@ export interface ProcessControl {
   readonly dataPrefix: string;
   readonly logLevel: string;
   readonly heartbeatMs: number;
+  /** The operator's TTL_SWEEP_SECONDS (in ms): how often expired threads and store items are swept. */
+  readonly ttlSweepMs: number;
+  /** The operator's WEBHOOK_HOSTS_ALLOWED: what a run's webhook may reach although loopback, private or reserved. */
+  readonly webhookHostsAllowed: readonly string[];
 }
 
 export type ToChild =

@@ -65,6 +65,7 @@ describe('control plane settings', () => {
       publicUrl: null,
       deploymentsDomain: null,
       edgePort: 8080,
+      revisionAgentServer: { ttlSweepMs: 60_000, webhookHostsAllowed: [] },
     });
     expect(
       loadControlPlaneSettings({
@@ -75,6 +76,8 @@ describe('control plane settings', () => {
         PUBLIC_URL: 'https://gw.example.com',
         DEPLOYMENTS_DOMAIN: 'Apps.Example.com',
         PORT: '9000',
+        TTL_SWEEP_SECONDS: '0.5',
+        WEBHOOK_HOSTS_ALLOWED: 'hooks.internal:8443,10.0.0.0/8',
       }),
     ).toMatchObject({
       deploymentMemoryMb: 256,
@@ -84,6 +87,7 @@ describe('control plane settings', () => {
       publicUrl: 'https://gw.example.com',
       deploymentsDomain: 'apps.example.com',
       edgePort: 9000,
+      revisionAgentServer: { ttlSweepMs: 500, webhookHostsAllowed: ['hooks.internal:8443', '10.0.0.0/8'] },
     });
     for (const [name, value] of [
       ['DEPLOYMENT_MEMORY_MB', '10'],
@@ -91,6 +95,8 @@ describe('control plane settings', () => {
       ['DEPLOYMENTS_DOMAIN', 'not a domain'],
       ['DEPLOYMENT_DATA_PREFIX', 'has:colon'],
       ['PUBLIC_URL', 'ftp://x'],
+      ['TTL_SWEEP_SECONDS', '0'],
+      ['WEBHOOK_HOSTS_ALLOWED', 'http://x/'],
     ] as const) {
       expect(() => loadControlPlaneSettings({ [name]: value }), name).toThrow(SettingsError);
       expect(() => loadControlPlaneSettings({ [name]: value }), name).toThrow(name);

@@ -18,6 +18,8 @@ import {
   type SerializerProtocol,
 } from '@langchain/langgraph-checkpoint';
 import type { Redis } from 'ioredis';
+import { measureRedisThread } from './redis-checkpoint-storage.ts';
+import type { ThreadStorage } from './storage-tally.ts';
 
 /**
  * A LangGraph checkpointer in plain Redis, with MemorySaver's semantics
@@ -179,6 +181,11 @@ export class RedisCheckpointer extends BaseCheckpointSaver {
       .srem(this.k('threads'), threadId)
       .exec()
       .then(check);
+  }
+
+  /** What the thread's checkpoints occupy, as stored (`GET /threads/{id}/storage`). */
+  storageOf(threadId: string): Promise<ThreadStorage> {
+    return measureRedisThread(this.client, this.base, threadId);
   }
 
   private async tuple(

@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import {
+  emptyCheckpoint,
+  type BaseCheckpointSaver,
+  type Checkpoint,
+  type CheckpointMetadata,
+} from '@langchain/langgraph-checkpoint';
+import { describe, expect, it } from 'vitest';
+import { threadStorageReader } from '../../../../src/services/agent-server/store/checkpoint-storage.ts';
+
+/**
+ * What a thread occupies in one of the server's checkpointers (`GET /threads/{id}/storage`), the same for memory and
+ * Redis: rows of every namespace of this thread only, a channel's value counted in each checkpoint that holds it, its
+ * bytes its JSON as the checkpointer stores it (`encoded`: as is in memory, base64 in Redis).
+ */
+const META: CheckpointMetadata = { source: 'loop', step: 0, parents: {} };
+
+function checkpoint(values: Record<string, unknown>): Checkpoint {
+  const c = emptyCheckpoint();
+  return {
+    ...c,
+    channel_values: values,
+    channel_versions: Object.fromEntries(Object.keys(values).map((k) => [k, 1])),
+  };
+}
+
+export function threadStorageContract(
+  name: string,
+  make: () => BaseCheckpointSaver,
+  encoded: (jsonBytes: number) => number,
+): void {
+  describe(`thread storage: ${name}`, () => {
+    it('counts every namespace of the thread, one channel row per checkpoint holding it, and its writes', async () => {
+      const saver = make();
+      const measure = threadStorageReader(saver)!;
+      const thread = randomUUID();
+      expect(await measure(thread)).toMatchObject({ total_bytes: 0, checkpoints: { rows: 0, bytes: 0 } });
+
+      const text = 'ä'.repeat(50); // 100 bytes in UTF-8
+      const messages = [text];
+      const root = await saver.put(
+        { configurable: { thread_id: thread, checkpoint_ns: '' } },
+        checkpoint({ messages, step: 1 }),
+        META,
+        {},
+      );
+      await saver.put(
+        { configurable: { thread_id: thread, checkpoint_ns: 'child:1' } },
+        checkpoint({ messages }),
+        META,
+        {},
+      );
+      await saver.putWrites(root, [['messages', [text]]], 'task-1');
+      await saver.putWrites(root, [['step', 2]], 'task-2');
+
+      const first = await measure(thread);
+      expect(first.checkpoints.rows).toBe(2);
+      expect(first.channel_values.by_channel).toEqual({
+        messages: { rows: 2, bytes: 2 * encoded(Buffer.byteLength(JSON.stringify(messages))) },
+        step: { rows: 1, bytes: encoded(1) },
+      });
+      expect(first.channel_values).toMatchObject({ rows: 3, bytes: 2 * encoded(104) + encoded(1) });
+      expect(first.pending_writes.rows).toBe(2);
+      expect(first.pending_writes.bytes).toBeGreaterThan(100); // the first write holds the text
+      expect(first.checkpoints.bytes).toBeGreaterThan(0);
+      expect(first.total_bytes).toBe(first.checkpoints.bytes + first.channel_values.bytes + first.pending_writes.bytes);
+
+      await saver.put(root, checkpoint({ messages: [...messages, text], step: 2 }), META, {});
+      const second = await measure(thread);
+      expect(second.checkpoints.rows).toBe(3);
+      expect(second.channel_values.by_channel.messages!.rows).toBe(3);
+      expect(second.total_bytes).toBeGreaterThan(first.total_bytes);
+    });
+
+    it("leaves out other threads, one whose id starts with this one's too, and forgets a deleted thread", async () => {
+      const saver = make();
+      const measure = threadStorageReader(saver)!;
+      const thread = randomUUID();
+      for (const id of [thread, `${thread}0`]) {
+        const written = await saver.put(
+          { configurable: { thread_id: id, checkpoint_ns: '' } },
+          checkpoint({ messages: ['x'] }),
+          META,
+          {},
+        );
+        await saver.putWrites(written, [['messages', ['y']]], 'task');
+      }
+      const alone = await measure(thread);
+      expect(alone).toMatchObject({ thread_id: thread, checkpoints: { rows: 1 }, pending_writes: { rows: 1 } });
+      expect(await measure(`${thread}0`)).toMatchObject({ checkpoints: { rows: 1 }, pending_writes: { rows: 1 } });
+      await saver.deleteThread(thread);
+      expect(await measure(thread)).toMatchObject({ total_bytes: 0, pending_writes: { rows: 0 } });
+      // Rows hold no thread id, and the two threads' rows are alike: the other thread's storage is unchanged.
+      expect((await measure(`${thread}0`)).total_bytes).toBe(alone.total_bytes);
+    });
+  });
+}
