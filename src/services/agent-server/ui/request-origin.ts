@@ -1,9 +1,9 @@
 /**
  * Where the browser reaches this server, for the URLs of `POST /ui/{agent}`'s answer: the host the client asked for
  * (`x-forwarded-host` when a proxy says so, as the edge does since it sends its upstream's own Host; else `Host`), the
- * scheme a proxy reports (`x-forwarded-proto`), and the path a proxy stripped (`x-forwarded-prefix`: a deployment's
- * `/deployments/{id}` at the edge). As on the official server, without a reported scheme a local host gets `http:`
- * and any other a protocol-relative URL. Each value is checked against its grammar: a value that is not a host, a
+ * scheme when a proxy reports `x-forwarded-proto: https`, and the path a proxy stripped (`x-forwarded-prefix`: a
+ * deployment's `/deployments/{id}` at the edge). Otherwise, as on the official server, a local host gets `http:` and
+ * any other a protocol-relative URL. Each value is checked against its grammar: a value that is not a host, a
  * scheme or a path is refused (the header's name comes back), never written into the page.
  */
 export type RequestOrigin = { readonly origin: string } | { readonly badHeader: string };
@@ -22,7 +22,9 @@ export function requestOrigin(header: (name: string) => string | undefined): Req
   if (proto !== undefined && proto !== 'http' && proto !== 'https') return { badHeader: 'x-forwarded-proto' };
   const prefix = header('x-forwarded-prefix')?.trim().replace(/\/+$/, '') ?? '';
   if (prefix.length > 512 || !PREFIX.test(prefix)) return { badHeader: 'x-forwarded-prefix' };
-  const scheme = proto !== undefined ? `${proto}:` : isLocal(host) ? 'http:' : '';
+  // `http` from a proxy may be a TLS-terminating balancer's hop it did not trust: the page's own scheme (a
+  // protocol-relative URL) is the safer guess then, as on the official server.
+  const scheme = proto === 'https' ? 'https:' : isLocal(host) ? 'http:' : '';
   return { origin: `${scheme}//${host}${prefix}` };
 }
 

@@ -112,3 +112,16 @@ describe('unknown agents and files', () => {
     expect(res.text).not.toMatch(/root:|graphs|weather/);
   });
 });
+
+describe('the scheme of the URLs', () => {
+  it.each([
+    [{ host: 'agents.example.com', 'x-forwarded-proto': 'https' }, 'https://agents.example.com'],
+    // `http` from a proxy may be the hop after a TLS balancer: the page's own scheme (protocol-relative) then.
+    [{ host: 'agents.example.com', 'x-forwarded-proto': 'http' }, '//agents.example.com'],
+    [{ host: 'localhost:8123' }, 'http://localhost:8123'],
+    [{ 'x-forwarded-host': 'gw.example', 'x-forwarded-prefix': '/deployments/d-1/' }, '//gw.example/deployments/d-1'],
+  ])('%j → %s', async (headers, origin) => {
+    const res = await postUi({ name: 'weather' }, headers);
+    expect(attributeValues(res.text, 'src')).toEqual([`${origin}/ui/agent/entrypoint.js`]);
+  });
+});
