@@ -1,3 +1,5 @@
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AppConfigError, GraphLoadError } from '../../../../src/services/agent-server/app-config.ts';
@@ -87,4 +89,31 @@ describe('a component that does not build fails the start in one line', () => {
     expect(err.line).toMatch(/^ui\.agent: ui\.tsx:1:\d+: Could not resolve "no-such-package-here"$/);
     expect(err.line).not.toContain(configPath.replace(/\/langgraph\.json$/, ''));
   });
+
+  it('run alone (main.ts): exit 3, and the last line of stderr is that line', async () => {
+    const configPath = apps.make({
+      'langgraph.json': withUi({ agent: './src/ui.tsx' }),
+      'src/ui.tsx': 'export default {\n  weather: () => <b>hi</b> if\n};\n',
+    });
+    const child = spawn(process.execPath, ['--import', 'tsx', 'src/services/agent-server/main.ts'], {
+      cwd: fileURLToPath(new URL('../../../../', import.meta.url)),
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        APP_CONFIG: configPath,
+        AGENT_SERVER_PORT: '0',
+        AGENT_SERVER_API_KEYS: 'k-test-0123456789abcdef',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.stdout.resume();
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    expect(code).toBe(3);
+    // esbuild prints its own diagnostic (with the code frame) before it; the server's verdict is one line.
+    const lines = stderr.split('\n').filter((l) => l.trim() !== '');
+    expect(lines.at(-1)).toMatch(/^agent server: ui\.agent: src\/ui\.tsx:2:\d+: Expected "\}" but found "if"$/);
+    expect(stderr).not.toMatch(/^\s+at /m); // no stack
+  }, 30_000);
 });
