@@ -84,6 +84,13 @@ describe('unknown agents and files', () => {
     expect(JSON.parse(res.text)).toEqual({ detail: 'No UI for "nope": the app\'s langgraph.json has "ui" for agent' });
   });
 
+  it('POST /ui/<an assistant id that is not there> → 404 as any unknown name', async () => {
+    const id = '00000000-0000-4000-8000-000000000000';
+    const res = await postUi({ name: 'weather' }, {}, `/ui/${id}`);
+    expect(res.status).toBe(404);
+    expect(JSON.parse(res.text)).toEqual({ detail: `No UI for "${id}": the app's langgraph.json has "ui" for agent` });
+  });
+
   it('POST /ui/agent without a key → 401 (the API\u2019s authentication)', async () => {
     const res = await rawHttp(agent.url, {
       method: 'POST',

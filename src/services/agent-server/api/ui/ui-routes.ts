@@ -1,6 +1,7 @@
 import type { Context } from 'hono';
 import { z } from 'zod';
 import type { AgentEnv } from '../../auth/authenticate.ts';
+import { httpStatusOf } from '../../auth/custom-handlers.ts';
 import type { ServerContext } from '../../context.ts';
 import { ApiError } from '../../errors.ts';
 import type { UiBundles } from '../../ui/ui-bundle.ts';
@@ -83,7 +84,12 @@ async function bundleName(c: Context<AgentEnv>, ctx: ServerContext, bundles: UiB
         : `No UI for "${agent.slice(0, 128)}": the app's langgraph.json has "ui" for ${[...bundles.keys()].join(', ')}`,
     );
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(agent)) throw noUi();
-  const assistant = await visibleAssistant(c, ctx, agent, 'read').catch(() => null);
+  // Not there, or not the caller's (404 or the handler's 403): no UI, as for any name. A failing store still fails.
+  const assistant = await visibleAssistant(c, ctx, agent, 'read').catch((err: unknown) => {
+    const status = httpStatusOf(err)?.status;
+    if (status === 404 || status === 403) return null;
+    throw err;
+  });
   if (assistant === null || !bundles.has(assistant.graph_id)) throw noUi();
   return assistant.graph_id;
 }
