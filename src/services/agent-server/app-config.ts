@@ -9,12 +9,13 @@ import {
   splitModuleSpec,
   type HttpConfig,
 } from '../shared/langgraph-config.ts';
+import { uiComponentFiles, UiFileError } from './ui/ui-files.ts';
 
 /**
  * The app an Agent Server serves, from its app config (`langgraph.json`,
  * parsed by ../shared/langgraph-config.ts): `auth.path` names the custom auth
  * handler, `http.app` a Hono app of custom routes, `env` the variables the app
- * needs (a map, or a `.env` file). Files are TypeScript or JavaScript, relative
+ * needs (a map, or a `.env` file), `ui` the generative UI components. Files are TypeScript or JavaScript, relative
  * to the config file (or absolute), and loaded with a dynamic import (tsx or
  * vitest compile TypeScript on the fly). Every problem is an AppConfigError
  * naming the file and the key to fix; a graph whose module fails to load is a
@@ -47,6 +48,10 @@ export interface AppConfig {
   readonly disableStudioAuth: boolean;
   /** `graphs.<name>.description`: the description of the graph's default assistant. */
   readonly descriptions: ReadonlyMap<string, string>;
+  /** `ui`: graph name → absolute path of its components' file, inside the app's folder (ui/ui-files.ts). */
+  readonly ui: ReadonlyMap<string, string>;
+  /** `ui_config.shared`: modules the UI bundles leave to the page. */
+  readonly uiShared: readonly string[];
 }
 
 export class AppConfigError extends Error {
@@ -101,6 +106,9 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
     auth: (path) => moduleRef(base, path, `${configFile}: auth.path`),
   });
   const httpApp = config.http.app === null ? null : await moduleRef(base, config.http.app, `${configFile}: http.app`);
+  const ui = await uiComponentFiles(base, config.ui).catch((err: unknown) => {
+    throw err instanceof UiFileError ? new AppConfigError(`${configFile}: ${err.message}`) : err;
+  });
   return {
     configFile,
     graphs: new Map(config.graphs),
@@ -112,6 +120,8 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
     env: typeof config.env === 'string' ? await readEnvFile(base, config.env, configFile) : (config.env ?? {}),
     descriptions: config.descriptions,
     disableStudioAuth: config.disableStudioAuth,
+    ui,
+    uiShared: config.ui.shared,
   };
 }
 

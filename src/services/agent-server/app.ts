@@ -1,10 +1,11 @@
 import { getConfig, MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
 import { Hono } from 'hono';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { applyAppEnv, importExport, readAppConfig, type AppConfig } from './app-config.ts';
 import { corsMiddleware } from './api/cors.ts';
 import { configurableHeaderFilter } from './api/runs/configurable-headers.ts';
-import { loadHttpApp, mountHttpApp, PUBLIC_PATHS } from './api/meta/custom-routes.ts';
+import { loadHttpApp, mountHttpApp, publicPathTest } from './api/meta/custom-routes.ts';
 import { registerSdkLogger } from './sdk-logger.ts';
 import { graphDefaults } from './graph-defaults.ts';
 import { ensureDefaultAssistants } from './api/assistants/lookup.ts';
@@ -39,6 +40,8 @@ import { threadStreamOperation } from './api/threads/stream-route.ts';
 import { threadStorageOperation } from './api/threads/storage-route.ts';
 import { threadOperations } from './api/threads/threads.ts';
 import { protocolOperations } from './api/threads/protocol-routes.ts';
+import { uiOperations } from './api/ui/ui-routes.ts';
+import { bundleUi } from './ui/ui-bundle.ts';
 import { ProtocolSockets } from './protocol/socket.ts';
 import { ProtocolThreads } from './protocol/threads.ts';
 
@@ -50,7 +53,7 @@ import { ProtocolThreads } from './protocol/threads.ts';
  * `getLogger()`, then its modules), creates the default assistants (with the
  * per-graph configuration of LANGGRAPH_CONFIG) and returns the app with a
  * `close` that cancels running graphs. A module of the app that fails to load
- * rejects with a GraphLoadError (app-config.ts).
+ * (or a `ui` component that fails to bundle, ui/ui-bundle.ts) rejects with a GraphLoadError (app-config.ts).
  */
 export interface AgentServerOptions {
   /** Path of the app config (`langgraph.json`). */
@@ -152,6 +155,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     handlers = authHandlers(await importExport(config.auth, where), where);
   }
   const httpApp = config.httpApp === null ? null : await loadHttpApp(config.httpApp, config.configFile);
+  const uiBundles = await bundleUi(dirname(config.configFile), config.ui, config.uiShared);
   const store = options.store ?? new MemoryAgentStore();
   await ensureDefaultAssistants(store, graphs, graphDefaults(config.descriptions));
   const webhooks = new Webhooks(log, options.webhooks);
@@ -189,6 +193,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       bulkCancelOperation(ctx),
       ...cronOperations(ctx),
       ...storeOperations(ctx),
+      ...uiOperations(ctx, uiBundles),
     ],
     config.disabled,
   );
@@ -215,7 +220,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   });
   // `http.app`: as the official server mounts it, after authentication and before the API routes (its routes win
   // over the API's, its middleware sees every API request). Only the public paths (/ok, /info, the docs) skip it.
-  if (httpApp !== null) mountHttpApp(app, httpApp, auth, PUBLIC_PATHS(ops));
+  if (httpApp !== null) mountHttpApp(app, httpApp, auth, publicPathTest(ops));
   mount(app, ops, auth, options.maxJsonDepth);
   app.notFound(notFoundJson);
   app.onError(serviceErrorHandler(log, 'agent server'));

@@ -1,4 +1,5 @@
 import { jsonErrorPosition } from './json-error-position.ts';
+import { uiOf, type UiConfig, type UiProblem } from './langgraph-ui-config.ts';
 
 /**
  * The app config format (`langgraph.json` in the public platform), parsed once for the control plane's build and the
@@ -6,7 +7,8 @@ import { jsonErrorPosition } from './json-error-position.ts';
  * an optional `auth.path` as `<file>:<export>` or `<file>` (its default export), an optional `env` (a map of variable
  * to string value, or the path of a `.env` file), an optional `http` (`app`: `<file>:<export>` of a Hono app;
  * `configurable_headers`: `include` / `exclude` lists of header patterns; `cors`; `disable_assistants`, `disable_threads`,
- * `disable_runs`, `disable_store`, `disable_meta`) and a graph's optional `description`.
+ * `disable_runs`, `disable_store`, `disable_meta`), a graph's optional `description`, and `ui` / `ui_config`
+ * (langgraph-ui-config.ts).
  *
  * Only the format lives here. Where files resolve and what counts as a file (inside the checkout for a build, anywhere
  * on the host for the Agent Server) is each caller's, and so are its error type and messages: every problem reaches
@@ -25,7 +27,9 @@ export type ConfigProblem =
   | { readonly kind: 'auth-path-not-string' }
   | { readonly kind: 'env-invalid' }
   /** A key of the `http` block (or `auth.disable_studio_auth`) that is not what it must be. */
-  | { readonly kind: 'http-invalid'; readonly key: string };
+  | { readonly kind: 'http-invalid'; readonly key: string }
+  /** A key of `ui` or `ui_config` (langgraph-ui-config.ts). */
+  | UiProblem;
 
 /** The `http` block, as written (only the keys the servers use are checked). */
 export interface HttpConfig {
@@ -75,6 +79,8 @@ export async function parseLanggraphConfig<G, A>(
   descriptions: ReadonlyMap<string, string>;
   /** `auth.disable_studio_auth`: the design studio's requests go through the auth handler like any other. */
   disableStudioAuth: boolean;
+  /** `ui` and `ui_config.shared` (generative UI). */
+  ui: UiConfig;
 }> {
   let config: unknown;
   try {
@@ -120,6 +126,7 @@ export async function parseLanggraphConfig<G, A>(
     http: httpOf(config.http, visit),
     descriptions,
     disableStudioAuth,
+    ui: uiOf(config.ui, config.ui_config, (p) => visit.problem(p)),
   };
 }
 
@@ -254,6 +261,8 @@ export function describeConfigProblem(configFile: string, p: ConfigProblem): str
       return `${configFile}: env: must be a map of variable names to string values, or the path of a .env file`;
     case 'http-invalid':
       return `${configFile}: ${p.key}: ${httpRule(p.key)}`;
+    case 'ui-invalid':
+      return `${configFile}: ${p.key}: ${p.rule}`;
   }
 }
 

@@ -63,24 +63,24 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
     await requireFile(rootReal, base, file, 'http.app', at);
   }
   if (typeof config.env === 'string') await requireFile(rootReal, base, config.env, 'env', at);
-  const extra = extraKeys(text);
-  for (const [name, file] of extra.ui) await requireFile(rootReal, base, file, `ui.${name}`, at);
+  const installScripts = installScriptsOf(text);
+  for (const [name, file] of config.ui.components) {
+    await requireFile(rootReal, base, file, `ui.${name}`, at);
+    // The bundler (@langchain/langgraph-ui) takes only files below the config's folder: say so now, not at the start.
+    if (outside(posix.normalize(file)))
+      throw new BuildFailure(`ui.${name}: file ${file} is outside the app's folder (where ${configFile} is)`);
+  }
   const graphs: Record<string, string> = {};
   for (const [name, graph] of config.graphs) graphs[name] = graph;
-  return { graphs, authPath: config.auth, installScripts: extra.installScripts };
+  return { graphs, authPath: config.auth, installScripts };
 }
 
-/** The keys only a build reads: `ui` (a map of name to file) and `install_scripts` (true or false). */
-function extraKeys(text: string): { ui: [string, string][]; installScripts: boolean } {
-  const config = JSON.parse(text) as Record<string, unknown>; // parsed once already: valid JSON, an object
-  const { ui, install_scripts: scripts } = config;
+/** `install_scripts` (true or false), the key only a build reads. */
+function installScriptsOf(text: string): boolean {
+  const scripts = (JSON.parse(text) as Record<string, unknown>).install_scripts; // parsed once already: valid JSON
   if (scripts !== undefined && scripts !== null && typeof scripts !== 'boolean')
     throw new BuildFailure('install_scripts: must be true or false');
-  if (ui === undefined || ui === null) return { ui: [], installScripts: scripts === true };
-  const entries = typeof ui === 'object' && !Array.isArray(ui) ? Object.entries(ui) : null;
-  if (entries === null || !entries.every((e): e is [string, string] => typeof e[1] === 'string' && e[1] !== ''))
-    throw new BuildFailure('ui: must be a map of component names to files');
-  return { ui: entries, installScripts: scripts === true };
+  return scripts === true;
 }
 
 function splitSpec(where: string, spec: string, exportRequired: boolean): { file: string; exportName: string } {
