@@ -171,13 +171,13 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     configurableHeaders: configurableHeaderFilter(config.configurableHeaders),
     quotas: { ...DEFAULT_AGENT_QUOTAS, ...options.quotas },
     webhooks,
+    protocolThreads: new ProtocolThreads(),
   };
   const orphaned = await settleOrphans(ctx);
   if (orphaned > 0)
     log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
   const sweeper = new TtlSweeper(ctx, options.ttlSweepMs);
-  const protocolThreads = new ProtocolThreads();
   const ops = served(
     [
       ...systemOperations(),
@@ -187,7 +187,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       ...threadStateOperations(ctx),
       threadStorageOperation(ctx),
       threadStreamOperation(ctx),
-      ...protocolOperations(ctx, protocolThreads),
+      ...protocolOperations(ctx, ctx.protocolThreads),
       ...runOperations(ctx),
       ...runControlOperations(ctx),
       bulkCancelOperation(ctx),
@@ -227,7 +227,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   log.info({ config: config.configFile, graphs: graphs.names, customAuth: handlers !== null }, 'agent server ready');
   scheduler.start();
   sweeper.start();
-  const sockets = new ProtocolSockets(ctx, protocolThreads, app, log);
+  const sockets = new ProtocolSockets(ctx, ctx.protocolThreads, app, log);
 
   return {
     app,

@@ -40,7 +40,11 @@ export class SocketSession {
       this.alive = false;
       ws.ping();
     }, PING_MS).unref();
-    call.thread.events.follow(this.live, (event) => [...this.subscriptions.values()].some((m) => m(event)));
+    call.thread.events.follow(
+      this.live,
+      (event) => [...this.subscriptions.values()].some((m) => m(event)),
+      () => this.close(4404, 'thread deleted'),
+    );
   }
 
   close(code: number, reason: string): void {

@@ -47,7 +47,7 @@ const HELD_EVENTS = 20_000;
 export class ThreadEvents {
   private seq = Date.now() * 1000;
   private held: ProtocolEvent[] = [];
-  private readonly readers = new Map<EventSink, EventMatch>();
+  private readonly readers = new Map<EventSink, { match: EventMatch; onEnd: () => void }>();
   /** When the last reader left or the last event came: an idle log can be dropped (threads.ts). */
   lastActive = Date.now();
   /** When a reader last came (an event stream, a WebSocket subscription): see settled. */
@@ -80,7 +80,7 @@ export class ThreadEvents {
     } as ProtocolEvent;
     this.held.push(event);
     if (this.held.length > HELD_EVENTS) this.held.splice(0, this.held.length - HELD_EVENTS);
-    for (const [sink, match] of this.readers) if (match(event)) sink(event);
+    for (const [sink, { match }] of this.readers) if (match(event)) sink(event);
     return event;
   }
 
@@ -89,10 +89,21 @@ export class ThreadEvents {
     return this.held.filter((event) => (since === undefined || (event.seq ?? 0) > since) && match(event));
   }
 
-  /** From now on, every event `match` wants goes to `sink` (replay first, in the same tick, to miss nothing). */
-  follow(sink: EventSink, match: EventMatch): void {
-    this.readers.set(sink, match);
+  /**
+   * From now on, every event `match` wants goes to `sink` (replay first, in the same tick, to miss nothing), until the
+   * reader leaves (detach) or the thread is deleted (`onEnd`).
+   */
+  follow(sink: EventSink, match: EventMatch, onEnd: () => void): void {
+    this.readers.set(sink, { match, onEnd });
     this.touch();
+  }
+
+  /** The thread was deleted: nothing more is held or replayed, and every reader is ended. */
+  end(): void {
+    this.held = [];
+    const readers = [...this.readers.values()];
+    this.readers.clear();
+    for (const { onEnd } of readers) onEnd();
   }
 
   /** A reader came or widened what it reads (a WebSocket subscription). */

@@ -35,8 +35,12 @@ export class ProtocolThreads {
     return thread;
   }
 
-  /** The thread was deleted: its events go too. */
+  /**
+   * The thread was deleted: its events go too, and its readers' streams end (a thread made again with the same id
+   * starts with nothing to replay).
+   */
   drop(threadId: string): void {
+    this.threads.get(threadId)?.events.end();
     this.threads.delete(threadId);
   }
 

@@ -205,3 +205,50 @@ describe('WebSocket', () => {
     ws.close();
   });
 });
+
+describe('a deleted thread', () => {
+  it('ends its event streams and sockets, and a thread made again with its id replays nothing of it', async () => {
+    const key = newKey();
+    const client = new Client({ apiUrl: server.url, apiKey: key });
+    const threadId = crypto.randomUUID();
+    await post(key, `/threads/${threadId}/commands`, {
+      id: 1,
+      method: 'run.start',
+      params: { assistant_id: 'agent', input: userInput('the first owner said this') },
+    });
+    expect((await events(key, threadId, { channels: ['lifecycle', 'values'] })).length).toBeGreaterThan(0);
+    // A reader stays on the thread (the stream is open across runs) and a socket follows it.
+    const reader = await fetch(`${server.url}/threads/${threadId}/stream/events`, {
+      method: 'POST',
+      headers: { 'x-api-key': key, 'content-type': 'application/json' },
+      body: JSON.stringify({ channels: ['values'] }),
+    });
+    const readToEnd = (async () => {
+      for await (const _chunk of reader.body as unknown as AsyncIterable<Uint8Array>);
+      return 'ended';
+    })();
+    const ws = new WebSocket(`${server.url.replace('http', 'ws')}/threads/${threadId}/stream/events`, {
+      headers: { 'x-api-key': key },
+    });
+    await new Promise((resolve, reject) => (ws.once('open', resolve), ws.once('error', reject)));
+    const socketClosed = new Promise<number>((resolve) => ws.once('close', resolve));
+
+    await client.threads.delete(threadId);
+    const timeout = (ms: number) => new Promise((r) => setTimeout(r, ms, 'still open'));
+    expect(await Promise.race([readToEnd, timeout(5000)])).toBe('ended');
+    expect(await Promise.race([socketClosed, timeout(5000)])).toBe(4404);
+
+    // The same id again: its readers see its own run only, nothing held from the deleted one.
+    await client.threads.create({ threadId });
+    await post(key, `/threads/${threadId}/commands`, {
+      id: 2,
+      method: 'run.start',
+      params: { assistant_id: 'agent', input: userInput('the second owner said this') },
+    });
+    const again = await events(key, threadId, { channels: ['lifecycle', 'values'], since: 0 });
+    expect(again.length).toBeGreaterThan(0);
+    const text = JSON.stringify(again);
+    expect(text).toContain('the second owner said this');
+    expect(text).not.toContain('the first owner said this');
+  });
+});

@@ -94,7 +94,7 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
         const sink = (e: ProtocolEvent) => frames.push({ event: e.method, data: JSON.stringify(e), id: e.event_id });
         const match = matching({ channels: new Set(body.channels), namespaces: body.namespaces, depth: body.depth });
         for (const e of thread.events.replay(match, body.since)) sink(e);
-        thread.events.follow(sink, match);
+        thread.events.follow(sink, match, () => frames.close());
         return sseResponse(frames, {
           headers: {},
           open: true,
