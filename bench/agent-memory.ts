@@ -61,7 +61,8 @@ function extractBase(tmp: string): string {
   return dir;
 }
 
-const mean = (xs: number[]) => Math.round(xs.reduce((a, b) => a + b, 0) / Math.max(1, xs.length));
+/** The mean, rounded; NaN for none (a reading not taken: JSON shows null). */
+const mean = (xs: number[]) => (xs.length === 0 ? NaN : Math.round(xs.reduce((a, b) => a + b, 0) / xs.length));
 const ratio = (a: number, b: number) => Number((a / Math.max(1, b)).toFixed(2));
 
 /** Per side, the mean of its rounds. */
@@ -80,8 +81,12 @@ function summarize(rows: SideReading[]) {
       growth_mb: m('rss_peak_mb') - m('rss_idle_mb'),
       /** Growth under load per run served: a side that served more runs had more to hold. */
       growth_kb_per_run: Math.round(((m('rss_peak_mb') - m('rss_idle_mb')) * 1024) / Math.max(1, m('runs_served'))),
+      heap_live_idle_mb: m('heap_live_idle_mb'),
+      heap_live_end_of_load_mb: m('heap_live_end_of_load_mb'),
       heap_used_after_quiet_mb: m('heap_used_mb'),
       heap_live_after_quiet_mb: m('heap_live_mb'),
+      /** Held after the quiet period beyond what was held before the load: kept for good (or for longer than quiet). */
+      heap_kept_mb: m('heap_live_mb') - m('heap_live_idle_mb'),
       runs_per_s: m('runs_per_s'),
       failed: of.reduce((a, r) => a + r.failed, 0),
       skipped_over_in_flight_cap: of.reduce((a, r) => a + r.skipped_over_in_flight_cap, 0),
@@ -97,6 +102,7 @@ const ratios = (a: Summary, b: Summary) => ({
   rss_after_quiet: ratio(a.rss_after_quiet_mb, b.rss_after_quiet_mb),
   growth_under_load: ratio(a.growth_mb, b.growth_mb),
   growth_per_run_served: ratio(a.growth_kb_per_run, b.growth_kb_per_run),
+  heap_live_end_of_load: ratio(a.heap_live_end_of_load_mb, b.heap_live_end_of_load_mb),
   heap_live_after_quiet: ratio(a.heap_live_after_quiet_mb, b.heap_live_after_quiet_mb),
   runs_per_s: ratio(a.runs_per_s, b.runs_per_s),
 });

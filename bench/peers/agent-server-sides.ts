@@ -29,6 +29,9 @@ export interface HeapReading {
   readonly heap_used_mb: number;
   readonly heap_live_mb: number;
   readonly rss_after_gc_mb: number;
+  /** After the GC: the heap V8 keeps committed, and memory outside it (Buffers, ArrayBuffers, native). */
+  readonly heap_total_after_gc_mb: number;
+  readonly external_after_gc_mb: number;
 }
 
 export interface RunningServer {
@@ -52,7 +55,13 @@ function running(child: ChildProcess, url: string, probeFile: string, cleanup = 
       await sleep(100); // written at once, but let the write finish
       if (!existsSync(probeFile)) return undefined;
       const { before, after } = JSON.parse(readFileSync(probeFile, 'utf8')) as Record<string, NodeJS.MemoryUsage>;
-      return { heap_used_mb: mb(before!.heapUsed), heap_live_mb: mb(after!.heapUsed), rss_after_gc_mb: mb(after!.rss) };
+      return {
+        heap_used_mb: mb(before!.heapUsed),
+        heap_live_mb: mb(after!.heapUsed),
+        rss_after_gc_mb: mb(after!.rss),
+        heap_total_after_gc_mb: mb(after!.heapTotal),
+        external_after_gc_mb: mb(after!.external),
+      };
     },
     stop: () =>
       stop(child, 10_000).then(() => {

@@ -22,6 +22,8 @@ export interface SideReading extends Partial<HeapReading> {
   readonly side: string;
   readonly round: number;
   readonly rss_idle_mb: number;
+  /** The heap a full GC leaves after the warm-up: what `heap_live_mb` (after the quiet period) compares to. */
+  readonly heap_live_idle_mb?: number;
   readonly rss_peak_mb: number;
   readonly rss_end_of_load_mb: number;
   readonly rss_after_quiet_mb: number;
@@ -74,6 +76,7 @@ export async function measureSide(
   for (let i = 0; i < 50; i++) await oneRun(url); // warm-up
   await sleep(1000);
   const idle = treeRssMb(pid);
+  const idleHeap = await server.heap(); // its full GC frees the warm-up's garbage before the load
   const samples: number[] = [];
   let served = 0;
   let failed = 0;
@@ -112,6 +115,7 @@ export async function measureSide(
       side,
       round,
       rss_idle_mb: idle,
+      heap_live_idle_mb: idleHeap?.heap_live_mb,
       rss_peak_mb: Math.max(...samples, end),
       rss_end_of_load_mb: end,
       rss_after_quiet_mb: afterQuiet,
