@@ -49,7 +49,7 @@ export const threadFrameBounds = (): HeldBounds<ThreadFrame> => ({
 export class FinishedRuns {
   private readonly retained = new Map<
     string,
-    { handle: RunHandle; events: Broadcast<Frame>; until: number; weight: number }
+    { handle: RunHandle; events: Broadcast<Frame>; until: number; weight: number; onForget?: () => void }
   >();
   private retainedWeight = 0;
   private sweeper: NodeJS.Timeout | undefined;
@@ -73,11 +73,21 @@ export class FinishedRuns {
     return this.retained.size;
   }
 
-  /** Keeps a finished run's frames for RETAINED_MS, dropping the oldest retained runs beyond RETAINED_WEIGHT. */
-  retain(handle: RunHandle, events: Broadcast<Frame>): void {
+  /**
+   * Keeps a finished run's frames for RETAINED_MS, dropping the oldest retained runs beyond RETAINED_WEIGHT.
+   * `onForget` runs when they go (not at clear(): the server is stopping), e.g. to delete a threadless run's record.
+   */
+  retain(handle: RunHandle, events: Broadcast<Frame>, onForget?: () => void): void {
     events.compact();
     const weight = events.weight + RETAINED_RUN_OVERHEAD;
-    this.retained.set(handle.runId, { handle: slim(handle, events), events, until: Date.now() + this.keepMs, weight });
+    const until = Date.now() + this.keepMs;
+    this.retained.set(handle.runId, {
+      handle: slim(handle, events),
+      events,
+      until,
+      weight,
+      ...(onForget && { onForget }),
+    });
     this.retainedWeight += weight;
     for (const runId of this.retained.keys()) {
       if (this.retainedWeight <= this.maxWeight) break;
@@ -86,18 +96,19 @@ export class FinishedRuns {
     this.sweeper ??= setInterval(() => this.sweep(), Math.min(1000, this.keepMs)).unref();
   }
 
-  forget(runId: string): void {
+  forget(runId: string, stopping = false): void {
     const entry = this.retained.get(runId);
     if (entry === undefined) return;
     this.retained.delete(runId);
     this.retainedWeight -= entry.weight;
     entry.events.release();
     if (this.retained.size === 0) this.stopSweeping();
+    if (!stopping) entry.onForget?.();
   }
 
-  /** Drops every held run. */
+  /** Drops every held run (the server stops). */
   clear(): void {
-    for (const runId of [...this.retained.keys()]) this.forget(runId);
+    for (const runId of [...this.retained.keys()]) this.forget(runId, true);
     this.stopSweeping();
   }
 

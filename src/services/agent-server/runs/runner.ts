@@ -139,7 +139,13 @@ export class Runner {
     if (!spec.threadless) this.queues.add(threadId, handle);
     void done.then((outcome) => {
       this.all.delete(handle.runId);
-      this.finished.retain(handle, events);
+      // A threadless run's record goes with its frames, as its temporary thread went at its end (the official
+      // server deletes both at once): nothing of it piles up under sustained load. `on_completion: keep` keeps both.
+      const forgetRecord =
+        spec.threadless && !spec.keepThread
+          ? () => void this.deps.store.deleteRun(handle.runId).catch(() => undefined)
+          : undefined;
+      this.finished.retain(handle, events, forgetRecord);
       this.queues.remove(threadId, handle);
       // After the run's end is recorded, in the background: nothing waits for the call.
       if (spec.webhook) this.deps.webhooks.send(spec.webhook, webhookPayload(spec, outcome, startedAt), handle.runId);

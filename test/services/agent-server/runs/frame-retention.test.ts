@@ -50,6 +50,24 @@ describe('finished runs retained for resuming readers', () => {
     finished.clear();
   });
 
+  it('tells when a run is forgotten (its time is up, or the oldest beyond the bound), not when the server stops', async () => {
+    const forgotten: string[] = [];
+    const finished = new FinishedRuns(50, 1024 * 1024);
+    for (let i = 0; i < 20; i++) {
+      const { handle, events } = finishedRun(`run-${i}`, 2000, null);
+      finished.retain(handle, events, () => forgotten.push(handle.runId));
+    }
+    // Beyond the bound: the oldest went at once, and said so.
+    expect(forgotten.length).toBe(20 - finished.size);
+    expect(forgotten[0]).toBe('run-0');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(forgotten).toHaveLength(20); // the rest once their time was up
+    const { handle, events } = finishedRun('run-at-stop', 10, null);
+    finished.retain(handle, events, () => forgotten.push(handle.runId));
+    finished.clear();
+    expect(forgotten).not.toContain('run-at-stop');
+  });
+
   it("keeps nothing of a finished run's execution reachable: its state values go", async () => {
     setFlagsFromString('--expose-gc');
     const gc = runInNewContext('gc') as () => void;
