@@ -1,11 +1,9 @@
 import { existsSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { newKey, startStack, type Stack } from '../helpers.ts';
+import { servePage, type PageServer } from './page-server.ts';
 
 /**
  * A page built from @langchain/react's `useStream` (chat-page.ts, bundled with esbuild), served on its own origin
@@ -17,35 +15,19 @@ const CHROMIUM = '/usr/bin/chromium';
 const hasChromium = existsSync(CHROMIUM);
 
 let stack: Stack;
-let page: Server;
+let page: PageServer | undefined;
 let pageUrl: string;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
   stack = await startStack();
-  const bundle = await build({
-    entryPoints: [fileURLToPath(new URL('./chat-page.ts', import.meta.url))],
-    bundle: true,
-    write: false,
-    format: 'esm',
-    platform: 'browser',
-    define: { 'process.env.NODE_ENV': '"production"' },
-    logLevel: 'silent',
-  });
-  const js = bundle.outputFiles[0]!.text;
-  const html =
-    '<!doctype html><html><body><div id="root"></div><script type="module" src="/chat.js"></script></body></html>';
-  page = createServer((req, res) => {
-    if (req.url?.startsWith('/chat.js')) res.writeHead(200, { 'content-type': 'text/javascript' }).end(js);
-    else res.writeHead(200, { 'content-type': 'text/html' }).end(html);
-  });
-  await new Promise<void>((resolve) => page.listen(0, '127.0.0.1', resolve));
-  pageUrl = `http://127.0.0.1:${(page.address() as AddressInfo).port}/`;
+  page = await servePage(fileURLToPath(new URL('./chat-page.ts', import.meta.url)));
+  pageUrl = page.url;
 }, 60_000);
 
 afterAll(async () => {
   await browser?.close();
-  await new Promise((resolve) => page.close(resolve));
+  await page?.close();
   await stack.close();
 });
 
