@@ -2,11 +2,10 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deferred } from '../helpers/async.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { SHARED_REDIS_URL, sharedRedis } from '../helpers/shared-redis.ts';
-import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { startHeldStreams, type TestUpstream } from '../helpers/upstream.ts';
 
 /**
  * An operator reads and resets one identity's buckets and slots on the admin listener (issue 29, item 5), with the
@@ -32,20 +31,11 @@ const RULES = `
 let upstream: TestUpstream;
 let rules: ReturnType<typeof rulesDir>;
 let redis: Redis;
-const ends: (() => void)[] = [];
+let ends: (() => void)[] = [];
 
 beforeAll(async () => {
   rules = rulesDir(RULES);
-  upstream = await startUpstream(async (req, res) => {
-    req.resume();
-    if (req.url !== '/stream') return void res.end('ok');
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write('data: {}\n\n');
-    const end = deferred();
-    ends.push(end.resolve);
-    await end.promise;
-    res.end();
-  });
+  ({ upstream, ends } = await startHeldStreams());
   redis = sharedRedis();
 });
 

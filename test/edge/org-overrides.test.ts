@@ -7,7 +7,7 @@ import type { KeyRegistry } from '../../src/keys/types.ts';
 import { rulesDir, startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { deleteByPrefix } from '../helpers/redis-keys.ts';
 import { SHARED_REDIS_URL, sharedRedis } from '../helpers/shared-redis.ts';
-import { startUpstream, type TestUpstream } from '../helpers/upstream.ts';
+import { startHeldStreams, type TestUpstream } from '../helpers/upstream.ts';
 
 /**
  * Plans per organisation (issue 29, item 4): an operator overrides a limit's numbers for one organisation at runtime,
@@ -34,18 +34,11 @@ const RULES = `
 let upstream: TestUpstream;
 let rules: ReturnType<typeof rulesDir>;
 let redis: Redis;
-const ends: (() => void)[] = [];
+let ends: (() => void)[] = [];
 
 beforeAll(async () => {
   rules = rulesDir(RULES);
-  upstream = await startUpstream(async (req, res) => {
-    req.resume();
-    if (req.url !== '/stream') return void res.end('ok');
-    res.writeHead(200, { 'content-type': 'text/event-stream' });
-    res.write('data: {}\n\n');
-    await new Promise<void>((resolve) => ends.push(resolve));
-    res.end();
-  });
+  ({ upstream, ends } = await startHeldStreams());
   redis = sharedRedis();
 });
 

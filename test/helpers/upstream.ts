@@ -77,3 +77,20 @@ export async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
+
+/**
+ * An upstream that answers `ok`, except `GET /stream`: an event stream held open (one event sent) until its turn in
+ * `ends` is called, so a test holds in-flight slots as long as it likes. Calling every one ends every stream.
+ */
+export async function startHeldStreams(): Promise<{ upstream: TestUpstream; ends: (() => void)[] }> {
+  const ends: (() => void)[] = [];
+  const upstream = await startUpstream(async (req, res) => {
+    req.resume();
+    if (req.url !== '/stream') return void res.end('ok');
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: {}\n\n');
+    await new Promise<void>((resolve) => ends.push(resolve));
+    res.end();
+  });
+  return { upstream, ends };
+}

@@ -1,5 +1,6 @@
 import { realpath, stat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve, sep } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
+import { isInside } from '../../shared/inside-folder.ts';
 import type { UiConfig } from '../../shared/langgraph-ui-config.ts';
 
 /**
@@ -20,18 +21,13 @@ export async function uiComponentFiles(appDir: string, ui: UiConfig): Promise<Re
     if (isAbsolute(file) || /^[A-Za-z]:[\\/]/.test(file))
       throw new UiFileError(`${key}: ${file} must be a path relative to the app's folder, e.g. "./src/ui.tsx"`);
     const full = resolve(appDir, file);
-    if (!inside(resolve(appDir), full)) throw new UiFileError(`${key}: file ${file} is outside the app's folder`);
+    if (!isInside(resolve(appDir), full)) throw new UiFileError(`${key}: file ${file} is outside the app's folder`);
     const real = await realpath(full).catch(() => null);
     if (real === null) throw new UiFileError(`${key}: file ${file} not found`);
     // Inside first: whether a file outside exists, or what it is, is none of the app's business.
-    if (!inside(root, real)) throw new UiFileError(`${key}: file ${file} points outside the app's folder`);
+    if (!isInside(root, real)) throw new UiFileError(`${key}: file ${file} points outside the app's folder`);
     if (!(await stat(real)).isFile()) throw new UiFileError(`${key}: ${file} is not a file`);
     files.set(name, full);
   }
   return files;
-}
-
-function inside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel !== '' && rel !== '..' && !rel.startsWith('..' + sep) && !isAbsolute(rel);
 }

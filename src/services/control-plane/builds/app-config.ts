@@ -1,5 +1,6 @@
 import { readFile, realpath, stat } from 'node:fs/promises';
-import { isAbsolute, join, posix, relative, sep } from 'node:path';
+import { join, posix } from 'node:path';
+import { isInside } from '../../shared/inside-folder.ts';
 import {
   describeConfigProblem,
   EXPORT_NAME,
@@ -126,9 +127,4 @@ export async function readInside(rootReal: string, file: string): Promise<string
 /** A normalised relative path that climbs out of where it starts. */
 function outside(path: string): boolean {
   return path === '..' || path.startsWith('../');
-}
-
-function isInside(root: string, path: string): boolean {
-  const rel = relative(root, path);
-  return rel !== '' && rel !== '..' && !rel.startsWith('..' + sep) && !isAbsolute(rel);
 }
