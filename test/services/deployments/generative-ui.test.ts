@@ -1,14 +1,8 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisKeyRegistry } from '../../../src/keys/redis-registry.ts';
-import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
-import { deleteByPrefix } from '../../helpers/redis-keys.ts';
-import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
-import { client, deploymentBody, makeRepo, TEST_SECRETS_KEY, type TestRepo } from '../control-plane/helpers.ts';
+import type { TestGateway } from '../../helpers/gateway.ts';
+import { client, deploymentBody, makeRepo, type Tenant, type TestRepo } from '../control-plane/helpers.ts';
+import { startDeploymentsGateway, type DeploymentsGateway } from './deployments-gateway.ts';
 import { BARE_APP, deployed } from './helpers.ts';
 import { waitForRevision } from '../control-plane/helpers.ts';
 
@@ -19,49 +13,24 @@ import { waitForRevision } from '../control-plane/helpers.ts';
  * `/deployments/{id}` prefix), and the files load there without a key. A component with a syntax error fails the
  * revision with one line naming it, not the gateway.
  */
-const RUN = uniquePrefix('test:deploy-ui');
-const redis = sharedRedis();
 const CARD = 'export default { weather: (p: { city: string }) => <b>Deployed weather in {p.city}</b> };\n';
 const CONFIG = JSON.stringify({ graphs: { echo: './graph.ts:graph' }, ui: { echo: './ui.tsx' } });
+let setup: DeploymentsGateway;
 let gw: TestGateway;
 let repo: TestRepo;
 let workDir: string;
-const tenant = {
-  org: `org-${randomBytes(4).toString('hex')}`,
-  workspace: `ws-${randomBytes(4).toString('hex')}`,
-  key: '',
-};
+let tenant: Tenant;
 
 beforeAll(async () => {
   repo = makeRepo({ ...BARE_APP, 'langgraph.json': CONFIG, 'ui.tsx': CARD });
   repo.branches({ 'ui-syntax-error': { 'ui.tsx': 'export default {\n  weather: () => <b>x</b> if\n};\n' } });
-  workDir = mkdtempSync(join(tmpdir(), 'deploy-ui-'));
-  gw = await startTestGateway({
-    REDIS_URL: SHARED_REDIS_URL,
-    KEY_PREFIX: `t${randomBytes(6).toString('hex')}`,
-    CONTROL_PLANE_PREFIX: `${RUN}:cp`,
-    API_KEYS_PREFIX: `${RUN}:keys`,
-    ROUTES_PREFIX: `${RUN}:routes`,
-    AGENT_STORE_PREFIX: `${RUN}:agent`,
-    DEPLOYMENT_DATA_PREFIX: `deploy-ui-${randomBytes(4).toString('hex')}`,
-    SECRETS_KEY: TEST_SECRETS_KEY,
-    BUILD_WORK_DIR: workDir,
-    BUILD_DELAY_SECONDS: '0.2',
-    NODE_ENV: 'test',
-    // The shared Redis has no password: another organisation's deployment runs only with every tenant trusted.
-    TRUST_ALL_TENANTS: '1',
-  });
-  const keys = new RedisKeyRegistry(redis, { prefix: `${RUN}:keys` });
-  await keys.addWorkspace(tenant.org, tenant.workspace);
-  tenant.key = (await keys.createKey(tenant.org)).key;
+  setup = await startDeploymentsGateway('deploy-ui', { BUILD_DELAY_SECONDS: '0.2' });
+  ({ gw, tenant, workDir } = setup);
 });
 
 afterAll(async () => {
-  await gw?.close();
+  await setup?.close();
   repo?.remove();
-  if (workDir) rmSync(workDir, { recursive: true, force: true });
-  await deleteByPrefix(redis, RUN);
-  await redis.quit();
 });
 
 describe('generative UI of a deployment', { timeout: 120_000 }, () => {

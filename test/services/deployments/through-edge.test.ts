@@ -1,15 +1,9 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisKeyRegistry } from '../../../src/keys/redis-registry.ts';
-import { startTestGateway, type TestGateway } from '../../helpers/gateway.ts';
-import { deleteByPrefix } from '../../helpers/redis-keys.ts';
-import { client, deploymentBody, makeRepo, TEST_SECRETS_KEY, type TestRepo } from '../control-plane/helpers.ts';
+import type { TestGateway } from '../../helpers/gateway.ts';
+import { client, deploymentBody, makeRepo, type Tenant, type TestRepo } from '../control-plane/helpers.ts';
+import { startDeploymentsGateway, type DeploymentsGateway } from './deployments-gateway.ts';
 import { BARE_APP, deployed } from './helpers.ts';
-import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
  * The whole path a user takes, through the real edge and the bundled control plane: create a deployment from a git
@@ -17,46 +11,20 @@ import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/share
  * `/docs`, delete it (its url answers 404). The shared Redis is used under unique prefixes, removed afterwards.
  */
 
-const RUN = uniquePrefix('test:deploy-edge');
-const redis = sharedRedis();
+let setup: DeploymentsGateway;
 let gw: TestGateway;
 let repo: TestRepo;
-let workDir: string;
-const tenant = {
-  org: `org-${randomBytes(4).toString('hex')}`,
-  workspace: `ws-${randomBytes(4).toString('hex')}`,
-  key: '',
-};
+let tenant: Tenant;
 
 beforeAll(async () => {
   repo = makeRepo(BARE_APP);
-  workDir = mkdtempSync(join(tmpdir(), 'deploy-edge-'));
-  gw = await startTestGateway({
-    REDIS_URL: SHARED_REDIS_URL,
-    KEY_PREFIX: `t${randomBytes(6).toString('hex')}`,
-    CONTROL_PLANE_PREFIX: `${RUN}:cp`,
-    API_KEYS_PREFIX: `${RUN}:keys`,
-    ROUTES_PREFIX: `${RUN}:routes`,
-    AGENT_STORE_PREFIX: `${RUN}:agent`,
-    DEPLOYMENT_DATA_PREFIX: `deploy-edge-${randomBytes(4).toString('hex')}`,
-    SECRETS_KEY: TEST_SECRETS_KEY,
-    BUILD_WORK_DIR: workDir,
-    NODE_ENV: 'test',
-    // The shared Redis has no password (no user of its own per deployment is possible): another organisation's
-    // deployment runs only with every tenant trusted (revision-gets-platform-redis-credentials.test.ts has the ACLs).
-    TRUST_ALL_TENANTS: '1',
-  });
-  const keys = new RedisKeyRegistry(redis, { prefix: `${RUN}:keys` });
-  await keys.addWorkspace(tenant.org, tenant.workspace);
-  tenant.key = (await keys.createKey(tenant.org)).key;
+  setup = await startDeploymentsGateway('deploy-edge');
+  ({ gw, tenant } = setup);
 });
 
 afterAll(async () => {
-  await gw?.close();
+  await setup?.close();
   repo?.remove();
-  rmSync(workDir, { recursive: true, force: true });
-  await deleteByPrefix(redis, RUN);
-  await redis.quit();
 });
 
 describe('a deployment through the edge', () => {
