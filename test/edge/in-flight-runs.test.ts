@@ -58,6 +58,15 @@ async function eventually<T>(what: string, f: () => Promise<T | undefined>, ms =
   throw new Error(`${what}: not within ${ms} ms`);
 }
 
+/** Starts a run of `waitMs` on `thread` as soon as the key's slot is free again (each try until then answers 429). */
+function runOnceSlotFree(what: string, c: Client, thread: string, waitMs: number) {
+  return eventually(what, () =>
+    c.runs
+      .create(thread, 'slow', { input, config: { configurable: { wait_ms: waitMs } } })
+      .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
+  );
+}
+
 function untilRunScenario(name: string, edges: () => TestGateway[]) {
   it(`${name}: a background run holds its slot until the Agent Server cancels or finishes it`, async () => {
     const [a, b = a] = edges();
@@ -81,19 +90,11 @@ function untilRunScenario(name: string, edges: () => TestGateway[]) {
 
     await ca.runs.cancel(t1.thread_id, run.run_id);
     // Cancelled: the slot comes back; a short run takes it and gives it back when it finishes.
-    const short = await eventually('the slot came back after the cancel', () =>
-      cb.runs
-        .create(t2.thread_id, 'slow', { input, config: { configurable: { wait_ms: 300 } } })
-        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
-    );
+    const short = await runOnceSlotFree('the slot came back after the cancel', cb, t2.thread_id, 300);
     const err = await ca.runs.create(t1.thread_id, 'slow', { input }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 429 });
     await cb.runs.join(t2.thread_id, short.run_id);
-    const next = await eventually('the slot came back after the run finished', () =>
-      ca.runs
-        .create(t1.thread_id, 'slow', { input, config: { configurable: { wait_ms: 1 } } })
-        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
-    );
+    const next = await runOnceSlotFree('the slot came back after the run finished', ca, t1.thread_id, 1);
     await ca.runs.join(t1.thread_id, next.run_id);
   });
 
@@ -121,11 +122,7 @@ function untilRunScenario(name: string, edges: () => TestGateway[]) {
     const err = await cb.runs.create(t2.thread_id, 'slow', { input }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 429 });
     await cb.runs.cancel(t1.thread_id, runId);
-    const again = await eventually('the slot came back when the run was cancelled', () =>
-      cb.runs
-        .create(t2.thread_id, 'slow', { input, config: { configurable: { wait_ms: 1 } } })
-        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
-    );
+    const again = await runOnceSlotFree('the slot came back when the run was cancelled', cb, t2.thread_id, 1);
     await cb.runs.join(t2.thread_id, again.run_id);
   });
 
@@ -154,11 +151,7 @@ function untilRunScenario(name: string, edges: () => TestGateway[]) {
     const err = await cb.runs.create(t2.thread_id, 'slow', { input }).catch((e: unknown) => e);
     expect(err).toMatchObject({ status: 429 });
     await cb.runs.cancel(t1.thread_id, runId);
-    const again = await eventually('the slot came back when the waited run was cancelled', () =>
-      cb.runs
-        .create(t2.thread_id, 'slow', { input, config: { configurable: { wait_ms: 1 } } })
-        .catch((e: unknown) => ((e as { status?: number }).status === 429 ? undefined : Promise.reject(e))),
-    );
+    const again = await runOnceSlotFree('the slot came back when the waited run was cancelled', cb, t2.thread_id, 1);
     await cb.runs.join(t2.thread_id, again.run_id);
   });
 
