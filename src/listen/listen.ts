@@ -1,6 +1,6 @@
 import { getRequestListener, RequestError } from '@hono/node-server';
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Hono } from 'hono';
 import {
@@ -101,7 +101,8 @@ export type Served = Hono<any> | ((req: IncomingMessage, res: ServerResponse) =>
  */
 export async function listen(
   app: Served,
-  port: number,
+  /** A TCP port, or a listening socket the process was handed (a revision's, made by its host). */
+  port: number | { readonly fd: number },
   host: string | null = '0.0.0.0',
   options: ListenOptions = {},
 ): Promise<Listening> {
@@ -154,16 +155,17 @@ export async function listen(
   });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
-    if (host === null) server.listen(port, () => resolve());
+    if (typeof port === 'object' || host === null) server.listen(port, () => resolve());
     else server.listen(port, host, () => resolve());
   });
-  const { port: bound, address } = server.address() as AddressInfo;
+  const bound = server.address();
+  const { port: tcpPort, address } = typeof bound === 'object' && bound !== null ? bound : { port: 0, address: '' };
   const shown =
     address === '0.0.0.0' || address === '::' ? '127.0.0.1' : address.includes(':') ? `[${address}]` : address;
   return {
     server,
-    port: bound,
-    url: `http://${shown}:${bound}`,
+    port: tcpPort,
+    url: address === '' ? '' : `http://${shown}:${tcpPort}`,
     close: (graceMs = 0) =>
       new Promise<void>((resolve) => {
         const cut = setTimeout(() => server.closeAllConnections(), graceMs);

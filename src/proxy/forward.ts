@@ -4,6 +4,7 @@ import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { badGateway, GatewayError, gatewayTimeout, payloadTooLarge } from '../errors.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import { clientResponseHeaders } from './headers.ts';
+import { targetSocketPath } from './socket-target.ts';
 
 /**
  * Streamed forwarding over undici's dispatcher: the request body flows from
@@ -21,24 +22,35 @@ export interface Upstream {
   readonly pool: Pool;
   /** Its URL's origin: where a WebSocket upgrade connects (upgrade.ts), outside the pool. Without it, upgrades 502. */
   readonly origin?: string;
+  /** The Unix socket it is reached on (a revision's `unix:` target), instead of the origin's host and port. */
+  readonly socketPath?: string;
   /** Added to every request sent to it: a bundled service's proof that the edge sent it (services/internal-auth.ts). */
   readonly requestHeaders?: Readonly<Record<string, string>>;
 }
 
-/** `connections`: most sockets to this upstream at once; a request beyond them waits in the pool for a free one. */
+/**
+ * `connections`: most sockets to this upstream at once; a request beyond them waits in the pool for a free one. `url`
+ * is a URL, or `unix:<path>` for a Unix socket (a revision's Agent Server).
+ */
 export function createUpstream(
   name: string,
   url: string,
   connections: number,
   { display, requestHeaders }: { display?: string; requestHeaders?: Readonly<Record<string, string>> } = {},
 ): Upstream {
-  const parsed = new URL(url);
+  const socketPath = targetSocketPath(url);
+  const parsed = new URL(socketPath === null ? url : 'http://localhost');
   return {
     name,
     ...(display !== undefined && { display }),
     basePath: parsed.pathname.replace(/\/$/, ''),
     origin: parsed.origin,
-    pool: new Pool(parsed.origin, { connections, keepAliveTimeout: 30_000 }),
+    ...(socketPath !== null && { socketPath }),
+    pool: new Pool(parsed.origin, {
+      connections,
+      keepAliveTimeout: 30_000,
+      ...(socketPath !== null && { socketPath }),
+    }),
     ...(requestHeaders !== undefined && Object.keys(requestHeaders).length > 0 && { requestHeaders }),
   };
 }

@@ -35,7 +35,8 @@ export function openUpstream(
   const url = new URL(upstream.basePath + path, upstream.origin);
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = send(url, { method: 'GET', headers: sent, agent: false });
+    const at = upstream.socketPath !== undefined ? { socketPath: upstream.socketPath } : {};
+    const req = send(url, { method: 'GET', headers: sent, agent: false, ...at });
     const timer = setTimeout(
       () => req.destroy(gatewayTimeout(`Upstream ${name} did not answer the upgrade within ${timeoutMs} ms`)),
       timeoutMs,

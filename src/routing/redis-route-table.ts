@@ -17,7 +17,9 @@ import { storedRoute, type DeploymentRoute, type RouteTable } from './route-tabl
  * synchronous: the edge reads it on every request) and applies the messages in turn. A missed message (a gap in the
  * numbers, a subscription that dropped) is caught by reading the whole hash again: after every (re)subscription, on a
  * gap, and every `resyncMs` when the `seq` in Redis differs from the last one applied (one MGET when nothing changed).
- * While Redis is away the last known table keeps serving.
+ * While Redis is away the last known table keeps serving, with this process's own changes over it: each applies here
+ * before its write and stays applied until written (a failed write is tried again at each check). Fail closed: a
+ * route marked down after its process died is never tried again here because Redis was slow or refused the mark.
  */
 
 /**
@@ -62,6 +64,8 @@ export class RedisRouteTable implements RouteTable {
   /** Resolves once the whole table has been read the first time (it keeps trying while Redis is away). */
   readonly ready: Promise<void>;
   private readonly routes = new Map<string, DeploymentRoute>();
+  /** Changes this process failed to write (deployment id → route JSON, '' = deleted): applied over what Redis says. */
+  private readonly unwritten = new Map<string, string>();
   private readonly keys: { table: string; seq: string; epoch: string; channel: string };
   private readonly subscriber: Redis;
   private readonly ownsClient: boolean;
@@ -71,6 +75,7 @@ export class RedisRouteTable implements RouteTable {
   private seq = 0;
   private resyncing: Promise<void> | null = null;
   private resyncAgain = false;
+  private rewriting = false;
   private closed = false;
   private markReady!: () => void;
 
@@ -124,9 +129,14 @@ export class RedisRouteTable implements RouteTable {
     if (this.ownsClient) await closeRedis(this.client);
   }
 
-  /** One change, written and published by one script; applied here at once (its message is then a duplicate). */
+  /**
+   * One change, written and published by one script. It applies here before the write (a route marked down is never
+   * tried again here while Redis is slow or refuses the write) and stays applied over what Redis says until written.
+   */
   private async write(deploymentId: string, routeJson: string): Promise<void> {
     const { table, seq, epoch, channel } = this.keys;
+    this.unwritten.set(deploymentId, routeJson);
+    this.setLocal(deploymentId, routeJson);
     const [e, s] = await (this.client as WriteClient)[WRITE_COMMAND](
       table,
       seq,
@@ -136,7 +146,22 @@ export class RedisRouteTable implements RouteTable {
       routeJson,
       channel,
     );
+    if (this.unwritten.get(deploymentId) === routeJson) this.unwritten.delete(deploymentId);
     this.apply({ e, s: Number(s), id: deploymentId, r: routeJson });
+  }
+
+  /** Writes again what failed to be written (the newest change of each deployment). */
+  private async writeUnwritten(): Promise<void> {
+    if (this.rewriting) return; // one round at a time: a hung write is not queued again every check
+    this.rewriting = true;
+    for (const [id, json] of [...this.unwritten]) await this.write(id, json).catch(() => {});
+    this.rewriting = false;
+  }
+
+  private setLocal(id: string, routeJson: string): void {
+    const route = routeJson === '' ? null : parseRoute(routeJson);
+    if (route === null) this.routes.delete(id);
+    else this.routes.set(id, route);
   }
 
   private async subscribe(): Promise<void> {
@@ -167,9 +192,7 @@ export class RedisRouteTable implements RouteTable {
   private apply(change: Change): void {
     if (change.e === this.epoch && change.s <= this.seq) return; // already applied (our own write, or in a resync)
     const gap = change.e !== this.epoch || change.s !== this.seq + 1;
-    const route = change.r === '' ? null : parseRoute(change.r);
-    if (route === null) this.routes.delete(change.id);
-    else this.routes.set(change.id, route);
+    if (!this.unwritten.has(change.id)) this.setLocal(change.id, change.r);
     this.epoch = change.e;
     this.seq = change.s;
     if (gap) void this.resync();
@@ -178,6 +201,7 @@ export class RedisRouteTable implements RouteTable {
   /** Cheap check: reads the whole table only when Redis holds a change this process has not applied. */
   private async check(): Promise<void> {
     if (this.closed || this.client.status !== 'ready') return;
+    await this.writeUnwritten();
     try {
       const [seq, epoch] = await this.client.mget(this.keys.seq, this.keys.epoch);
       if (epoch !== this.epoch || Number(seq ?? 0) !== this.seq) await this.resync();
@@ -226,6 +250,7 @@ export class RedisRouteTable implements RouteTable {
       const route = parseRoute(json);
       if (route) this.routes.set(id, route);
     }
+    for (const [id, json] of this.unwritten) this.setLocal(id, json);
     this.epoch = epoch;
     this.seq = seq;
     this.markReady();

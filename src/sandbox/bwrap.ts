@@ -6,8 +6,8 @@ import { dirname } from 'node:path';
  * IPC and UTS namespaces (no other process visible, no capability on the
  * host), the system read-only, a fresh /proc, /dev and /tmp, its folder
  * writable at the same path, its own HOME, and the few read-only paths it
- * needs (the gateway's code and node_modules). The network is shared: egress
- * to an app's model provider keeps working.
+ * needs (the gateway's code and node_modules). The network is the caller's:
+ * a namespace of its own around bwrap (network.ts), or the host's.
  *
  * The environment is the spawned process's own (the caller builds it, minimal)
  * rather than `--clearenv` + `--setenv`: argv is world-readable in
@@ -27,6 +27,12 @@ export interface SandboxSpec {
   readonly tmp?: string;
   /** More paths visible read-only at the same path (symlinks resolved: the target is bound too). */
   readonly readOnly?: readonly string[];
+  /** `dir` read-only (a revision's build: what it writes at run time goes to its bounded HOME and /tmp). */
+  readonly dirReadOnly?: boolean;
+  /** Bound of each tmpfs (HOME, /tmp) the sandbox gets, bytes; default the kernel's (half the memory). */
+  readonly tmpfsBytes?: number;
+  /** A file bound at /etc/resolv.conf instead of the host's (the resolver of a network namespace). */
+  readonly resolvConf?: string;
 }
 
 /** Where the sandbox's HOME is (set HOME to it in the command's environment). */
@@ -52,14 +58,16 @@ export function bwrapArgv(spec: SandboxSpec): string[] {
   a.push('--die-with-parent', '--new-session', '--hostname', 'sandbox');
   a.push('--ro-bind', '/usr', '/usr');
   for (const d of ROOT_DIRS) a.push(...rootDir(d));
-  for (const f of ETC) a.push('--ro-bind-try', f, f);
+  for (const f of ETC) if (!(spec.resolvConf && f === '/etc/resolv.conf')) a.push('--ro-bind-try', f, f);
+  if (spec.resolvConf) a.push('--ro-bind', spec.resolvConf, '/etc/resolv.conf');
   a.push('--proc', '/proc', '--dev', '/dev');
   // The tmpfs goes first: binds below /tmp (a build folder in the default BUILD_WORK_DIR) land on top of it.
-  a.push(...(spec.tmp ? ['--bind', spec.tmp, '/tmp'] : ['--tmpfs', '/tmp']));
-  a.push(...(spec.home ? ['--bind', spec.home, SANDBOX_HOME] : ['--tmpfs', SANDBOX_HOME]));
+  const tmpfs = (dest: string) => [...(spec.tmpfsBytes ? ['--size', String(spec.tmpfsBytes)] : []), '--tmpfs', dest];
+  a.push(...(spec.tmp ? ['--bind', spec.tmp, '/tmp'] : tmpfs('/tmp')));
+  a.push(...(spec.home ? ['--bind', spec.home, SANDBOX_HOME] : tmpfs(SANDBOX_HOME)));
   const runtime = runtimeDir();
   for (const p of [...(spec.readOnly ?? []), ...(runtime ? [runtime] : [])]) a.push(...readOnlyResolved(p));
-  a.push('--bind', spec.dir, spec.dir);
+  a.push(spec.dirReadOnly ? '--ro-bind' : '--bind', spec.dir, spec.dir);
   // bwrap's root is a tmpfs: read-only, so the only writable places are the folder, HOME and /tmp.
   a.push('--remount-ro', '/', '--chdir', spec.cwd ?? spec.dir);
   a.push('--', spec.command, ...spec.args);

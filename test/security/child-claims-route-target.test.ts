@@ -7,7 +7,7 @@ import { hostileApp, hostileNextToVictim, victimServes, type Attack } from './fi
  * Finding "a deployment picks its own route target": the first
  * `{type: 'ready', url}` from the child was trusted, so app code sending one
  * at import routed its deployment's public traffic to any internal listener
- * (the admin port: `/metrics` on the public port). Now the target is the port
+ * (the admin port: `/metrics` on the public port). Now the target is the socket
  * the host chose; a `url` in the message is ignored.
  */
 let a: Attack;
@@ -31,9 +31,9 @@ afterAll(async () => {
 });
 
 describe('a revision claims a route target', { timeout: 60_000 }, () => {
-  it('its route is the port the host chose, never the claimed url', async () => {
+  it('its route is the socket the host made, never the claimed url', async () => {
     const route = a.t.cp.routes.get(a.hostile.id);
-    expect(route?.target).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    expect(route?.target).toMatch(/^unix:\/.+\/agent\.sock$/);
     expect(route?.target).not.toBe(internalUrl);
     await victimServes(a);
   });

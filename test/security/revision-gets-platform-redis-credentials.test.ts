@@ -1,4 +1,5 @@
 import { Client } from '@langchain/langgraph-sdk';
+import { httpUrl } from '../helpers/target-url.ts';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -141,7 +142,7 @@ describe('a revision gets the platform Redis credentials', { timeout: 60_000 }, 
   });
 
   it("the victim's Agent Server keeps its threads, runs and store in Redis as its own user", async () => {
-    const target = a.t.cp.routes.get(a.victim.id)!.target;
+    const target = await httpUrl(a.t.cp.routes.get(a.victim.id)!.target);
     const sdk = new Client({ apiUrl: target, apiKey: a.victim.tenant.key });
     const thread = await sdk.threads.create();
     await sdk.runs.wait(thread.thread_id, 'echo', { input: { text: 'kept' } });

@@ -27,6 +27,7 @@ import type { DeploymentAddressing } from '../../routing/deployment-url.ts';
 import { routeTableFromSettings } from '../../routing/from-settings.ts';
 import { MemoryRouteTable } from '../../routing/memory-route-table.ts';
 import type { RouteTable } from '../../routing/route-table.ts';
+import { probeNetwork } from '../../sandbox/network.ts';
 import { LocalProcessHost } from '../revision-host/local-process-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
@@ -166,6 +167,9 @@ export async function createControlPlane(
       : null;
   // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
   const runtimeLogs = new RuntimeLogs();
+  // Probed once: a namespace made the way revisions get theirs (only where revisions run here).
+  const network =
+    options.host === undefined ? await probeNetwork(settings.sandboxNetwork, settings.sandboxNetworkAllow) : null;
   const host =
     options.host === undefined
       ? new LocalProcessHost({
@@ -176,6 +180,8 @@ export async function createControlPlane(
           logLevel: settings.logLevel,
           ...settings.revisionAgentServer, // the operator's TTL_SWEEP_SECONDS and WEBHOOK_HOSTS_ALLOWED
           sandbox: settings.sandbox,
+          ...(network && { network }),
+          networkAllow: settings.sandboxNetworkAllow,
           trustAllTenants: settings.trustAllTenants,
           onOutput: (owner, stream, line) => runtimeLogs.add(owner.deploymentId, owner.revisionId, stream, line),
         })

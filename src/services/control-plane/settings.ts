@@ -17,6 +17,7 @@ import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkAllowedHosts } from '../shared/outbound-address.ts';
 import { ttlSweepMs, webhookHostsAllowed } from '../agent-server/settings.ts';
 import type { SandboxSetting } from '../../sandbox/probe.ts';
+import { parseCidr, type NetworkSetting } from '../../sandbox/network.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
 // The edge's reading of ROUTES_PREFIX, PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both.
@@ -90,6 +91,13 @@ export interface ControlPlaneSettings {
   readonly edgePort: number;
   /** SANDBOX: revisions in bubblewrap (`bwrap`), without (`off`), or bwrap when it works here (`auto`, default). */
   readonly sandbox: SandboxSetting;
+  /**
+   * SANDBOX_NETWORK: each revision in a network namespace of its own with egress through pasta (`pasta`), without
+   * egress (`none`), on the host's network (`host`), or pasta when it works here (`auto`, default).
+   */
+  readonly sandboxNetwork: NetworkSetting;
+  /** SANDBOX_NETWORK_ALLOW: private IPv4 ranges (CIDR) a revision may reach all the same. */
+  readonly sandboxNetworkAllow: readonly string[];
   /** TRUST_ALL_TENANTS=1: without a sandbox, run every organisation's deployments (else only the gateway's own). */
   readonly trustAllTenants: boolean;
   /**
@@ -147,9 +155,20 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     routesPrefix: routesPrefixSetting(env),
     edgePort: integer(env, 'PORT', 8080, 0, 65535),
     sandbox: oneOf(env, 'SANDBOX', ['auto', 'bwrap', 'off'], 'auto'),
+    sandboxNetwork: oneOf(env, 'SANDBOX_NETWORK', ['auto', 'pasta', 'none', 'host'], 'auto'),
+    sandboxNetworkAllow: sandboxNetworkAllow(env),
     trustAllTenants: oneOf(env, 'TRUST_ALL_TENANTS', ['0', '1'], '0') === '1',
     maxDeploymentsPerTenant: integer(env, 'MAX_DEPLOYMENTS_PER_TENANT', 20, 1, 1_000_000),
     revisionAgentServer: Object.freeze({ ttlSweepMs: ttlSweepMs(env), webhookHostsAllowed: webhookHostsAllowed(env) }),
+  });
+}
+
+function sandboxNetworkAllow(env: Env): string[] {
+  return list(env, 'SANDBOX_NETWORK_ALLOW').map((entry) => {
+    const cidr = parseCidr(entry);
+    if (cidr === null)
+      throw new SettingsError('SANDBOX_NETWORK_ALLOW', `must be IPv4 CIDRs (10.1.2.0/24), got "${entry}"`);
+    return cidr;
   });
 }
 

@@ -18,8 +18,8 @@ import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
 /**
  * The entry of one revision's process (forked by local-process-host.ts, run
  * with tsx so an app's TypeScript loads). It waits for its `start` message,
- * loads the app's Agent Server, listens on 127.0.0.1 at the port the host
- * chose and reports `ready`, or `failed` with one line (over the channel at
+ * loads the app's Agent Server, serves on the listening socket the host
+ * handed it (fd `listenFd`) and reports `ready`, or `failed` with one line (over the channel at
  * fd 3, channel.ts). Its log goes to stdout as JSON
  * lines (the parent adds the deployment and revision). API keys are checked
  * by the host over the channel (key-answers.ts remembers its answers briefly):
@@ -94,10 +94,10 @@ async function main(control: ProcessControl): Promise<void> {
   }
   let listening: Listening;
   try {
-    listening = await listen(server.app, control.port, '127.0.0.1');
+    listening = await listen(server.app, { fd: control.listenFd });
     server.sockets.attach(listening.server);
   } catch (err) {
-    send({ type: 'failed', reason: `could not listen on its port: ${(err as Error).message}` });
+    send({ type: 'failed', reason: `could not serve on its socket: ${(err as Error).message}` });
     log.flush();
     process.exit(3);
   }

@@ -1,15 +1,19 @@
 import { fileURLToPath } from 'node:url';
 import { bwrapArgv, SANDBOX_HOME } from '../../sandbox/bwrap.ts';
 import { joinArgv, type CgroupParent, type RevisionCgroup } from '../../sandbox/cgroup.ts';
+import { netnsArgv, type NetworkPlan } from '../../sandbox/network.ts';
 import type { SandboxMode } from '../../sandbox/probe.ts';
 import type { RevisionSpec } from './revision-host.ts';
 
 /**
  * How a revision's process is spawned: node under tsx running
- * agent-process.ts, in the bubblewrap sandbox when there is one, in a cgroup
- * of its own when the gateway can make one (else RLIMIT_DATA through
- * `prlimit`), with an environment made here from nothing but a few neutral
- * variables of the gateway, NODE_PATH and the app's env and secrets.
+ * agent-process.ts, in the bubblewrap sandbox when there is one (its build
+ * folder read-only, HOME and /tmp bounded tmpfs), in a network namespace of
+ * its own when the host can make one (network.ts), in a cgroup of its own when
+ * the gateway can make one (else RLIMIT_DATA through `prlimit`), with an
+ * environment made here from nothing but a few neutral variables of the
+ * gateway, NODE_PATH and the app's env and secrets. The order, outermost
+ * first: cgroup, network namespace, bwrap, node.
  */
 export interface Launch {
   readonly command: string;
@@ -28,14 +32,19 @@ const INHERITED = ['PATH', 'NODE_ENV', 'TZ', 'LANG'];
 export const MEMORY_OVERHEAD_MB = 256;
 export const MAX_PIDS = 256;
 export const MAX_CPUS = 1;
+/** Bound of the revision's HOME and of its /tmp (tmpfs, counted in its cgroup's memory too). */
+export const TMPFS_BYTES = 256 * 1024 * 1024;
 let started = 0;
 
 export function launchArgv(
   spec: RevisionSpec,
   sandbox: SandboxMode,
+  network: NetworkPlan,
   cgroups: CgroupParent | null,
   /** HOME and TMPDIR of the revision without bwrap (with it: a tmpfs of its own). */
   ownHome: string,
+  /** The resolver file of its network namespace (bound at /etc/resolv.conf). */
+  resolvConf: string,
 ): Launch {
   const memoryBytes = (spec.memoryMb + MEMORY_OVERHEAD_MB) * 1024 * 1024;
   const env: NodeJS.ProcessEnv = {};
@@ -51,9 +60,13 @@ export function launchArgv(
       command: argv[0]!,
       args: argv.slice(1),
       dir: spec.appDir,
+      dirReadOnly: true,
+      tmpfsBytes: TMPFS_BYTES,
       readOnly: [`${GATEWAY}src`, `${GATEWAY}package.json`, GATEWAY_MODULES, realModule(TSX)],
+      ...(network.mode !== 'host' && { resolvConf }),
     });
   }
+  argv = netnsArgv(network, argv);
   let cgroup: RevisionCgroup | null = null;
   try {
     // One group per process, not per revision: a redeploy starts the revision again while its old process drains.

@@ -1,13 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { DEFAULT_ORG } from '../../keys/bootstrap.ts';
 import { CgroupParent } from '../../sandbox/cgroup.ts';
+import { attachEgress, NET_READY_FD, RESOLV_CONF, type NetworkProbe } from '../../sandbox/network.ts';
 import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../sandbox/probe.ts';
+import { socketTarget } from '../../proxy/socket-target.ts';
+import { agentSocket, socketHealth, LISTEN_FD } from './agent-socket.ts';
 import { CHANNEL_FD, onMessages, writeMessage } from './channel.ts';
 import { launchArgv } from './launch.ts';
 import { describe, parseFromChild } from './messages.ts';
@@ -22,15 +24,16 @@ import {
 } from './revision-host.ts';
 
 /**
- * Each revision as its own OS process on a loopback port the host chose:
- * node under tsx running agent-process.ts (launch.ts says how: the bubblewrap
- * sandbox, a cgroup, an environment of its own). Its output becomes the
+ * Each revision as its own OS process serving on a Unix socket the host made
+ * in a run folder of its own (agent-socket.ts): node under tsx running
+ * agent-process.ts (launch.ts says how: the bubblewrap sandbox, a network
+ * namespace, a cgroup, an environment of its own). Its output becomes the
  * gateway's log lines with `deployment` and `revision` (output-log.ts); its
  * messages come over fd 3 and are checked and accepted only in the phase that
  * expects them (`ready`/`failed` while loading, `verify` after), so nothing it
  * writes can throw in the gateway or choose its own route target. Without a
- * sandbox only the gateway's own organisation's deployments run, unless every
- * tenant is trusted.
+ * sandbox and a network namespace only the gateway's own organisation's
+ * deployments run, unless every tenant is trusted.
  */
 export interface LocalProcessHostOptions {
   readonly log: Logger;
@@ -53,6 +56,10 @@ export interface LocalProcessHostOptions {
   readonly killGraceMs?: number;
   /** SANDBOX (default auto: bwrap when it works here). */
   readonly sandbox?: SandboxSetting;
+  /** The network revisions get, decided at start (network.ts probeNetwork); default the host's. */
+  readonly network?: NetworkProbe;
+  /** SANDBOX_NETWORK_ALLOW: private IPv4 ranges a revision may reach all the same. */
+  readonly networkAllow?: readonly string[];
   /** TRUST_ALL_TENANTS: without a sandbox, run every organisation's deployments all the same. */
   readonly trustAllTenants?: boolean;
   /** Each line a process prints, with whose process it is (known here, never read from the line). */
@@ -66,48 +73,85 @@ export interface LocalProcessHostOptions {
 export class LocalProcessHost implements RevisionHost {
   readonly kind = 'local-process';
   readonly sandbox: SandboxMode;
+  /** The revisions' network: a namespace of their own (`pasta`: with egress; `none`) or the host's. */
+  readonly network: NetworkProbe;
   private readonly running = new Set<ChildProcess>();
   private readonly cgroups: CgroupParent | null;
 
   constructor(private readonly o: LocalProcessHostOptions) {
     const probe = probeSandbox(o.sandbox ?? 'auto');
     this.sandbox = probe.mode;
+    // Without bwrap the app would be root of its namespace, able to route anywhere again: the host's network, said so.
+    this.network =
+      probe.mode === 'bwrap'
+        ? (o.network ?? { mode: 'host', why: 'not asked for' })
+        : { mode: 'host', why: 'no sandbox' };
     this.cgroups = CgroupParent.open(`gateway-${process.pid}`);
-    const limits = this.cgroups ? 'cgroup' : 'rlimit';
-    if (probe.mode === 'bwrap') o.log.info({ sandbox: 'bwrap', limits }, 'revisions run in a bubblewrap sandbox');
+    const fields = { sandbox: probe.mode, network: this.network.mode, limits: this.cgroups ? 'cgroup' : 'rlimit' };
+    if (this.isolated)
+      o.log.info(fields, `revisions run in a bubblewrap sandbox with a network of their own (${this.network.mode})`);
     else
       o.log.warn(
-        { sandbox: 'off', why: probe.why, limits, trustAllTenants: o.trustAllTenants === true },
+        { ...fields, why: probe.why ?? this.network.why, trustAllTenants: o.trustAllTenants === true },
         o.trustAllTenants
-          ? 'revisions run without a sandbox, and TRUST_ALL_TENANTS=1 runs every organisation: tenants can read each other'
-          : `revisions run without a sandbox: only deployments of the organisation "${DEFAULT_ORG}" run (TRUST_ALL_TENANTS=1 runs all)`,
+          ? 'revisions are not isolated (no sandbox or no network namespace), and TRUST_ALL_TENANTS=1 runs every organisation: tenants can reach each other'
+          : `revisions are not isolated (no sandbox or no network namespace): only deployments of the organisation "${DEFAULT_ORG}" run (TRUST_ALL_TENANTS=1 runs all)`,
       );
   }
 
+  /** Whether a tenant's process is kept from the others and from the host: bwrap and a network namespace. */
+  get isolated(): boolean {
+    return this.sandbox === 'bwrap' && this.network.mode !== 'host';
+  }
+
   async start(spec: RevisionSpec, signal?: AbortSignal): Promise<RunningRevision> {
-    if (this.sandbox === 'off' && !this.o.trustAllTenants && spec.org !== DEFAULT_ORG)
+    if (!this.isolated && !this.o.trustAllTenants && spec.org !== DEFAULT_ORG) {
+      const missing =
+        this.sandbox === 'off' ? 'no sandbox for deployments (SANDBOX)' : 'no network of their own (SANDBOX_NETWORK)';
       throw new RevisionLoadError(
-        'this gateway has no sandbox for deployments (SANDBOX) and runs only its own organisation\u2019s; ' +
-          'TRUST_ALL_TENANTS=1 runs every organisation',
+        `this gateway has ${missing} and runs only its own organisation\u2019s; TRUST_ALL_TENANTS=1 runs every organisation`,
       );
+    }
     const redisUrl = this.o.redisUrl ? await this.o.redisUrl(spec) : null;
-    const port = await freePort();
-    const home = mkdtempSync(join(tmpdir(), 'revision-home-'));
-    const launch = launchArgv(spec, this.sandbox, this.cgroups, home);
-    const child = spawn(launch.command, launch.args, {
-      cwd: spec.appDir,
-      env: launch.env,
-      stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
-    });
-    return this.supervise(spec, child, launch.cgroup, home, { ...this.control(spec, redisUrl), port }, signal);
+    // The run folder is the host's (0700): the socket the edge reaches, the resolver file, HOME without bwrap.
+    const runDir = mkdtempSync(join(tmpdir(), 'revision-run-'));
+    const cleanUp = () => rmSync(runDir, { recursive: true, force: true });
+    let socket: Awaited<ReturnType<typeof agentSocket>>;
+    try {
+      mkdirSync(join(runDir, 'home'));
+      writeFileSync(join(runDir, 'resolv.conf'), RESOLV_CONF);
+      socket = await agentSocket(runDir);
+    } catch (err) {
+      cleanUp();
+      throw err;
+    }
+    const network = { mode: this.network.mode, allow: this.o.networkAllow ?? [] };
+    const launch = launchArgv(
+      spec,
+      this.sandbox,
+      network,
+      this.cgroups,
+      join(runDir, 'home'),
+      join(runDir, 'resolv.conf'),
+    );
+    const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', 'pipe', 'pipe', 'pipe', socket.fd];
+    if (network.mode !== 'host') stdio[NET_READY_FD] = 'pipe';
+    const child = spawn(launch.command, launch.args, { cwd: spec.appDir, env: launch.env, stdio });
+    // The child holds the listening socket now: the gateway never accepts on it.
+    socket.handedOver();
+    const control = { ...this.control(spec, redisUrl), listenFd: LISTEN_FD };
+    const networked = network.mode === 'host' ? Promise.resolve() : connect(child, network.mode === 'pasta');
+    return this.supervise(spec, child, launch.cgroup, cleanUp, socket.path, control, networked, signal);
   }
 
   private supervise(
     spec: RevisionSpec,
     child: ChildProcess,
     cgroup: ReturnType<typeof launchArgv>['cgroup'],
-    home: string,
+    cleanUp: () => void,
+    socketPath: string,
     start: ProcessControl,
+    networked: Promise<void>,
     signal?: AbortSignal,
   ): Promise<RunningRevision> {
     const log = this.o.log.child({ deployment: spec.deploymentId, revision: spec.revisionId });
@@ -133,7 +177,7 @@ export class LocalProcessHost implements RevisionHost {
         this.running.delete(child);
         const oom = cgroup?.oomKilled() ?? false;
         cgroup?.remove();
-        rmSync(home, { recursive: true, force: true });
+        cleanUp();
         const reason = spawnError
           ? `could not start: ${spawnError.message}`
           : exitReason(code, sig, lastLines, oom ? spec.memoryMb : null);
@@ -142,7 +186,7 @@ export class LocalProcessHost implements RevisionHost {
       child.once('exit', (code, sig) => done(code, sig));
       child.once('error', (err) => child.pid === undefined && done(null, null, err));
     });
-    const target = `http://127.0.0.1:${start.port}`;
+    const target = socketTarget(socketPath);
     const send = (m: ToChild) => writeMessage(channel, m);
     let phase: 'loading' | 'serving' | 'over' = 'loading';
     const ignore = (m: unknown, why: string) => log.warn({ message: describe(m) }, `revision message ignored: ${why}`);
@@ -173,6 +217,7 @@ export class LocalProcessHost implements RevisionHost {
       );
       const onAbort = () => fail('cancelled');
       signal?.addEventListener('abort', onAbort, { once: true });
+      networked.catch((err: Error) => fail(`its network could not be set up: ${err.message}`));
       void exited.then((e) => fail(`the process ended before it was ready (${e.reason})`));
       onMessages(channel, (raw) => {
         const m = parseFromChild(raw);
@@ -196,7 +241,7 @@ export class LocalProcessHost implements RevisionHost {
           target,
           pid: child.pid,
           exited,
-          health: () => health(target),
+          health: () => socketHealth(socketPath),
           stop,
         });
       });
@@ -204,7 +249,7 @@ export class LocalProcessHost implements RevisionHost {
     });
   }
 
-  private control(spec: RevisionSpec, redisUrl: string | null): Omit<ProcessControl, 'port'> {
+  private control(spec: RevisionSpec, redisUrl: string | null): Omit<ProcessControl, 'listenFd'> {
     return {
       type: 'start',
       deploymentId: spec.deploymentId,
@@ -229,30 +274,16 @@ export class LocalProcessHost implements RevisionHost {
   }
 }
 
+/** Gives the process's namespace its egress (pasta), then lets it go on (network.ts); rejects when that fails. */
+async function connect(child: ChildProcess, egress: boolean): Promise<void> {
+  const ready = (child.stdio as unknown as Socket[])[NET_READY_FD]!;
+  ready.on('error', () => ready.destroy());
+  if (egress && child.pid !== undefined) await attachEgress(child.pid);
+  ready.end('go\n');
+}
+
 function once(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
-/** A loopback port free now, for the revision to listen on (it fails to load, saying so, if another took it since). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function health(target: string): Promise<boolean> {
-  try {
-    const res = await fetch(`${target}/ok`, { signal: AbortSignal.timeout(2000) });
-    await res.body?.cancel();
-    return res.ok;
-  } catch {
-    return false;
-  }
 }
 
 /** Why a process ended, for a person: over its memory (the cgroup says), its exit, and the last line that tells. */

@@ -12,8 +12,11 @@ export interface ProcessControl {
   readonly configPath: string;
   /** The config's folder inside the repository ('' at its root): compile errors name files from the repository's root. */
   readonly sourcePrefix?: string;
-  /** The loopback port the host chose for it: the route's target, whatever the process says. */
-  readonly port: number;
+  /**
+   * The listening socket the host made and handed it (a Unix socket in a folder of the host's): the route's target,
+   * whatever the process says. It serves there, never on a port another process could take.
+   */
+  readonly listenFd: number;
   readonly org: string | null;
   /**
    * Redis for the Agent Server's data, with the deployment's own credentials (limited to `dataPrefix`), never the

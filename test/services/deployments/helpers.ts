@@ -5,6 +5,7 @@ import { Client } from '@langchain/langgraph-sdk';
 import { expect } from 'vitest';
 import type { TestControlPlane, Tenant, Client as ApiClient } from '../control-plane/helpers.ts';
 import { eventually, waitForRevision } from '../control-plane/helpers.ts';
+import { httpUrl } from '../../helpers/target-url.ts';
 
 /**
  * Apps for the deployment tests: one graph `echo` answering
@@ -53,9 +54,9 @@ export function target(t: TestControlPlane, deploymentId: string): string {
   return route.target;
 }
 
-/** One run of `echo` at `url` with the unmodified SDK: the answer. */
+/** One run of `echo` at `url` (a URL or a route's `unix:` target) with the unmodified SDK: the answer. */
 export async function ask(url: string, tenant: Tenant, text = 'hi'): Promise<string> {
-  const sdk = new Client({ apiUrl: url, apiKey: tenant.key });
+  const sdk = new Client({ apiUrl: await httpUrl(url), apiKey: tenant.key });
   const values = (await sdk.runs.wait(null, 'echo', { input: { text } })) as { answer?: string };
   return values.answer ?? '';
 }
@@ -100,7 +101,7 @@ export async function pathForwarder(routes: RouteTable): Promise<{ url: string; 
     const headers = Object.fromEntries(
       Object.entries(req.headers).filter(([k, v]) => typeof v === 'string' && !['host', 'connection'].includes(k)),
     ) as Record<string, string>;
-    const upstream = await fetch(route.target + (m[2] || '/'), {
+    const upstream = await fetch((await httpUrl(route.target)) + (m[2] || '/'), {
       method: req.method,
       headers,
       body: chunks.length > 0 ? Buffer.concat(chunks) : undefined,

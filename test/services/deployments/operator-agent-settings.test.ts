@@ -13,6 +13,7 @@ import {
   type Tenant,
 } from '../control-plane/helpers.ts';
 import { deployed, graphSource, target } from './helpers.ts';
+import { httpUrl } from '../../helpers/target-url.ts';
 
 /**
  * A deployment's own Agent Server runs with the operator's TTL_SWEEP_SECONDS and WEBHOOK_HOSTS_ALLOWED (before, it
@@ -82,7 +83,7 @@ describe("a deployment's Agent Server runs with the operator's settings", { time
     ];
     const d = (await api.post('/deployments', deploymentBody(repo.url, { secrets }))).json;
     await deployed(api, d.id, d.latest_revision_id);
-    sdk = new Client({ apiUrl: target(t, d.id), apiKey: tenant.key });
+    sdk = new Client({ apiUrl: await httpUrl(target(t, d.id)), apiKey: tenant.key });
   });
 
   it("calls a webhook on a host the operator allowed, and refuses another loopback port the deployment's env names", async () => {

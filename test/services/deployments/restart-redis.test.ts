@@ -17,6 +17,7 @@ import {
   type TestRepo,
 } from '../control-plane/helpers.ts';
 import { alive, ask, BARE_APP, deployed, target } from './helpers.ts';
+import { httpUrl } from '../../helpers/target-url.ts';
 import { SHARED_REDIS_URL, sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
 
 /**
@@ -71,7 +72,7 @@ describe('deployments on Redis', () => {
         await api.post('/deployments', deploymentBody(repo.url, { secrets: [{ name: 'TOKEN', value: 'kept' }] }))
       ).json;
       await deployed(api, d.id, d.latest_revision_id);
-      const sdk = new Client({ apiUrl: target(first, d.id), apiKey: tenant.key });
+      const sdk = new Client({ apiUrl: await httpUrl(target(first, d.id)), apiKey: tenant.key });
       const thread = await sdk.threads.create();
       await sdk.runs.wait(thread.thread_id, 'echo', { input: { text: 'remember me' } });
       expect((await keysByPrefix(redis, `${DATA}:${d.id}:`)).length).toBeGreaterThan(0);

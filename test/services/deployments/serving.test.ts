@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { Client } from '@langchain/langgraph-sdk';
+import { httpUrl } from '../../helpers/target-url.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   client,
@@ -80,15 +81,15 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
       expect((await api.get(`/deployments/${d.id}`)).json.url).toBe(`http://edge.test:8080/deployments/${d.id}`);
       const route = t.cp.routes.get(d.id)!;
       expect(route).toMatchObject({ deploymentId: d.id, revisionId: d.latest_revision_id, tenantId: tenant.workspace });
-      expect(route.target).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(route.target).toMatch(/^unix:\/.+\/agent\.sock$/);
       // Each graph sees its own secret only, and the env of its langgraph.json.
-      const sdk = new Client({ apiUrl: route.target, apiKey: tenant.key });
+      const sdk = new Client({ apiUrl: await httpUrl(route.target), apiKey: tenant.key });
       const events: { event: string; data: unknown }[] = [];
       for await (const e of sdk.runs.stream(null, 'echo', { input: { text: 'streamed' }, streamMode: 'values' }))
         events.push(e);
       const last = events.filter((e) => e.event === 'values').at(-1)?.data as { answer: string };
       expect(last.answer).toBe(`v1 hello ${token}: streamed`);
-      const docs = await fetch(`${route.target}/docs`);
+      const docs = await fetch(`${await httpUrl(route.target)}/docs`);
       expect(docs.status).toBe(200);
       await docs.body?.cancel();
       await t.logs.waitFor(
@@ -98,7 +99,7 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
 
     // A key of another organisation is refused by the deployment.
     const other = await t.tenant('other');
-    const refused = await fetch(`${target(t, a.id)}/assistants/search`, {
+    const refused = await fetch(`${await httpUrl(target(t, a.id))}/assistants/search`, {
       method: 'POST',
       headers: { 'x-api-key': other.key, 'content-type': 'application/json' },
       body: '{}',
@@ -164,7 +165,7 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
     await deployed(api, d.id, d.latest_revision_id);
     const oldProc = t.cp.serving!.current(d.id)!.proc!;
 
-    const sdk = new Client({ apiUrl: oldProc.target, apiKey: tenant.key });
+    const sdk = new Client({ apiUrl: await httpUrl(oldProc.target), apiKey: tenant.key });
     const stream = (async () => {
       const events: { event: string; data: unknown }[] = [];
       for await (const e of sdk.runs.stream(null, 'echo', {

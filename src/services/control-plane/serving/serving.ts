@@ -250,8 +250,10 @@ export class Serving {
     void proc.exited.then((exit) => {
       if (exit.requested || s.retired || this.closed || this.served.get(s.deploymentId) !== s) return;
       s.proc = null;
-      // Until it runs again its url answers 503 "starting", not 502 from the port it left.
-      this.starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId).catch(() => {});
+      // Until it runs again its url answers 503 "starting", here at once even when the write to a shared table fails.
+      this.starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId).catch((err: unknown) =>
+        this.o.log.warn({ err, deploymentId: s.deploymentId }, 'route marked starting here only: its write failed'),
+      );
       if (Date.now() - started >= HEALTHY_AFTER_MS) s.crashes = 0;
       s.crashes++;
       processCrashed();
