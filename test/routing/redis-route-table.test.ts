@@ -127,4 +127,29 @@ describe('RedisRouteTable: several processes on one table', () => {
     }, 10_000);
     await eventually(() => expect(reader.all()).toEqual([route('d-3', 'http://127.0.0.1:41003')]), 10_000);
   });
+
+  // Finding "a dead port handed to the attacker" (issue 34, Why 5): a process died, its route was to be marked
+  // "starting", the write failed on a Redis held busy, and the edge kept sending its traffic to the dead target.
+  it('a change whose write hangs or fails applies here at once, and is written once Redis answers again', async () => {
+    const redis = await startRedis();
+    servers.push(redis);
+    const prefix = `${RUN}:${randomUUID()}`;
+    const writer = table(prefix, redis.port, 200);
+    const reader = table(prefix, redis.port, 200);
+    await Promise.all([writer.ready, reader.ready]);
+    await writer.set(route('d-1', 'unix:/run/a/agent.sock'));
+    await eventually(() => expect(reader.get('d-1')).toBeDefined());
+
+    redis.pause();
+    const marked = writer.set({ ...route('d-1', ''), unavailable: 'starting' });
+    marked.catch(() => {}); // hangs until the resume (or fails): asserted below
+    expect(writer.get('d-1')).toMatchObject({ target: '', unavailable: 'starting' });
+    // A resync of the whole table meanwhile does not bring the old target back here.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(writer.get('d-1')?.unavailable).toBe('starting');
+
+    redis.resume();
+    await marked;
+    await eventually(() => expect(reader.get('d-1')?.unavailable).toBe('starting'));
+  });
 });
