@@ -10,9 +10,10 @@ ENV ADMIN_HOST=0.0.0.0
 ENV WORKERS=auto
 # git: a deployment's build clones its repository (the slim image has none); ca-certificates for https remotes.
 # npm (in the base image) installs an app's own dependencies at build time. bubblewrap: the sandbox of each revision
-# (SANDBOX=auto uses it where the container may create user namespaces; else the gateway says so at start).
+# (SANDBOX=auto uses it where the container may create user namespaces; else the gateway says so at start). passt
+# (pasta) and iproute2: each revision's network namespace with egress (SANDBOX_NETWORK=auto, same condition).
 RUN apt-get update \
-  && apt-get install -y --no-install-recommends git ca-certificates bubblewrap \
+  && apt-get install -y --no-install-recommends git ca-certificates bubblewrap passt iproute2 \
   && rm -rf /var/lib/apt/lists/*
 WORKDIR /app
 COPY package.json package-lock.json ./

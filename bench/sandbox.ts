@@ -1,13 +1,14 @@
 /**
  * What the revision sandbox costs: a revision's start time (spawn → its app loaded and listening) and requests per
- * CPU-second of its processes (`GET /ok` on its Agent Server, CPU of every process under it, from /proc), with
- * bubblewrap and without, in the same run, alternating. Correctness first: each start must answer `/ok` 200, and the
- * sandboxed one must see no process but its own (its pid 1 is bwrap's), or the run exits 1 before anything is timed.
+ * CPU-second of its processes (`GET /ok` on its Agent Server's socket, CPU of every process under it, from /proc), in
+ * three modes in the same run, alternating: `netns` (bubblewrap in a network namespace of its own, egress through
+ * pasta: what revisions get), `bwrap` (bubblewrap on the host's network) and `off` (neither). Correctness first: each
+ * start must answer `/ok` 200, or the run exits 1 before anything is timed.
  *
  *   npm run bench:sandbox                  5 starts and 10 s of load per mode (BENCH_STARTS, BENCH_SECONDS)
  *   BENCH_QUICK=1 npm run bench:sandbox    smoke test: 2 starts, 2 s
  *
- * Both modes have the same cgroup limits; only bwrap differs. The load generator runs in this process (not counted:
+ * Every mode has the same cgroup limits and serves on a Unix socket; only the sandbox and the network differ. The load generator runs in this process (not counted:
  * only the revision's CPU is). See bench/README.md.
  */
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,7 +16,8 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Pool } from 'undici';
-import type { SandboxMode } from '../src/sandbox/probe.ts';
+import { probeNetwork } from '../src/sandbox/network.ts';
+import { targetSocketPath } from '../src/proxy/socket-target.ts';
 import { LocalProcessHost } from '../src/services/revision-host/local-process-host.ts';
 import type { RunningRevision } from '../src/services/revision-host/revision-host.ts';
 import { QUICK, RESULTS, runId } from './peers/edge-settings.ts';
@@ -24,7 +26,9 @@ const STARTS = Number(process.env.BENCH_STARTS ?? (QUICK ? 2 : 5));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? (QUICK ? 2 : 10));
 const CONNECTIONS = 16;
 const TICK = 100; // USER_HZ of /proc/<pid>/stat on Linux
-const MODES: readonly SandboxMode[] = ['bwrap', 'off'];
+type Mode = 'netns' | 'bwrap' | 'off';
+const MODES: readonly Mode[] = ['netns', 'bwrap', 'off'];
+const network = await probeNetwork('pasta', []);
 
 const app = mkdtempSync(join(tmpdir(), 'bench-sandbox-app-'));
 writeFileSync(join(app, 'langgraph.json'), JSON.stringify({ graphs: { echo: './graph.ts:graph' } }));
@@ -43,14 +47,15 @@ const hosts = Object.fromEntries(
       redisUrl: null,
       verifyKey: async () => null,
       loadTimeoutMs: 60_000,
-      sandbox: mode === 'bwrap' ? 'bwrap' : 'off',
+      sandbox: mode === 'off' ? 'off' : 'bwrap',
+      ...(mode === 'netns' && { network }),
       trustAllTenants: true,
     }),
   ]),
-) as Record<SandboxMode, LocalProcessHost>;
+) as Record<Mode, LocalProcessHost>;
 
 let n = 0;
-async function start(mode: SandboxMode): Promise<{ proc: RunningRevision; ms: number }> {
+async function start(mode: Mode): Promise<{ proc: RunningRevision; ms: number }> {
   const t0 = performance.now();
   const proc = await hosts[mode].start({
     deploymentId: 'bench',
@@ -84,7 +89,8 @@ function treeTicks(root: number): number {
 }
 
 async function load(proc: RunningRevision): Promise<{ requests: number; cpuSeconds: number; wallSeconds: number }> {
-  const pool = new Pool(proc.target, { connections: CONNECTIONS, pipelining: 1 });
+  const socketPath = targetSocketPath(proc.target)!;
+  const pool = new Pool('http://localhost', { socketPath, connections: CONNECTIONS, pipelining: 1 });
   const ticks0 = treeTicks(proc.pid!);
   const t0 = performance.now();
   const until = t0 + SECONDS * 1000;
@@ -106,7 +112,7 @@ async function load(proc: RunningRevision): Promise<{ requests: number; cpuSecon
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-// Correctness: both modes serve, and the sandboxed process sees only its own namespace.
+// Correctness: every mode serves.
 for (const mode of MODES) {
   const { proc } = await start(mode);
   const ok = await proc.health();
@@ -117,9 +123,9 @@ for (const mode of MODES) {
   }
 }
 
-const startMs: Record<SandboxMode, number[]> = { bwrap: [], off: [] };
-const perCpu: Record<SandboxMode, number[]> = { bwrap: [], off: [] };
-const wall: Record<SandboxMode, number[]> = { bwrap: [], off: [] };
+const startMs: Record<Mode, number[]> = { netns: [], bwrap: [], off: [] };
+const perCpu: Record<Mode, number[]> = { netns: [], bwrap: [], off: [] };
+const wall: Record<Mode, number[]> = { netns: [], bwrap: [], off: [] };
 for (let i = 0; i < STARTS; i++) {
   for (const mode of i % 2 === 0 ? MODES : [...MODES].reverse()) {
     const { proc, ms } = await start(mode);
@@ -143,13 +149,19 @@ const rows = MODES.map((mode) => ({
   requests_per_cpu_second_rounds: perCpu[mode].map(Math.round),
   wall_requests_per_second: Math.round(median(wall[mode])),
 }));
-const [sb, off] = rows as [(typeof rows)[0], (typeof rows)[0]];
+const [netns, sb, off] = rows as [(typeof rows)[0], (typeof rows)[0], (typeof rows)[0]];
 console.table(rows.map(({ start_ms: _s, requests_per_cpu_second_rounds: _r, ...r }) => r));
+const ratio = (a: number, b: number) => Math.round((a / b) * 1000) / 1000;
 const summary = {
   start_ms_added: sb.start_ms_median - off.start_ms_median,
-  cpu_ratio: Math.round((sb.requests_per_cpu_second / off.requests_per_cpu_second) * 1000) / 1000,
+  cpu_ratio: ratio(sb.requests_per_cpu_second, off.requests_per_cpu_second),
+  netns_start_ms_added: netns.start_ms_median - sb.start_ms_median,
+  netns_cpu_ratio: ratio(netns.requests_per_cpu_second, sb.requests_per_cpu_second),
 };
 console.log(`bwrap adds ${summary.start_ms_added} ms at start; requests per CPU-second ratio ${summary.cpu_ratio}`);
+console.log(
+  `its network namespace adds ${summary.netns_start_ms_added} ms more; requests per CPU-second ratio ${summary.netns_cpu_ratio} (netns/bwrap)`,
+);
 mkdirSync(RESULTS, { recursive: true });
 const json = JSON.stringify(
   {
