@@ -78,7 +78,7 @@ describe('the default deployment', () => {
       expect(patched.status).toBe(409);
       expect(((await patched.json()) as { detail: string }).detail).toMatch(/default deployment.*cannot be patched/);
       expect((await api(first.url, `/deployments/${id}`, { method: 'DELETE' })).status).toBe(409);
-      expect(first.gateway.routes.get(id)?.target).toMatch(/^unix:\/.+\/agent\.sock$/);
+      expect(first.gateway.routes.get(id)?.target).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(await redis.hget(`${RUN}:routes:us:{routes}:table`, id)).not.toBeNull();
     } finally {
       await first.close();
