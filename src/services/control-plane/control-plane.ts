@@ -31,6 +31,7 @@ import { LocalProcessHost } from '../revision-host/local-process-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
+import { measureRedisBytes } from '../revision-host/redis-budget.ts';
 import { RuntimeLogs } from './serving/runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
 
@@ -170,7 +171,14 @@ export async function createControlPlane(
     options.host === undefined
       ? new LocalProcessHost({
           log: log.child({ component: 'deployment' }),
-          redisUrl: redisUsers && ((spec) => redisUsers.urlFor(spec)),
+          // Each revision reaches its data through a forwarder of the host, as its deployment's user, within its budget.
+          redis:
+            redisUsers &&
+            (async (spec) => ({
+              url: await redisUsers.urlFor(spec),
+              measure: () => measureRedisBytes(redis!, spec.dataPrefix),
+            })),
+          redisLimits: settings.revisionRedis,
           verifyKey: async (key) => (await keys.findKey(key))?.org ?? null,
           loadTimeoutMs: settings.loadTimeoutMs,
           logLevel: settings.logLevel,

@@ -36,6 +36,8 @@ export function launchArgv(
   cgroups: CgroupParent | null,
   /** HOME and TMPDIR of the revision without bwrap (with it: a tmpfs of its own). */
   ownHome: string,
+  /** Folders of the host the process reaches read-only, at the same path (its Redis socket's: revision-redis.ts). */
+  hostFolders: readonly string[] = [],
 ): Launch {
   const memoryBytes = (spec.memoryMb + MEMORY_OVERHEAD_MB) * 1024 * 1024;
   const env: NodeJS.ProcessEnv = {};
@@ -51,7 +53,7 @@ export function launchArgv(
       command: argv[0]!,
       args: argv.slice(1),
       dir: spec.appDir,
-      readOnly: [`${GATEWAY}src`, `${GATEWAY}package.json`, GATEWAY_MODULES, realModule(TSX)],
+      readOnly: [`${GATEWAY}src`, `${GATEWAY}package.json`, GATEWAY_MODULES, realModule(TSX), ...hostFolders],
     });
   }
   let cgroup: RevisionCgroup | null = null;

@@ -14,6 +14,12 @@ import { describe, parseFromChild } from './messages.ts';
 import { pipeOutput } from './output-log.ts';
 import type { ProcessControl, ToChild } from './protocol.ts';
 import {
+  DEFAULT_REVISION_REDIS_LIMITS,
+  openRevisionRedis,
+  type RevisionRedisAccess,
+  type RevisionRedisLimits,
+} from './revision-redis.ts';
+import {
   RevisionLoadError,
   type RevisionExit,
   type RevisionHost,
@@ -35,10 +41,13 @@ import {
 export interface LocalProcessHostOptions {
   readonly log: Logger;
   /**
-   * The Redis URL a revision's process gets for its Agent Server's data (credentials of its deployment's own, from
-   * the control plane: deployment-redis-users.ts), or null = in memory. It may reject with a RevisionLoadError.
+   * The Redis a revision's Agent Server keeps its data in (its deployment's own user, from the control plane:
+   * deployment-redis-users.ts), reached only through a forwarder the host runs (revision-redis.ts), or null = in
+   * memory. It may reject with a RevisionLoadError.
    */
-  readonly redisUrl: ((spec: RevisionSpec) => Promise<string | null>) | null;
+  readonly redis: ((spec: RevisionSpec) => Promise<RevisionRedisAccess | null>) | null;
+  /** The bounds of each revision's forwarder (DEPLOYMENT_REDIS_*); default DEFAULT_REVISION_REDIS_LIMITS. */
+  readonly redisLimits?: RevisionRedisLimits;
   /** Answers a key check of a process: the key's organisation, or null. */
   readonly verifyKey: (key: string) => Promise<string | null>;
   /** Time a process has to load its app and listen. */
@@ -90,16 +99,26 @@ export class LocalProcessHost implements RevisionHost {
         'this gateway has no sandbox for deployments (SANDBOX) and runs only its own organisation\u2019s; ' +
           'TRUST_ALL_TENANTS=1 runs every organisation',
       );
-    const redisUrl = this.o.redisUrl ? await this.o.redisUrl(spec) : null;
+    const access = this.o.redis ? await this.o.redis(spec) : null;
+    // Its Redis: a socket of a forwarder this host runs (no URL, no password), in a folder bound into the sandbox.
+    const owner = { deployment: spec.deploymentId, revision: spec.revisionId };
+    const redis =
+      access &&
+      (await openRevisionRedis(access, this.o.redisLimits ?? DEFAULT_REVISION_REDIS_LIMITS, this.o.log.child(owner)));
     const port = await freePort();
     const home = mkdtempSync(join(tmpdir(), 'revision-home-'));
-    const launch = launchArgv(spec, this.sandbox, this.cgroups, home);
+    const launch = launchArgv(spec, this.sandbox, this.cgroups, home, redis ? [redis.dir] : []);
     const child = spawn(launch.command, launch.args, {
       cwd: spec.appDir,
       env: launch.env,
       stdio: ['ignore', 'pipe', 'pipe', 'pipe'],
     });
-    return this.supervise(spec, child, launch.cgroup, home, { ...this.control(spec, redisUrl), port }, signal);
+    if (redis) {
+      child.once('exit', () => void redis.close());
+      child.once('error', () => child.pid === undefined && void redis.close());
+    }
+    const control = { ...this.control(spec, redis?.socketPath ?? null), port };
+    return this.supervise(spec, child, launch.cgroup, home, control, signal);
   }
 
   private supervise(
@@ -204,7 +223,7 @@ export class LocalProcessHost implements RevisionHost {
     });
   }
 
-  private control(spec: RevisionSpec, redisUrl: string | null): Omit<ProcessControl, 'port'> {
+  private control(spec: RevisionSpec, redisSocket: string | null): Omit<ProcessControl, 'port'> {
     return {
       type: 'start',
       deploymentId: spec.deploymentId,
@@ -212,7 +231,7 @@ export class LocalProcessHost implements RevisionHost {
       configPath: join(spec.appDir, spec.configPath),
       sourcePrefix: spec.sourcePrefix ?? '',
       org: spec.org,
-      redisUrl,
+      redisSocket,
       dataPrefix: spec.dataPrefix,
       logLevel: this.o.logLevel ?? 'info',
       heartbeatMs: this.o.heartbeatMs ?? 10_000,
