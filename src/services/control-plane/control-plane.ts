@@ -32,6 +32,7 @@ import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
 import { measureRedisBytes } from '../revision-host/redis-budget.ts';
+import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
 import { RuntimeLogs } from './serving/runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
 
@@ -165,6 +166,9 @@ export async function createControlPlane(
           log: cpLog.child({ component: 'deployment-redis-users' }),
         })
       : null;
+  // What the operator's Redis leaves open that the gateway cannot close itself (said once, never changed).
+  if (redisUsers && redis)
+    void adviseOnRedisServer(redis, settings.revisionRedis.maxConnections, cpLog.child({ component: 'redis-advice' }));
   // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
   const runtimeLogs = new RuntimeLogs();
   const host =
