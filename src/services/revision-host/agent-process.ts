@@ -62,12 +62,15 @@ async function main(control: ProcessControl): Promise<void> {
   const log = createLogger(control.logLevel, pino.destination({ sync: true }));
   let redis: Redis | null = null;
   if (control.redisSocket !== null) {
-    redis = createRedisClient({ path: control.redisSocket }, {
-      ...SERVICE_REDIS,
-      // The deployment's user may not run INFO (it tells about the whole server).
-      readyCheck: false,
-      onError: (err) => log.warn({ err: err.message }, 'redis error'),
-    });
+    redis = createRedisClient(
+      { path: control.redisSocket },
+      {
+        ...SERVICE_REDIS,
+        // The deployment's user may not run INFO (it tells about the whole server).
+        readyCheck: false,
+        onError: (err) => log.warn({ err: err.message }, 'redis error'),
+      },
+    );
   }
   const verifyApiKey = rememberedKeyAnswers(askHost());
   let server: AgentServer;

@@ -192,7 +192,10 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
     expect('redis');
   };
   client.on('data', (chunk: Buffer) => {
+    // The frames of one chunk leave in one write (writev), not one syscall each.
+    redis.cork();
     const error = frames.feed(chunk, request);
+    redis.uncork();
     if (error === null) return;
     // What Redis still owes is delivered first, then the error, then the end.
     local(`ERR ${error}`);
@@ -202,6 +205,14 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
   });
 
   redis.on('data', (chunk: Buffer) => {
+    client.cork();
+    try {
+      answer(chunk);
+    } finally {
+      client.uncork();
+    }
+  });
+  const answer = (chunk: Buffer) => {
     let start = 0;
     const error = replies.feed(chunk, (at, type) => {
       const head = pending[0];
@@ -228,7 +239,7 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
       return end();
     }
     if (start < chunk.length && pending[0]?.kind === 'redis') toClient(client.write(chunk.subarray(start)));
-  });
+  };
 }
 
 function encode(args: string[]): Buffer {

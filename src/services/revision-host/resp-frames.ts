@@ -52,12 +52,12 @@ export class RequestFrames {
         this.body -= n;
         if (this.body === 0) this.endArg();
       } else {
-        const byte = chunk[at++]!;
-        if (byte !== LF) {
-          if (this.line.length >= MAX_LINE) return 'Protocol error: header line too long';
-          this.line += String.fromCharCode(byte);
-          continue;
-        }
+        const end = chunk.indexOf(LF, at);
+        const stop = end === -1 ? chunk.length : end;
+        if (this.line.length + (stop - at) > MAX_LINE) return 'Protocol error: header line too long';
+        this.line += chunk.toString('latin1', at, stop);
+        at = end === -1 ? stop : end + 1;
+        if (end === -1) continue;
         const line = this.line.endsWith('\r') ? this.line.slice(0, -1) : null;
         this.line = '';
         if (line === null) return 'Protocol error: expected CRLF';

@@ -51,7 +51,12 @@ export async function openRevisionRedis(
   log: Logger,
 ): Promise<RevisionRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'revision-redis-'));
-  const budget = new RedisBudget({ maxBytes: limits.maxBytes, intervalMs: limits.measureMs, measure: access.measure, log });
+  const budget = new RedisBudget({
+    maxBytes: limits.maxBytes,
+    intervalMs: limits.measureMs,
+    measure: access.measure,
+    log,
+  });
   try {
     await budget.start();
     const forward = await startRedisForward({
