@@ -21,24 +21,33 @@ const PUT = readFileSync(new URL('./item-put.lua', import.meta.url), 'utf8');
 const DELETE = readFileSync(new URL('./item-delete.lua', import.meta.url), 'utf8');
 const REFRESH = readFileSync(new URL('./item-refresh.lua', import.meta.url), 'utf8');
 
-const VERSION = createHash('sha256').update(PUT).update(DELETE).update(REFRESH).digest('hex').slice(0, 12);
+const BODIES = { put: PUT, delete: DELETE, refresh: REFRESH } as const;
+type ItemFunction = keyof typeof BODIES;
+/**
+ * Each script's body runs as a function of (KEYS, ARGV): the scripts keep their EVAL shape and comments. A function
+ * without flags may write and is refused while Redis is over `maxmemory`; deleting and refreshing (no growth) may run
+ * then (`allow-oom`), so a full store can still be emptied.
+ */
+const FLAGS: Record<ItemFunction, string> = { put: '', delete: "'allow-oom'", refresh: "'allow-oom'" };
+const library = (name: string) =>
+  [
+    `#!lua name=${name}`,
+    ...Object.entries(BODIES).map(
+      ([fn, body]) =>
+        `redis.register_function{function_name='${name}_${fn}', flags={${FLAGS[fn as ItemFunction]}}, ` +
+        `callback=function(KEYS, ARGV)\n${body}\nend}`,
+    ),
+  ].join('\n');
+const VERSION = createHash('sha256').update(library('')).digest('hex').slice(0, 12);
 const LIBRARY = `gw_items_${VERSION}`;
+const CODE = library(LIBRARY);
 
 /** The functions' names: FCALL <name> <numkeys> keys... args... */
-export const ITEM_FUNCTIONS = {
+export const ITEM_FUNCTIONS: Readonly<Record<ItemFunction, string>> = {
   put: `${LIBRARY}_put`,
   delete: `${LIBRARY}_delete`,
   refresh: `${LIBRARY}_refresh`,
-} as const;
-
-// Each script's body runs as a function of (KEYS, ARGV): the scripts keep their EVAL shape and comments.
-const CODE = [
-  `#!lua name=${LIBRARY}`,
-  ...Object.entries({ put: PUT, delete: DELETE, refresh: REFRESH }).map(
-    ([name, body]) =>
-      `redis.register_function('${ITEM_FUNCTIONS[name as keyof typeof ITEM_FUNCTIONS]}', function(KEYS, ARGV)\n${body}\nend)`,
-  ),
-].join('\n');
+};
 
 /** Loads the library unless this version is there already. Needs a user allowed `FUNCTION LOAD` (the platform's). */
 export async function loadItemFunctions(redis: Redis): Promise<void> {
