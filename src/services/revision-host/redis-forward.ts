@@ -3,7 +3,7 @@ import { connect as tcpConnect, createServer, type Server, type Socket } from 'n
 import { connect as tlsConnect } from 'node:tls';
 import type { Logger } from 'pino';
 import { ITEM_FUNCTIONS } from '../agent-server/store/item-functions.ts';
-import { ReplyCounter, RequestFrames, type RequestFrame } from './resp-frames.ts';
+import { ReplyCounter, RequestFrames, type FrameSink } from './resp-frames.ts';
 
 /**
  * A revision's only way to its Redis: a Unix socket the host owns (in a
@@ -14,7 +14,8 @@ import { ReplyCounter, RequestFrames, type RequestFrame } from './resp-frames.ts
  * commands: redis-acl-rules.ts). On the way the forwarder bounds what the
  * ACL cannot:
  * - connections: at most `maxConnections` at once (more are closed at accept), each closed after `idleMs` unused;
- * - one request: at most `maxRequestBytes` (answered with an error, the connection closed);
+ * - one request: at most `maxRequestBytes` (answered with an error, the connection closed); requests stream through,
+ *   so the gateway holds no more of one than a chunk;
  * - bytes: while the deployment's `budget` says it is over, every command that may grow its data (all but reads and
  *   deletes) is answered `-OOM ...` without reaching Redis, so the deployment can still read and delete;
  * - connection state: AUTH, HELLO (no RESP3: replies are counted as RESP2), RESET and SELECT are the forwarder's.
@@ -81,7 +82,8 @@ const OWN = new Set(['auth', 'hello', 'reset', 'select']);
  * What Redis may use for a write beyond its request's bytes: the allocator rounds a value up to its size class (up
  * to a quarter more), and a key costs its entry and object.
  */
-const writeCost = (bytes: number) => Math.ceil(bytes * 1.25) + 64;
+const ALLOCATOR_SLACK = 1.25;
+const PER_KEY = 64;
 
 export function startRedisForward(o: RedisForwardOptions): Promise<RedisForward> {
   const url = new URL(o.target.url);
@@ -163,40 +165,51 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
     if (kind === 'redis' && last?.kind === 'redis') last.n++;
     else pending.push(kind === 'redis' ? { kind, n: 1 } : { kind });
   };
+  const unexpect = () => {
+    const last = pending[pending.length - 1];
+    if (last?.kind === 'redis' && --last.n === 0) pending.pop();
+  };
   const send = (args: string[], kind: 'redis' | 'drop') => {
     toRedis(redis.write(encode(args)));
     expect(kind);
   };
   for (const command of setup) send(command, 'drop');
 
-  const request = (f: RequestFrame) => {
-    const { command } = f;
-    if (OWN.has(command)) return local(`ERR ${command.toUpperCase()} is the gateway's on this connection`);
-    if (command === 'exec' && inMulti && multiRefused) {
-      inMulti = false;
-      send(['DISCARD'], 'drop');
-      return local('EXECABORT Transaction discarded because of previous errors.');
-    }
-    const grows =
-      !READS.has(command) && !DELETES.has(command) && !(command === 'fcall' && f.arg1 === ITEM_FUNCTIONS.delete);
-    if (grows && o.budget?.over()) {
-      if (inMulti) multiRefused = true;
-      return local(`OOM deployment over its Redis budget of ${Math.round(o.budget.maxBytes / 1048576)} MiB`);
-    }
-    if (grows) o.budget?.wrote(writeCost(f.bytes));
-    if (command === 'multi') [inMulti, multiRefused] = [true, false];
-    else if (command === 'exec' || command === 'discard') inMulti = false;
-    let ok = true;
-    for (const chunk of f.chunks) ok = redis.write(chunk);
-    toRedis(ok);
-    expect('redis');
+  /** Whether the frame being forwarded may grow the deployment's data (its bytes then count against the budget). */
+  let growing = false;
+  const sink: FrameSink = {
+    head(command, arg1) {
+      if (OWN.has(command)) return (local(`ERR ${command.toUpperCase()} is the gateway's on this connection`), false);
+      if (command === 'exec' && inMulti && multiRefused) {
+        inMulti = false;
+        send(['DISCARD'], 'drop');
+        return (local('EXECABORT Transaction discarded because of previous errors.'), false);
+      }
+      growing =
+        !READS.has(command) && !DELETES.has(command) && !(command === 'fcall' && arg1 === ITEM_FUNCTIONS.delete);
+      if (growing && o.budget?.over()) {
+        if (inMulti) multiRefused = true;
+        return (local(`OOM deployment over its Redis budget of ${Math.round(o.budget.maxBytes / 1048576)} MiB`), false);
+      }
+      if (growing) o.budget?.wrote(PER_KEY);
+      if (command === 'multi') [inMulti, multiRefused] = [true, false];
+      else if (command === 'exec' || command === 'discard') inMulti = false;
+      expect('redis');
+      return true;
+    },
+    data(bytes) {
+      if (growing) o.budget?.wrote(Math.ceil(bytes.length * ALLOCATOR_SLACK));
+      toRedis(redis.write(bytes));
+    },
   };
   client.on('data', (chunk: Buffer) => {
     // The frames of one chunk leave in one write (writev), not one syscall each.
     redis.cork();
-    const error = frames.feed(chunk, request);
+    const error = frames.feed(chunk, sink);
     redis.uncork();
     if (error === null) return;
+    // Part of a frame Redis will never see whole: no reply is owed for it (the connection ends below).
+    if (frames.forwarding) unexpect();
     // What Redis still owes is delivered first, then the error, then the end.
     local(`ERR ${error}`);
     client.pause();

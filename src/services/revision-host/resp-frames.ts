@@ -1,12 +1,15 @@
 /**
  * The little of RESP2 the Redis forwarder (redis-forward.ts) reads, as two
  * incremental parsers fed chunk by chunk, buffering nothing but header lines
- * (at most MAX_LINE bytes): bulk bodies are skipped by their length.
+ * (at most MAX_LINE bytes) and a frame's first two short arguments: bulk
+ * bodies are skipped by their length.
  *
  * RequestFrames: a client's commands, each an array of bulk strings (what
- * every client library sends; inline commands are refused), handed over whole
- * with their first two arguments when short (the command and, for FCALL, the
- * function), or an error once a frame is malformed or over `maxBytes`.
+ * every client library sends; inline commands are refused). As soon as a
+ * frame's command and first argument are known (for FCALL, the function),
+ * `head` decides whether it goes on; its bytes then stream through `data`
+ * (the forwarder never holds a whole request), or are dropped. An error ends
+ * the stream: a malformed frame, or one past `maxBytes`.
  * ReplyCounter: where each of Redis's top-level replies ends in the stream,
  * so that the forwarder can put replies of its own in order between them.
  */
@@ -17,17 +20,14 @@ const MAX_CAPTURED = 128;
 const CR = 13;
 const LF = 10;
 
-export interface RequestFrame {
-  /** The frame's bytes as they came, in order. */
-  readonly chunks: Buffer[];
-  readonly bytes: number;
-  /** The command in lower case ('' when over MAX_CAPTURED), and the first argument ('' when absent or long). */
-  readonly command: string;
-  readonly arg1: string;
+export interface FrameSink {
+  /** A frame's command (lower case; '' when long) and first argument ('' when absent or long): true = forward it. */
+  head(command: string, arg1: string): boolean;
+  /** Bytes of a forwarded frame, in order. */
+  data(bytes: Buffer): void;
 }
 
 export class RequestFrames {
-  private chunks: Buffer[] = [];
   private bytes = 0;
   private line = '';
   /** 'array': reading `*<n>`; 'bulk': reading `$<len>`; 'body': skipping `body` bytes (data + CRLF). */
@@ -37,14 +37,31 @@ export class RequestFrames {
   private body = 0;
   private captured: string[] = [];
   private capturing: Buffer[] | null = null;
+  /** Bytes of the frame before `head` decided (a few headers and two short arguments). */
+  private held: Buffer[] = [];
+  /** null: not decided yet; true: its bytes go to `data`; false: dropped. */
+  private decided: boolean | null = null;
 
   constructor(private readonly maxBytes: number) {}
 
-  /** Feeds a chunk; calls `frame` for each complete frame. Returns an error message when the stream is refused. */
-  feed(chunk: Buffer, frame: (f: RequestFrame) => void): string | null {
+  /** Whether a frame is being forwarded, part of it sent already. */
+  get forwarding(): boolean {
+    return this.decided === true;
+  }
+
+  /** Feeds a chunk. Returns an error message when the stream is refused (nothing more of it may be forwarded). */
+  feed(chunk: Buffer, sink: FrameSink): string | null {
     let at = 0;
     let from = 0;
+    const pass = (to: number) => {
+      if (to <= from) return;
+      const part = chunk.subarray(from, to);
+      if (this.decided === null) this.held.push(part);
+      else if (this.decided) sink.data(part);
+      from = to;
+    };
     while (at < chunk.length) {
+      const was = at;
       if (this.state === 'body') {
         const n = Math.min(this.body, chunk.length - at);
         if (this.capturing) this.capturing.push(chunk.subarray(at, at + n));
@@ -57,36 +74,33 @@ export class RequestFrames {
         if (this.line.length + (stop - at) > MAX_LINE) return 'Protocol error: header line too long';
         this.line += chunk.toString('latin1', at, stop);
         at = end === -1 ? stop : end + 1;
-        if (end === -1) continue;
-        const line = this.line.endsWith('\r') ? this.line.slice(0, -1) : null;
-        this.line = '';
-        if (line === null) return 'Protocol error: expected CRLF';
-        const error = this.header(line);
-        if (error) return error;
+        if (end !== -1) {
+          const line = this.line.endsWith('\r') ? this.line.slice(0, -1) : null;
+          this.line = '';
+          if (line === null) return 'Protocol error: expected CRLF';
+          const error = this.header(line);
+          if (error) return error;
+        }
       }
-      if (this.bytes + (at - from) > this.maxBytes)
+      this.bytes += at - was;
+      if (this.bytes > this.maxBytes)
         return `request over ${Math.round(this.maxBytes / 1024)} KiB refused by the gateway`;
-      if (this.state === 'array' && this.index === this.args && this.args > 0 && this.line === '') {
-        this.chunks.push(chunk.subarray(from, at));
-        this.bytes += at - from;
-        from = at;
-        frame({
-          chunks: this.chunks,
-          bytes: this.bytes,
-          command: (this.captured[0] ?? '').toLowerCase(),
-          arg1: this.captured[1] ?? '',
-        });
-        this.chunks = [];
+      if (this.decided === null && this.args > 0 && this.captured.length >= Math.min(CAPTURED_ARGS, this.args)) {
+        pass(at);
+        this.decided = sink.head(this.captured[0]!.toLowerCase(), this.captured[1] ?? '');
+        if (this.decided) for (const part of this.held) sink.data(part);
+        this.held = [];
+      }
+      if (this.state === 'array' && this.args > 0 && this.index === this.args) {
+        pass(at);
         this.bytes = 0;
         this.args = 0;
         this.index = 0;
         this.captured = [];
+        this.decided = null;
       }
     }
-    if (from < chunk.length) {
-      this.chunks.push(chunk.subarray(from));
-      this.bytes += chunk.length - from;
-    }
+    pass(chunk.length);
     return null;
   }
 
@@ -103,16 +117,18 @@ export class RequestFrames {
     }
     if (kind !== '$' || !(n >= 0)) return 'Protocol error: expected a bulk string';
     this.body = n + 2;
-    this.capturing = this.index < CAPTURED_ARGS && n <= MAX_CAPTURED ? [] : null;
+    this.capturing = null;
+    if (this.index < CAPTURED_ARGS) {
+      // A long one is not kept: known as '' at once, so the decision never waits for its body.
+      if (n <= MAX_CAPTURED) this.capturing = [];
+      else this.captured.push('');
+    }
     this.state = 'body';
     return null;
   }
 
   private endArg(): void {
-    if (this.index < CAPTURED_ARGS) {
-      const text = this.capturing ? Buffer.concat(this.capturing).toString('latin1').slice(0, -2) : '';
-      this.captured.push(text);
-    }
+    if (this.capturing) this.captured.push(Buffer.concat(this.capturing).toString('latin1').slice(0, -2));
     this.capturing = null;
     this.index++;
     this.state = this.index === this.args ? 'array' : 'bulk';

@@ -57,13 +57,18 @@ async function forward(over: Partial<Parameters<typeof startRedisForward>[0]> = 
   });
 }
 const main = await forward({ maxConnections: 16 });
-const viaForward = (f: RedisForward = main) =>
-  new Redis({ path: f.socketPath, maxRetriesPerRequest: 1, enableReadyCheck: false });
+const opened: Redis[] = [];
+const viaForward = (f: RedisForward = main) => {
+  const c = new Redis({ path: f.socketPath, maxRetriesPerRequest: 1, enableReadyCheck: false });
+  opened.push(c);
+  return c;
+};
 const clients = [viaForward(), viaForward()] as const;
 
 afterAll(async () => {
   budget.close();
-  await Promise.all(clients.map((c) => c.quit()));
+  // Disconnected before the forwarder goes, or they would try to reconnect to its removed socket.
+  for (const c of opened) c.disconnect();
   await main.close();
   admin.disconnect();
   await server.stop();
@@ -139,7 +144,8 @@ describe('the Redis forwarder', () => {
       await c.set(`${dataPrefix}:fill${i}`, chunk).catch((e: Error) => (refused = e.message));
     expect(refused).toMatch(/^OOM deployment over its Redis budget of 2 MiB/);
     const used = await measureRedisBytes(admin, dataPrefix);
-    expect(used).toBeLessThan(2 * 1024 * 1024 + 2 * chunk.length);
+    // Past the budget by one value at most, each as Redis's allocator holds it (up to a quarter more).
+    expect(used).toBeLessThan(2 * 1024 * 1024 + 2 * 1.25 * chunk.length);
     expect(await c.get(`${dataPrefix}:fill0`)).toBe(chunk);
     const tx = await c
       .multi()

@@ -18,7 +18,7 @@ function cuts(text: string, random: () => number): Buffer[] {
 }
 
 describe('RequestFrames', () => {
-  it('gives back every command whole, wherever the stream is cut', () => {
+  it('streams every command forwarded, drops the others, wherever the stream is cut', () => {
     const random = prng(34);
     for (let round = 0; round < 200; round++) {
       const commands = Array.from({ length: 1 + Math.floor(random() * 6) }, () => [
@@ -29,21 +29,24 @@ describe('RequestFrames', () => {
       const text = commands.map(encode).join('');
       const frames = new RequestFrames(1 << 20);
       const seen: string[][] = [];
-      const bytes: string[] = [];
-      for (const chunk of cuts(text, random))
-        expect(
-          frames.feed(chunk, (f) => {
-            seen.push([f.command, f.arg1]);
-            bytes.push(Buffer.concat(f.chunks).toString());
-          }),
-        ).toBeNull();
+      const bytes: Buffer[] = [];
+      // Every other SET is dropped: its bytes must not reach `data`.
+      let sets = 0;
+      const sink = {
+        head: (command: string, arg1: string) => (seen.push([command, arg1]), command !== 'set' || sets++ % 2 === 0),
+        data: (b: Buffer) => void bytes.push(Buffer.from(b)),
+      };
+      for (const chunk of cuts(text, random)) expect(frames.feed(chunk, sink)).toBeNull();
       expect(seen).toEqual(commands.map(([c, a]) => [c!.toLowerCase(), a]));
-      expect(bytes.join('')).toBe(text);
+      let kept = 0;
+      const forwarded = commands.filter(([c]) => c !== 'SET' || kept++ % 2 === 0);
+      expect(Buffer.concat(bytes).toString()).toBe(forwarded.map(encode).join(''));
     }
   });
 
   it('refuses inline commands, bad headers and frames over the bound', () => {
-    const feed = (text: string, max = 1024) => new RequestFrames(max).feed(Buffer.from(text), () => {});
+    const feed = (text: string, max = 1024) =>
+      new RequestFrames(max).feed(Buffer.from(text), { head: () => true, data: () => {} });
     expect(feed('PING\r\n')).toMatch(/arrays of bulk strings/);
     expect(feed('*1\r\n:5\r\n')).toMatch(/bulk string/);
     expect(feed('*0\r\n')).toMatch(/multibulk length/);
@@ -51,6 +54,25 @@ describe('RequestFrames', () => {
     expect(feed(encode(['SET', 'k', 'x'.repeat(2000)]))).toMatch(/over 1 KiB/);
     // Its size counts as it arrives: a huge announced length is refused once the bound is passed, not buffered.
     expect(feed(`*2\r\n$3\r\nSET\r\n$100000000\r\n${'x'.repeat(1100)}`)).toMatch(/over 1 KiB/);
+  });
+
+  it('decides as soon as the command and its first argument are known, holding no more than them', () => {
+    const frames = new RequestFrames(1 << 20);
+    const got: Buffer[] = [];
+    let heads = 0;
+    const sink = { head: () => (heads++, true), data: (b: Buffer) => void got.push(b) };
+    frames.feed(Buffer.from(`*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$100000\r\n`), sink);
+    expect(heads).toBe(1);
+    frames.feed(Buffer.alloc(50_000, 120), sink);
+    expect(Buffer.concat(got).length).toBe(50_000 + 29); // streamed, not held until the frame ends
+    // A long first argument is not waited for either.
+    const long = new RequestFrames(1 << 20);
+    let head: string[] = [];
+    long.feed(Buffer.from(`*2\r\n$5\r\nFCALL\r\n$100000\r\nabc`), {
+      head: (c, a) => ((head = [c, a]), true),
+      data: () => {},
+    });
+    expect(head).toEqual(['fcall', '']);
   });
 });
 
