@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import { connect as tcpConnect, createServer, type Server, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Logger } from 'pino';
-import { ITEM_FUNCTIONS } from '../agent-server/store/item-functions.ts';
+import { isItemDelete } from '../agent-server/store/item-functions.ts';
 import { ReplyCounter, RequestFrames, type FrameSink } from './resp-frames.ts';
 
 /**
@@ -185,8 +185,7 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
         send(['DISCARD'], 'drop');
         return (local('EXECABORT Transaction discarded because of previous errors.'), false);
       }
-      growing =
-        !READS.has(command) && !DELETES.has(command) && !(command === 'fcall' && arg1 === ITEM_FUNCTIONS.delete);
+      growing = !READS.has(command) && !DELETES.has(command) && !(command === 'fcall' && isItemDelete(arg1));
       if (growing && o.budget?.over()) {
         if (inMulti) multiRefused = true;
         return (local(`OOM deployment over its Redis budget of ${Math.round(o.budget.maxBytes / 1048576)} MiB`), false);

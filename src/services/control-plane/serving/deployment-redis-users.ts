@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { DEFAULT_ORG } from '../../../keys/bootstrap.ts';
-import { loadItemFunctions } from '../../agent-server/store/item-functions.ts';
+import { itemLibrary, loadItemFunctions } from '../../agent-server/store/item-functions.ts';
 import { RevisionLoadError } from '../../revision-host/revision-host.ts';
 import { deploymentRedisUrl, deploymentUserName, deploymentUserRules } from './redis-acl-rules.ts';
 
@@ -78,7 +78,7 @@ export class DeploymentRedisUsers {
       const password = randomBytes(32).toString('hex');
       await this.o.redis.call('ACL', 'SETUSER', user, ...deploymentUserRules(r.dataPrefix, password));
       // Its item store calls functions it may not load itself (no FUNCTION, no EVAL: redis-acl-rules.ts).
-      await loadItemFunctions(this.o.redis);
+      await loadItemFunctions(this.o.redis, itemLibrary().code);
       this.live.set(r.deploymentId, [r.dataPrefix, password]);
       return deploymentRedisUrl(this.o.platformUrl, user, password);
     });
@@ -124,7 +124,7 @@ export class DeploymentRedisUsers {
   private async restore(): Promise<void> {
     if (this.mode?.kind !== 'acl') return;
     if (this.live.size > 0)
-      await loadItemFunctions(this.o.redis).catch((err: Error) =>
+      await loadItemFunctions(this.o.redis, itemLibrary().code).catch((err: Error) =>
         this.o.log.error({ err: err.message }, 'the item store\u2019s functions are not loaded again'),
       );
     for (const [deploymentId, [dataPrefix, password]] of this.live) {
