@@ -44,7 +44,7 @@ const hosts = Object.fromEntries(
     mode,
     new LocalProcessHost({
       log: pino({ level: 'warn' }),
-      redisUrl: null,
+      redis: null,
       verifyKey: async () => null,
       loadTimeoutMs: 60_000,
       sandbox: mode === 'off' ? 'off' : 'bwrap',

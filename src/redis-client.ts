@@ -33,9 +33,12 @@ export interface RedisClientOptions {
  */
 export const SERVICE_REDIS = { retriesPerRequest: 2 } as const;
 
-/** A client of the single Redis at `url` (`redis://` or `rediss://`). */
-export function createRedisClient(url: string, options: RedisClientOptions): Redis {
-  const client = new Redis(url, clientOptions(options));
+/** A client of the single Redis at `url` (`redis://` or `rediss://`), or at a Unix socket's `path`. */
+export function createRedisClient(url: string | { readonly path: string }, options: RedisClientOptions): Redis {
+  const client =
+    typeof url === 'string'
+      ? new Redis(url, clientOptions(options))
+      : new Redis({ path: url.path, ...clientOptions(options) });
   client.on('error', options.onError);
   return client;
 }

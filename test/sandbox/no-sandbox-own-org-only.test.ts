@@ -18,7 +18,7 @@ describe('SANDBOX=off', () => {
   it("refuses another organisation's revision, saying why", async () => {
     const host = new LocalProcessHost({
       log: pino({ level: 'silent' }),
-      redisUrl: null,
+      redis: null,
       verifyKey: async () => null,
       loadTimeoutMs: 1000,
       sandbox: 'off',

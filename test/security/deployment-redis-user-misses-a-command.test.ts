@@ -9,6 +9,7 @@ import {
 import { RedisAgentStore } from '../../src/services/agent-server/store/redis-agent-store.ts';
 import { RedisCheckpointer } from '../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from '../../src/services/agent-server/store/redis-item-store.ts';
+import { loadItemFunctions } from '../../src/services/agent-server/store/item-functions.ts';
 import { startRedis } from '../../support/redis-server.ts';
 import { storeContract } from '../services/agent-server/store/agent-store-contract.ts';
 import { itemQuotaContract } from '../services/agent-server/store/item-quota-contract.ts';
@@ -28,6 +29,8 @@ const dataPrefix = 'deployment:d1';
 const password = randomBytes(16).toString('hex');
 const user = deploymentUserName('d1');
 await admin.call('ACL', 'SETUSER', user, ...deploymentUserRules(dataPrefix, password));
+// The control plane loads the item store's functions before a revision starts (its user may not).
+await loadItemFunctions(admin);
 // enableReadyCheck off: the ready check sends INFO, which the user may not.
 const asDeployment = () =>
   new Redis(deploymentRedisUrl(server.url, user, password), { maxRetriesPerRequest: 2, enableReadyCheck: false });

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
 import { client } from '../services/control-plane/helpers.ts';
 import { answer, hostileApp, hostileNextToVictim, victimServes, type Attack } from './fixtures/two-tenants.ts';
+import { FIND_REDIS } from './fixtures/redis-from-app.ts';
 
 /**
  * Finding "other tenants' secrets and the gateway's settings", its Redis half:
@@ -16,23 +17,32 @@ import { answer, hostileApp, hostileNextToVictim, victimServes, type Attack } fr
  * reads every tenant's data, the sealed secrets and the key registry,
  * repoints another deployment's route, or flushes everything. Now a revision
  * gets a Redis user of its deployment's own, limited to its data prefix and
- * the commands of its Agent Server, and checks keys through the host. The
+ * the commands of its Agent Server, and checks keys through the host; since
+ * issue 34 it does not even hold that user's credentials: it gets a socket
+ * the host forwards, authenticating itself (redis-forward.ts), so "what it
+ * has" below is that socket. The
  * Redis is a private one with a password, never the shared one.
  */
 const PLATFORM_PASSWORD = `platform-${randomBytes(12).toString('hex')}`;
 const DATA = 'deployment';
 
-/** At request time: cut the process's own Redis connections, capture what its client writes as it reconnects. */
+/**
+ * At request time: cut the process's own Redis connections and capture what its client writes as it reconnects (an
+ * AUTH, if it has credentials), and what it finds of its Redis in its own heap (FIND_REDIS).
+ */
 const CAPTURE_REDIS_AUTH = (port: number) => `
   const net = await import('node:net');
+  const found = await findRedis('${DATA}', ${port});
   const written: string[] = [];
+  // Its Redis connection: TCP to the port, or a Unix socket other than its stdio and control channel (fd 0-3).
+  const ours = (s: any) => s.remotePort === ${port} || (s._handle?.constructor?.name === 'Pipe' && s._handle.fd > 3);
   const write = net.Socket.prototype.write;
   net.Socket.prototype.write = function (this: any, chunk: any, ...rest: any[]) {
-    if (this.remotePort === ${port}) written.push(String(chunk));
+    written.push(String(chunk));
     return (write as any).call(this, chunk, ...rest);
   } as any;
-  for (const h of (process as any)._getActiveHandles())
-    if (h instanceof net.Socket && h.remotePort === ${port}) h.destroy();
+  let cut = 0;
+  for (const h of (process as any)._getActiveHandles()) if (h instanceof net.Socket && ours(h)) (h.destroy(), cut++);
   await new Promise((r) => setTimeout(r, 1500));
   net.Socket.prototype.write = write;
   // RESP: *<n> $4 AUTH $<len> <user or password> [$<len> <password>]
@@ -40,25 +50,25 @@ const CAPTURE_REDIS_AUTH = (port: number) => `
   const at = lines.findIndex((l) => l.toUpperCase() === 'AUTH');
   const n = at < 2 ? 1 : Number(lines[at - 2]!.slice(1));
   const args = at === -1 ? [] : lines.slice(at + 1).filter((l, i) => i % 2 === 1).slice(0, n - 1);
-  return JSON.stringify({ env: JSON.stringify(process.env), auth: args });
+  return JSON.stringify({ env: JSON.stringify(process.env), auth: args, cut, urls: found.urls, socket: found.sockets[0] ?? null });
 `;
 
 let redis: RedisProcess;
 let admin: Redis;
 let a: Attack;
-let seen: { env: string; auth: string[] };
+let seen: { env: string; auth: string[]; cut: number; urls: string[]; socket: string | null };
 
 beforeAll(async () => {
   redis = await startRedis();
   admin = new Redis(redis.url, { maxRetriesPerRequest: 1 });
   await admin.config('SET', 'requirepass', PLATFORM_PASSWORD);
   await admin.auth(PLATFORM_PASSWORD);
-  a = await hostileNextToVictim(hostileApp('', CAPTURE_REDIS_AUTH(redis.port)), {
+  a = await hostileNextToVictim(hostileApp(FIND_REDIS, CAPTURE_REDIS_AUTH(redis.port)), {
     REDIS_URL: `redis://:${PLATFORM_PASSWORD}@127.0.0.1:${redis.port}`,
     DEPLOYMENT_DATA_PREFIX: DATA,
   });
   expect(a.hostile.status, a.hostile.message ?? '').toBe('DEPLOYED');
-  seen = JSON.parse(await answer(a, a.hostile)) as { env: string; auth: string[] };
+  seen = JSON.parse(await answer(a, a.hostile)) as typeof seen;
 }, 240_000);
 
 afterAll(async () => {
@@ -67,14 +77,10 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-/** A client with what the hostile app captured (its start message's credentials), one try per command. */
+/** A client with what the hostile app has: the socket its process reaches Redis through (no credentials). */
 function withCaptured(): Redis {
-  const [user, password] = seen.auth.length === 2 ? seen.auth : ['default', seen.auth[0] ?? ''];
   const c = new Redis({
-    port: redis.port,
-    host: '127.0.0.1',
-    username: user,
-    password,
+    path: seen.socket!,
     enableReadyCheck: false,
     maxRetriesPerRequest: 0,
     retryStrategy: () => null,
@@ -92,11 +98,13 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 }
 
 describe('a revision gets the platform Redis credentials', { timeout: 60_000 }, () => {
-  it('finds no platform password in its environment or its start message', () => {
-    expect(seen.auth.length, 'the app saw its client authenticate').toBeGreaterThan(0);
+  it('finds no password in its environment, its start message or what its client sends', () => {
+    expect(seen.cut, 'the app cut its own Redis connection').toBeGreaterThan(0);
     expect(seen.env).not.toContain(PLATFORM_PASSWORD);
-    expect(seen.auth).not.toContain(PLATFORM_PASSWORD);
-    expect(seen.auth[0]).toBe(`gw-dep-${a.hostile.id}`);
+    // Its client reconnects to the host's socket without any AUTH: the forwarder authenticates as its deployment.
+    expect(seen.auth).toEqual([]);
+    expect(seen.urls).toEqual([]);
+    expect(seen.socket).toMatch(/redis\.sock$/);
   });
 
   it('with what it has, reaches none of the secrets, routes, key registry or other tenants', async () => {
@@ -109,7 +117,7 @@ describe('a revision gets the platform Redis credentials', { timeout: 60_000 }, 
     expect(platformKeys.some((k) => k.includes('routes'))).toBe(true);
     const c = withCaptured();
     try {
-      expect(await c.set(`${DATA}:${a.hostile.id}:mine`, '1')).toBe('OK'); // the credentials work, on its own keys
+      expect(await c.set(`${DATA}:${a.hostile.id}:mine`, '1')).toBe('OK'); // the socket works, on its own keys
       for (const key of [theirs, ...platformKeys]) {
         expect(await refusal(c.exists(key)), key).toMatch(/NOPERM/);
         expect(await refusal(c.set(key, 'attacker')), key).toMatch(/NOPERM/);
@@ -167,7 +175,7 @@ describe('a revision gets the platform Redis credentials', { timeout: 60_000 }, 
     expect((await admin.call('ACL', 'USERS')) as string[]).not.toContain(user);
     const c = withCaptured();
     try {
-      expect(await refusal(c.ping())).toMatch(/WRONGPASS|closed|Connection/i);
+      expect(await refusal(c.ping())).toMatch(/WRONGPASS|closed|Connection|ENOENT/i);
     } finally {
       c.disconnect();
     }

@@ -32,6 +32,8 @@ import { LocalProcessHost } from '../revision-host/local-process-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
+import { measureRedisBytes } from '../revision-host/redis-budget.ts';
+import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
 import { RuntimeLogs } from './serving/runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
 
@@ -165,6 +167,9 @@ export async function createControlPlane(
           log: cpLog.child({ component: 'deployment-redis-users' }),
         })
       : null;
+  // What the operator's Redis leaves open that the gateway cannot close itself (said once, never changed).
+  if (redisUsers && redis)
+    void adviseOnRedisServer(redis, settings.revisionRedis.maxConnections, cpLog.child({ component: 'redis-advice' }));
   // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
   const runtimeLogs = new RuntimeLogs();
   // Probed once: a namespace made the way revisions get theirs (only where revisions run here).
@@ -174,7 +179,14 @@ export async function createControlPlane(
     options.host === undefined
       ? new LocalProcessHost({
           log: log.child({ component: 'deployment' }),
-          redisUrl: redisUsers && ((spec) => redisUsers.urlFor(spec)),
+          // Each revision reaches its data through a forwarder of the host, as its deployment's user, within its budget.
+          redis:
+            redisUsers &&
+            (async (spec) => ({
+              url: await redisUsers.urlFor(spec),
+              measure: () => measureRedisBytes(redis!, spec.dataPrefix),
+            })),
+          redisLimits: settings.revisionRedis,
           verifyKey: async (key) => (await keys.findKey(key))?.org ?? null,
           loadTimeoutMs: settings.loadTimeoutMs,
           logLevel: settings.logLevel,

@@ -18,6 +18,7 @@ import { checkAllowedHosts } from '../shared/outbound-address.ts';
 import { ttlSweepMs, webhookHostsAllowed } from '../agent-server/settings.ts';
 import type { SandboxSetting } from '../../sandbox/probe.ts';
 import { parseCidr, type NetworkSetting } from '../../sandbox/network.ts';
+import type { RevisionRedisLimits } from '../revision-host/revision-redis.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
 // The edge's reading of ROUTES_PREFIX, PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both.
@@ -106,6 +107,11 @@ export interface ControlPlaneSettings {
    * deployment's own `env` or secrets cannot change them).
    */
   readonly revisionAgentServer: { readonly ttlSweepMs: number; readonly webhookHostsAllowed: readonly string[] };
+  /**
+   * DEPLOYMENT_REDIS_*: the bounds of each revision's Redis forwarder (revision-redis.ts): connections at once, idle
+   * time, one request's bytes, the deployment's byte budget and how often its usage is measured.
+   */
+  readonly revisionRedis: RevisionRedisLimits;
   /** MAX_DEPLOYMENTS_PER_TENANT (default 20): a workspace's deployments in this region; one more answers 409. */
   readonly maxDeploymentsPerTenant: number;
 }
@@ -159,6 +165,13 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     sandboxNetworkAllow: sandboxNetworkAllow(env),
     trustAllTenants: oneOf(env, 'TRUST_ALL_TENANTS', ['0', '1'], '0') === '1',
     maxDeploymentsPerTenant: integer(env, 'MAX_DEPLOYMENTS_PER_TENANT', 20, 1, 1_000_000),
+    revisionRedis: Object.freeze({
+      maxConnections: integer(env, 'DEPLOYMENT_REDIS_CONNECTIONS', 16, 1, 10_000),
+      idleMs: Math.round(seconds(env, 'DEPLOYMENT_REDIS_IDLE_SECONDS', 300, 1, 86_400) * 1000),
+      maxRequestBytes: integer(env, 'DEPLOYMENT_REDIS_MAX_REQUEST_MB', 16, 1, 512) * 1024 * 1024,
+      maxBytes: integer(env, 'DEPLOYMENT_REDIS_MAX_MB', 256, 1, 1_048_576) * 1024 * 1024,
+      measureMs: Math.round(seconds(env, 'DEPLOYMENT_REDIS_MEASURE_SECONDS', 30, 0.1, 3600) * 1000),
+    }),
     revisionAgentServer: Object.freeze({ ttlSweepMs: ttlSweepMs(env), webhookHostsAllowed: webhookHostsAllowed(env) }),
   });
 }

@@ -24,7 +24,8 @@ import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
  * lines (the parent adds the deployment and revision). API keys are checked
  * by the host over the channel (key-answers.ts remembers its answers briefly):
  * app code shares this process, so it holds no credential of the registry;
- * its Redis URL, if any, is its deployment's own user's. SIGTERM, SIGINT or a
+ * its Redis is a socket the host forwards as its deployment's own user, with
+ * no credential here. SIGTERM, SIGINT or a
  * `stop` message close the listener, let open requests and streams finish
  * for up to the drain, then end the runs and exit; so does losing the parent.
  */
@@ -60,13 +61,16 @@ function oneLine(err: unknown, configPath: string, sourcePrefix: string): string
 async function main(control: ProcessControl): Promise<void> {
   const log = createLogger(control.logLevel, pino.destination({ sync: true }));
   let redis: Redis | null = null;
-  if (control.redisUrl !== null) {
-    redis = createRedisClient(control.redisUrl, {
-      ...SERVICE_REDIS,
-      // The deployment's user may not run INFO (it tells about the whole server).
-      readyCheck: false,
-      onError: (err) => log.warn({ err: err.message }, 'redis error'),
-    });
+  if (control.redisSocket !== null) {
+    redis = createRedisClient(
+      { path: control.redisSocket },
+      {
+        ...SERVICE_REDIS,
+        // The deployment's user may not run INFO (it tells about the whole server).
+        readyCheck: false,
+        onError: (err) => log.warn({ err: err.message }, 'redis error'),
+      },
+    );
   }
   const verifyApiKey = rememberedKeyAnswers(askHost());
   let server: AgentServer;

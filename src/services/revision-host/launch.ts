@@ -45,6 +45,8 @@ export function launchArgv(
   ownHome: string,
   /** The resolver file of its network namespace (bound at /etc/resolv.conf). */
   resolvConf: string,
+  /** Folders of the host the process reaches read-only, at the same path (its Redis socket's: revision-redis.ts). */
+  hostFolders: readonly string[] = [],
 ): Launch {
   const memoryBytes = (spec.memoryMb + MEMORY_OVERHEAD_MB) * 1024 * 1024;
   const env: NodeJS.ProcessEnv = {};
@@ -62,7 +64,7 @@ export function launchArgv(
       dir: spec.appDir,
       dirReadOnly: true,
       tmpfsBytes: TMPFS_BYTES,
-      readOnly: [`${GATEWAY}src`, `${GATEWAY}package.json`, GATEWAY_MODULES, realModule(TSX)],
+      readOnly: [`${GATEWAY}src`, `${GATEWAY}package.json`, GATEWAY_MODULES, realModule(TSX), ...hostFolders],
       ...(network.mode !== 'host' && { resolvConf }),
     });
   }

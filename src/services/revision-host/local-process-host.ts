@@ -16,6 +16,12 @@ import { describe, parseFromChild } from './messages.ts';
 import { pipeOutput } from './output-log.ts';
 import type { ProcessControl, ToChild } from './protocol.ts';
 import {
+  DEFAULT_REVISION_REDIS_LIMITS,
+  openRevisionRedis,
+  type RevisionRedisAccess,
+  type RevisionRedisLimits,
+} from './revision-redis.ts';
+import {
   RevisionLoadError,
   type RevisionExit,
   type RevisionHost,
@@ -38,10 +44,13 @@ import {
 export interface LocalProcessHostOptions {
   readonly log: Logger;
   /**
-   * The Redis URL a revision's process gets for its Agent Server's data (credentials of its deployment's own, from
-   * the control plane: deployment-redis-users.ts), or null = in memory. It may reject with a RevisionLoadError.
+   * The Redis a revision's Agent Server keeps its data in (its deployment's own user, from the control plane:
+   * deployment-redis-users.ts), reached only through a forwarder the host runs (revision-redis.ts), or null = in
+   * memory. It may reject with a RevisionLoadError.
    */
-  readonly redisUrl: ((spec: RevisionSpec) => Promise<string | null>) | null;
+  readonly redis: ((spec: RevisionSpec) => Promise<RevisionRedisAccess | null>) | null;
+  /** The bounds of each revision's forwarder (DEPLOYMENT_REDIS_*); default DEFAULT_REVISION_REDIS_LIMITS. */
+  readonly redisLimits?: RevisionRedisLimits;
   /** Answers a key check of a process: the key's organisation, or null. */
   readonly verifyKey: (key: string) => Promise<string | null>;
   /** Time a process has to load its app and listen. */
@@ -112,10 +121,18 @@ export class LocalProcessHost implements RevisionHost {
         `this gateway has ${missing} and runs only its own organisation\u2019s; TRUST_ALL_TENANTS=1 runs every organisation`,
       );
     }
-    const redisUrl = this.o.redisUrl ? await this.o.redisUrl(spec) : null;
+    const access = this.o.redis ? await this.o.redis(spec) : null;
+    // Its Redis: a socket of a forwarder this host runs (no URL, no password), in a folder bound into the sandbox.
+    const owner = { deployment: spec.deploymentId, revision: spec.revisionId };
+    const redis =
+      access &&
+      (await openRevisionRedis(access, this.o.redisLimits ?? DEFAULT_REVISION_REDIS_LIMITS, this.o.log.child(owner)));
     // The run folder is the host's (0700): the socket the edge reaches, the resolver file, HOME without bwrap.
     const runDir = mkdtempSync(join(tmpdir(), 'revision-run-'));
-    const cleanUp = () => rmSync(runDir, { recursive: true, force: true });
+    const cleanUp = () => {
+      rmSync(runDir, { recursive: true, force: true });
+      void redis?.close();
+    };
     let socket: Awaited<ReturnType<typeof agentSocket>>;
     try {
       mkdirSync(join(runDir, 'home'));
@@ -133,13 +150,14 @@ export class LocalProcessHost implements RevisionHost {
       this.cgroups,
       join(runDir, 'home'),
       join(runDir, 'resolv.conf'),
+      redis ? [redis.dir] : [],
     );
     const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', 'pipe', 'pipe', 'pipe', socket.fd];
     if (network.mode !== 'host') stdio[NET_READY_FD] = 'pipe';
     const child = spawn(launch.command, launch.args, { cwd: spec.appDir, env: launch.env, stdio });
     // The child holds the listening socket now: the gateway never accepts on it.
     socket.handedOver();
-    const control = { ...this.control(spec, redisUrl), listenFd: LISTEN_FD };
+    const control = { ...this.control(spec, redis?.socketPath ?? null), listenFd: LISTEN_FD };
     const networked = network.mode === 'host' ? Promise.resolve() : connect(child, network.mode === 'pasta');
     return this.supervise(spec, child, launch.cgroup, cleanUp, socket.path, control, networked, signal);
   }
@@ -249,7 +267,7 @@ export class LocalProcessHost implements RevisionHost {
     });
   }
 
-  private control(spec: RevisionSpec, redisUrl: string | null): Omit<ProcessControl, 'listenFd'> {
+  private control(spec: RevisionSpec, redisSocket: string | null): Omit<ProcessControl, 'listenFd'> {
     return {
       type: 'start',
       deploymentId: spec.deploymentId,
@@ -257,7 +275,7 @@ export class LocalProcessHost implements RevisionHost {
       configPath: join(spec.appDir, spec.configPath),
       sourcePrefix: spec.sourcePrefix ?? '',
       org: spec.org,
-      redisUrl,
+      redisSocket,
       dataPrefix: spec.dataPrefix,
       logLevel: this.o.logLevel ?? 'info',
       heartbeatMs: this.o.heartbeatMs ?? 10_000,

@@ -19,10 +19,11 @@ export interface ProcessControl {
   readonly listenFd: number;
   readonly org: string | null;
   /**
-   * Redis for the Agent Server's data, with the deployment's own credentials (limited to `dataPrefix`), never the
-   * platform's; null = in memory. Keys are always checked by the host (`verify`): the process never reads the registry.
+   * Redis for the Agent Server's data: the path of a Unix socket the host forwards to Redis as the deployment's own
+   * user (limited to `dataPrefix`, redis-forward.ts), so the process holds no credential; null = in memory. Keys are
+   * always checked by the host (`verify`): the process never reads the registry.
    */
-  readonly redisUrl: string | null;
+  readonly redisSocket: string | null;
   readonly dataPrefix: string;
   readonly logLevel: string;
   readonly heartbeatMs: number;

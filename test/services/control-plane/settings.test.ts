@@ -66,6 +66,13 @@ describe('control plane settings', () => {
       deploymentsDomain: null,
       edgePort: 8080,
       revisionAgentServer: { ttlSweepMs: 60_000, webhookHostsAllowed: [] },
+      revisionRedis: {
+        maxConnections: 16,
+        idleMs: 300_000,
+        maxRequestBytes: 16 * 1024 * 1024,
+        maxBytes: 256 * 1024 * 1024,
+        measureMs: 30_000,
+      },
     });
     expect(
       loadControlPlaneSettings({
@@ -78,6 +85,8 @@ describe('control plane settings', () => {
         PORT: '9000',
         TTL_SWEEP_SECONDS: '0.5',
         WEBHOOK_HOSTS_ALLOWED: 'hooks.internal:8443,10.0.0.0/8',
+        DEPLOYMENT_REDIS_CONNECTIONS: '4',
+        DEPLOYMENT_REDIS_MAX_MB: '64',
       }),
     ).toMatchObject({
       deploymentMemoryMb: 256,
@@ -88,6 +97,7 @@ describe('control plane settings', () => {
       deploymentsDomain: 'apps.example.com',
       edgePort: 9000,
       revisionAgentServer: { ttlSweepMs: 500, webhookHostsAllowed: ['hooks.internal:8443', '10.0.0.0/8'] },
+      revisionRedis: { maxConnections: 4, maxBytes: 64 * 1024 * 1024 },
     });
     for (const [name, value] of [
       ['DEPLOYMENT_MEMORY_MB', '10'],
@@ -97,6 +107,8 @@ describe('control plane settings', () => {
       ['PUBLIC_URL', 'ftp://x'],
       ['TTL_SWEEP_SECONDS', '0'],
       ['WEBHOOK_HOSTS_ALLOWED', 'http://x/'],
+      ['DEPLOYMENT_REDIS_CONNECTIONS', '0'],
+      ['DEPLOYMENT_REDIS_MAX_MB', 'lots'],
     ] as const) {
       expect(() => loadControlPlaneSettings({ [name]: value }), name).toThrow(SettingsError);
       expect(() => loadControlPlaneSettings({ [name]: value }), name).toThrow(name);

@@ -10,8 +10,8 @@ import {
   type SearchItem,
   type SearchOperation,
 } from '@langchain/langgraph-checkpoint';
-import { readFileSync } from 'node:fs';
 import type { Redis } from 'ioredis';
+import { isFunctionMissing, ITEM_FUNCTIONS, loadItemFunctions } from './item-functions.ts';
 import {
   ttlMs,
   valueBytes,
@@ -38,8 +38,8 @@ import { conditionHolds, matches, startsWith } from './item-match.ts';
  *   expiry        sorted set of the items with a TTL (JSON [ns, key]), scored by when they expire (ms)
  *   ttls          hash JSON [ns, key] → the item's TTL (ms), to start it again on a read (`refresh_ttl`)
  *
- * Every put and delete goes through item-put.lua or item-delete.lua, which
- * keep the counts in the same step (items written before there were counts
+ * Every put and delete goes through item-put.lua or item-delete.lua (as Redis
+ * Functions, item-functions.ts: no EVAL), which keep the counts in the same step (items written before there were counts
  * are not counted until written again). Expired items are swept (through
  * item-delete.lua, so their counts go with them) before every counted write
  * and count, when a read finds any (batch()), and periodically by the server.
@@ -58,9 +58,6 @@ interface StoredValue {
   readonly updated_at: string;
 }
 
-const PUT_LUA = readFileSync(new URL('./item-put.lua', import.meta.url), 'utf8');
-const DELETE_LUA = readFileSync(new URL('./item-delete.lua', import.meta.url), 'utf8');
-const REFRESH_LUA = readFileSync(new URL('./item-refresh.lua', import.meta.url), 'utf8');
 /** Items removed per sweep round trip. */
 const SWEEP_BATCH = 200;
 
@@ -80,14 +77,29 @@ export class RedisItemStore extends BaseStore implements CountedItemStore {
     super();
     this.base = `${prefix}:items:`;
     this.now = now;
-    // EVALSHA, with the script sent again after a NOSCRIPT.
-    client.defineCommand('agentItemPut', { lua: PUT_LUA, numberOfKeys: 7 });
-    client.defineCommand('agentItemDelete', { lua: DELETE_LUA, numberOfKeys: 7 });
-    client.defineCommand('agentItemRefresh', { lua: REFRESH_LUA, numberOfKeys: 2 });
-    const commands = client as unknown as Record<'agentItemPut' | 'agentItemDelete' | 'agentItemRefresh', ItemScript>;
-    this.putScript = commands.agentItemPut.bind(client);
-    this.deleteScript = commands.agentItemDelete.bind(client);
-    this.refreshScript = commands.agentItemRefresh.bind(client);
+    this.putScript = this.fcall(ITEM_FUNCTIONS.put, 7);
+    this.deleteScript = this.fcall(ITEM_FUNCTIONS.delete, 7);
+    this.refreshScript = this.fcall(ITEM_FUNCTIONS.refresh, 2);
+  }
+
+  /**
+   * FCALL of one of the library's functions; when Redis has not got it (never loaded, or restarted), loads it and
+   * calls again. Loading needs the platform's user: a deployment's user is refused, and gets the first error (its
+   * control plane loads the library before the revision starts, and again after a Redis restart).
+   */
+  private fcall(name: string, numberOfKeys: number): ItemScript {
+    return async (...args) => {
+      const call = () => this.client.call('FCALL', name, numberOfKeys, ...args);
+      try {
+        return await call();
+      } catch (err) {
+        if (!isFunctionMissing(err)) throw err;
+        await loadItemFunctions(this.client).catch(() => {
+          throw err;
+        });
+        return call();
+      }
+    };
   }
 
   async refreshTtl(items: readonly { namespace: string[]; key: string }[]): Promise<void> {

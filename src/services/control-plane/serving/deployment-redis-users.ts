@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { DEFAULT_ORG } from '../../../keys/bootstrap.ts';
+import { itemLibrary, loadItemFunctions } from '../../agent-server/store/item-functions.ts';
 import { RevisionLoadError } from '../../revision-host/revision-host.ts';
 import { deploymentRedisUrl, deploymentUserName, deploymentUserRules } from './redis-acl-rules.ts';
 
@@ -76,6 +77,8 @@ export class DeploymentRedisUsers {
       const user = deploymentUserName(r.deploymentId);
       const password = randomBytes(32).toString('hex');
       await this.o.redis.call('ACL', 'SETUSER', user, ...deploymentUserRules(r.dataPrefix, password));
+      // Its item store calls functions it may not load itself (no FUNCTION, no EVAL: redis-acl-rules.ts).
+      await loadItemFunctions(this.o.redis, itemLibrary().code);
       this.live.set(r.deploymentId, [r.dataPrefix, password]);
       return deploymentRedisUrl(this.o.platformUrl, user, password);
     });
@@ -120,6 +123,10 @@ export class DeploymentRedisUsers {
   /** After a reconnect: a Redis that restarted without its ACL users gets them back, with the passwords in use. */
   private async restore(): Promise<void> {
     if (this.mode?.kind !== 'acl') return;
+    if (this.live.size > 0)
+      await loadItemFunctions(this.o.redis, itemLibrary().code).catch((err: Error) =>
+        this.o.log.error({ err: err.message }, 'the item store\u2019s functions are not loaded again'),
+      );
     for (const [deploymentId, [dataPrefix, password]] of this.live) {
       await this.serially(deploymentId, async () => {
         if (this.live.get(deploymentId)?.[1] !== password) return; // started again or deleted meanwhile

@@ -5,11 +5,14 @@
  *
  * The commands are exactly those the Agent Server's Redis stores send
  * (agent-server/store/redis-agent-store.ts, redis-checkpointer.ts,
- * redis-item-store.ts and its Lua script); none of them publishes or
+ * redis-item-store.ts and its functions); none of them publishes or
  * subscribes, so the user has no channel. Everything else is denied: KEYS,
- * SCAN, FLUSHALL, CONFIG, ACL, INFO, CLIENT, DEBUG, MODULE, FUNCTION, ... The key
- * pattern bounds every allowed command, EVAL's scripts included (Redis checks
- * each `redis.call` of a script against the caller's keys).
+ * SCAN, FLUSHALL, CONFIG, ACL, INFO, CLIENT, DEBUG, MODULE, FUNCTION, and
+ * EVAL/EVALSHA (a script of its own could loop forever and hold Redis BUSY for
+ * every tenant). FCALL runs only functions the platform loaded
+ * (item-functions.ts). The key pattern bounds every allowed command, FCALL's
+ * included (Redis checks each `redis.call` of a function against the caller's
+ * keys and commands).
  */
 export const DEPLOYMENT_COMMANDS = [
   // strings and keys
@@ -40,9 +43,8 @@ export const DEPLOYMENT_COMMANDS = [
   'zrevrange',
   'zrevrangebylex',
   'zrem',
-  // the item store's put and delete scripts (ioredis' defineCommand: EVALSHA, then EVAL on NOSCRIPT); MULTI
-  'eval',
-  'evalsha',
+  // the item store's put, delete and refresh (Redis Functions the platform loads, item-functions.ts); MULTI
+  'fcall',
   'multi',
   'exec',
   'discard',
