@@ -8,7 +8,8 @@ import type { RevisionSpec } from './revision-host.ts';
  * How a revision's process is spawned: node under tsx running
  * agent-process.ts, in the bubblewrap sandbox when there is one, in a cgroup
  * of its own when the gateway can make one (else RLIMIT_DATA through
- * `prlimit`), with an environment made here from nothing but a few neutral
+ * `prlimit`) inside its organisation's group (ORG_CPUS for all the
+ * organisation's revisions and builds together: cgroup.ts), with an environment made here from nothing but a few neutral
  * variables of the gateway, NODE_PATH and the app's env and secrets.
  */
 export interface Launch {
@@ -36,6 +37,8 @@ export function launchArgv(
   cgroups: CgroupParent | null,
   /** HOME and TMPDIR of the revision without bwrap (with it: a tmpfs of its own). */
   ownHome: string,
+  /** CPUs of the organisation's group (ORG_CPUS); default MAX_CPUS. */
+  orgCpus: number = MAX_CPUS,
 ): Launch {
   const memoryBytes = (spec.memoryMb + MEMORY_OVERHEAD_MB) * 1024 * 1024;
   const env: NodeJS.ProcessEnv = {};
@@ -57,8 +60,9 @@ export function launchArgv(
   let cgroup: RevisionCgroup | null = null;
   try {
     // One group per process, not per revision: a redeploy starts the revision again while its old process drains.
-    cgroup =
-      cgroups?.create(`${spec.revisionId}.${++started}`, { memoryBytes, pids: MAX_PIDS, cpus: MAX_CPUS }) ?? null;
+    // A deployment no organisation owns (org null) shares one group with the others like it.
+    const org = cgroups?.org(spec.org ?? '\u0000none', orgCpus);
+    cgroup = org?.create(`${spec.revisionId}.${++started}`, { memoryBytes, pids: MAX_PIDS, cpus: MAX_CPUS }) ?? null;
   } catch {
     cgroup = null; // the kernel refused a limit: RLIMIT_DATA below still bounds its memory
   }

@@ -55,6 +55,13 @@ export interface LocalProcessHostOptions {
   readonly sandbox?: SandboxSetting;
   /** TRUST_ALL_TENANTS: without a sandbox, run every organisation's deployments all the same. */
   readonly trustAllTenants?: boolean;
+  /**
+   * The gateway's cgroup folder, shared with the builds (an organisation's group holds its revisions and its build
+   * steps: one CPU share); null = none (RLIMITs); absent = the host opens its own and closes it.
+   */
+  readonly cgroups?: CgroupParent | null;
+  /** ORG_CPUS: CPUs all of one organisation's processes share (default 1). */
+  readonly orgCpus?: number;
   /** Each line a process prints, with whose process it is (known here, never read from the line). */
   readonly onOutput?: (
     owner: { deploymentId: string; revisionId: string },
@@ -68,11 +75,13 @@ export class LocalProcessHost implements RevisionHost {
   readonly sandbox: SandboxMode;
   private readonly running = new Set<ChildProcess>();
   private readonly cgroups: CgroupParent | null;
+  private readonly ownCgroups: boolean;
 
   constructor(private readonly o: LocalProcessHostOptions) {
     const probe = probeSandbox(o.sandbox ?? 'auto');
     this.sandbox = probe.mode;
-    this.cgroups = CgroupParent.open(`gateway-${process.pid}`);
+    this.ownCgroups = o.cgroups === undefined;
+    this.cgroups = o.cgroups === undefined ? CgroupParent.open(`gateway-${process.pid}`) : o.cgroups;
     const limits = this.cgroups ? 'cgroup' : 'rlimit';
     if (probe.mode === 'bwrap') o.log.info({ sandbox: 'bwrap', limits }, 'revisions run in a bubblewrap sandbox');
     else
@@ -93,7 +102,7 @@ export class LocalProcessHost implements RevisionHost {
     const redisUrl = this.o.redisUrl ? await this.o.redisUrl(spec) : null;
     const port = await freePort();
     const home = mkdtempSync(join(tmpdir(), 'revision-home-'));
-    const launch = launchArgv(spec, this.sandbox, this.cgroups, home);
+    const launch = launchArgv(spec, this.sandbox, this.cgroups, home, this.o.orgCpus);
     const child = spawn(launch.command, launch.args, {
       cwd: spec.appDir,
       env: launch.env,
@@ -225,7 +234,7 @@ export class LocalProcessHost implements RevisionHost {
     const all = [...this.running];
     for (const child of all) child.kill('SIGKILL');
     await Promise.all(all.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : once(c))));
-    this.cgroups?.close();
+    if (this.ownCgroups) this.cgroups?.close();
   }
 }
 
