@@ -1,4 +1,4 @@
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { isInside } from '../../shared/inside-folder.ts';
 import { APP_CONFIG_MAX_BYTES, APP_ENV_MAX_BYTES, envMap, kib, parseDotenv, readBounded, TOO_BIG } from './app-env.ts';
@@ -128,17 +128,6 @@ async function requireFile(rootReal: string, base: string, file: string, where: 
   // Inside first: whether a file outside exists, or what it is, is none of the build's business.
   if (!isInside(rootReal, real)) throw new BuildFailure(`${where}: file ${shown} points outside the repository`);
   if (!(await stat(real)).isFile()) throw new BuildFailure(`${where}: ${shown} is not a file ${at}`);
-}
-
-/** The text of `file` (relative to `rootReal`, a real path) when it is a regular file inside it, symlinks resolved; else null. */
-export async function readInside(rootReal: string, file: string): Promise<string | null> {
-  try {
-    const real = await realpath(join(rootReal, ...file.split('/')));
-    if (!isInside(rootReal, real) || !(await stat(real)).isFile()) return null;
-    return await readFile(real, 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 /** A normalised relative path that climbs out of where it starts. */

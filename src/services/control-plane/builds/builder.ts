@@ -59,8 +59,9 @@ export interface GitBuilderOptions {
 }
 
 /**
- * A 51 KiB pack can check out as 200 MiB: the checkout is measured while git writes it (every 200 ms, and no one file
- * past the bound: RLIMIT_FSIZE) and once more before anything reads it.
+ * A 51 KiB pack can check out as 200 MiB: the checkout is measured while git writes it (every 200 ms: past the bound,
+ * git is killed, so what it can write in that time is the slack) and once more before anything reads it. Not
+ * RLIMIT_FSIZE: git cleans its checkout up when a write is refused, and the reason would be lost with it.
  */
 export const CHECKOUT_MAX_BYTES = 1024 * 1024 * 1024;
 
@@ -89,10 +90,10 @@ export class GitBuilder implements Builder {
     const tooBig = `repo_url: the checkout of ${repoRef} is over its limit of ${mib(max)}`;
     try {
       const commitSha = await step('clone', async () => {
-        const limits = this.options.limits?.step(req.org ?? null, 'git', max);
+        const limits = this.options.limits?.step(req.org ?? null, 'git');
         // The checkout's size is a bound of the clone like its memory: past it, git is killed mid-write.
         const bound = {
-          wrap: (argv: readonly string[]) => limits?.wrap(argv) ?? ['prlimit', `--fsize=${max}`, '--', ...argv],
+          wrap: (argv: readonly string[]) => limits?.wrap(argv) ?? [...argv],
           over: async () => limits?.over() ?? ((await folderBytes(workFolder, max)) > max ? tooBig : null),
         };
         try {
@@ -100,8 +101,8 @@ export class GitBuilder implements Builder {
           if ((await folderBytes(workFolder, max)) > max) throw new BuildFailure(tooBig);
           return sha;
         } catch (err) {
-          // A file stopped at RLIMIT_FSIZE makes git fail with its own words: the size is the reason.
-          if (err instanceof BuildFailure && (await folderBytes(workFolder, max)) > max) throw new BuildFailure(tooBig);
+          // Killed for its size mid-clone: the size is the whole reason, as when it is found after.
+          if (err instanceof BuildFailure && err.message.endsWith(tooBig)) throw new BuildFailure(tooBig);
           throw err;
         } finally {
           limits?.release();

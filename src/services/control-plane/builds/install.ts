@@ -25,8 +25,8 @@ import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
  * flag outranks it. Past `maxBytes` of `node_modules` the install fails with the size in its reason.
  *
  * With `limits`, npm and its scripts run in a cgroup of their own in the organisation's (step-bounds.ts): over its
- * memory or processes npm is killed and the build fails saying which; the build folder is watched as npm writes it, and
- * no one file may grow past `maxBytes`.
+ * memory or processes npm is killed and the build fails saying which. The build folder is watched as npm writes it
+ * (every 200 ms, run-command.ts): past `maxBytes` more than the checkout, npm is killed.
  *
  * With `sandbox`, npm (and every script it runs) is in the bubblewrap sandbox of a revision: the network, the system
  * read-only, the checkout writable, a /tmp and a HOME of its own per build (its npm cache: an operator's
@@ -111,9 +111,9 @@ export async function installDependencies(
   const tooBig = `npm ${args[0]}: node_modules is over its limit of ${mib(maxBytes)}`;
   // What the checkout weighs now, so the watch sees what the install adds (its scripts may write anywhere in it).
   const before = await folderBytes(writable, Number.MAX_SAFE_INTEGER);
-  const step = limits?.step(org, 'npm', maxBytes);
+  const step = limits?.step(org, 'npm');
   const bound = {
-    wrap: (argv: readonly string[]) => step?.wrap(argv) ?? ['prlimit', `--fsize=${maxBytes}`, '--', ...argv],
+    wrap: (argv: readonly string[]) => step?.wrap(argv) ?? [...argv],
     over: async () =>
       step?.over() ?? ((await folderBytes(writable, before + maxBytes)) > before + maxBytes ? tooBig : null),
   };

@@ -46,14 +46,10 @@ export class BuildLimits {
     return this.cgroups ? 'cgroup' : 'rlimit';
   }
 
-  /**
-   * The bound of one step of `org`'s build. `fileBytes` is RLIMIT_FSIZE, in both kinds: no file the step writes grows
-   * past it (a checkout's one huge blob is stopped at the write that crosses it, not after).
-   */
-  step(org: string | null, name: string, fileBytes?: number): StepBound {
+  /** The bound of one step (`name`: git, npm) of `org`'s build. */
+  step(org: string | null, name: string): StepBound {
     const { memoryMb, pids, cpus, orgCpus } = this.limits;
     const memoryBytes = memoryMb * 1024 * 1024;
-    const fsize = fileBytes === undefined ? [] : [`--fsize=${fileBytes}`];
     let group: RevisionCgroup | null = null;
     try {
       // A null organisation (a workspace no organisation owns) shares one group with the others like it.
@@ -65,7 +61,7 @@ export class BuildLimits {
     if (group) {
       const cg = group;
       return {
-        wrap: (argv) => joinArgv(cg.procsFiles, fsize.length ? ['prlimit', ...fsize, '--', ...argv] : [...argv]),
+        wrap: (argv) => joinArgv(cg.procsFiles, [...argv]),
         over: () =>
           cg.oomKilled()
             ? `out of memory (over its ${mib(memoryBytes)})`
@@ -77,7 +73,7 @@ export class BuildLimits {
     }
     const nproc = process.getuid?.() === 0 ? [] : [`--nproc=${pids + tasksOfThisUser()}`];
     return {
-      wrap: (argv) => ['prlimit', `--data=${memoryBytes}`, ...nproc, ...fsize, '--', ...argv],
+      wrap: (argv) => ['prlimit', `--data=${memoryBytes}`, ...nproc, '--', ...argv],
       over: () => null,
       release: () => {},
     };
