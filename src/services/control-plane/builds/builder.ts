@@ -95,6 +95,7 @@ export class GitBuilder implements Builder {
         const bound = {
           wrap: (argv: readonly string[]) => limits?.wrap(argv) ?? [...argv],
           over: async () => limits?.over() ?? ((await folderBytes(workFolder, max)) > max ? tooBig : null),
+          kill: () => limits?.kill(),
         };
         try {
           const sha = await this.checkout(repoUrl, repoRef, workFolder, signal, admitted.pin, bound);

@@ -116,6 +116,7 @@ export async function installDependencies(
     wrap: (argv: readonly string[]) => step?.wrap(argv) ?? [...argv],
     over: async () =>
       step?.over() ?? ((await folderBytes(writable, before + maxBytes)) > before + maxBytes ? tooBig : null),
+    kill: () => step?.kill(),
   };
   const result = await runCommand('npm', args, {
     cwd: appDir,

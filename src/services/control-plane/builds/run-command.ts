@@ -29,6 +29,8 @@ export interface RunOptions {
   readonly bound?: {
     wrap(argv: readonly string[]): string[];
     over(): string | null | Promise<string | null>;
+    /** Kills every process of the step (its cgroup): one that left the process group (a new session) too. */
+    kill?(): void;
   };
 }
 
@@ -84,6 +86,7 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       } catch {
         // The group is already gone.
       }
+      bound?.kill?.();
       graceTimer = setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();

@@ -29,6 +29,8 @@ export interface StepBound {
   wrap(argv: readonly string[]): string[];
   /** Why the step went over its bound (one line), or null: polled while it runs, asked once more when it ended. */
   over(): string | null;
+  /** Kills every process of the step now (with a cgroup; without one, the process group is all there is). */
+  kill(): void;
   /** After the step: kills what is left of it and removes its group. */
   release(): void;
 }
@@ -68,6 +70,7 @@ export class BuildLimits {
             : cg.pidsExhausted()
               ? `too many processes (over its ${pids})`
               : null,
+        kill: () => cg.kill(),
         release: () => cg.remove(),
       };
     }
@@ -75,6 +78,7 @@ export class BuildLimits {
     return {
       wrap: (argv) => ['prlimit', `--data=${memoryBytes}`, ...nproc, '--', ...argv],
       over: () => null,
+      kill: () => {},
       release: () => {},
     };
   }
