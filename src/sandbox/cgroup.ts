@@ -58,7 +58,9 @@ export class CgroupParent {
   org(org: string, cpus: number): CgroupParent {
     const name = `org-${createHash('sha256').update(org).digest('hex').slice(0, 16)}`;
     let group = this.orgs.get(name);
-    if (group) return group;
+    // Still there: a gateway's folder is removed when empty (close, a stale sweep), and a group made again below a
+    // removed one would have no quota.
+    if (group && group.exists()) return group;
     const dirs = {} as Record<Controller, string>;
     for (const c of CONTROLLERS) {
       dirs[c] = join(this.dirs[c], name);
@@ -70,6 +72,10 @@ export class CgroupParent {
     group = new CgroupParent(dirs, quotaUs);
     this.orgs.set(name, group);
     return group;
+  }
+
+  private exists(): boolean {
+    return CONTROLLERS.every((c) => existsSync(this.dirs[c]));
   }
 
   /** A group of the revision with its limits; throws when the kernel refuses one. */
