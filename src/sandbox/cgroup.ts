@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -8,6 +9,9 @@ import { dirname, join } from 'node:path';
  * process joins them before it execs (see `joinArgv`), so nothing it starts
  * escapes them. Without writable cgroups (an unprivileged container), there is
  * none and the caller falls back to RLIMITs.
+ *
+ * Between the gateway's folder and a process's group sits its organisation's (`org`): a CPU quota every revision and
+ * build step of the organisation shares, so twenty deployments of one tenant get the organisation's CPUs, not twenty.
  */
 export interface Limits {
   readonly memoryBytes: number;
@@ -21,7 +25,13 @@ type Controller = (typeof CONTROLLERS)[number];
 const MOUNT = '/sys/fs/cgroup';
 
 export class CgroupParent {
-  private constructor(private readonly dirs: Readonly<Record<Controller, string>>) {}
+  private readonly orgs = new Map<string, CgroupParent>();
+
+  private constructor(
+    private readonly dirs: Readonly<Record<Controller, string>>,
+    /** This folder's own CPU quota (µs per 100 ms), when it has one: cgroup v1 refuses a child's above it (EINVAL). */
+    private readonly quotaUs: number | null = null,
+  ) {}
 
   /** This gateway's folder in each controller, made now; null when any cannot be made (no cgroup v1, no rights). */
   static open(name: string): CgroupParent | null {
@@ -41,6 +51,33 @@ export class CgroupParent {
     return new CgroupParent(dirs);
   }
 
+  /**
+   * The organisation's group (made on first use, kept until close): `cpus` CPUs for all its processes together. Its
+   * folder is a digest of the name, so an organisation id never becomes a path.
+   */
+  org(org: string, cpus: number): CgroupParent {
+    const name = `org-${createHash('sha256').update(org).digest('hex').slice(0, 16)}`;
+    let group = this.orgs.get(name);
+    // Still there: a gateway's folder is removed when empty (close, a stale sweep), and a group made again below a
+    // removed one would have no quota.
+    if (group && group.exists()) return group;
+    const dirs = {} as Record<Controller, string>;
+    for (const c of CONTROLLERS) {
+      dirs[c] = join(this.dirs[c], name);
+      mkdirSync(dirs[c], { recursive: true });
+    }
+    const quotaUs = Math.round(cpus * 100_000);
+    writeFileSync(join(dirs.cpu, 'cpu.cfs_period_us'), '100000');
+    writeFileSync(join(dirs.cpu, 'cpu.cfs_quota_us'), String(quotaUs));
+    group = new CgroupParent(dirs, quotaUs);
+    this.orgs.set(name, group);
+    return group;
+  }
+
+  private exists(): boolean {
+    return CONTROLLERS.every((c) => existsSync(this.dirs[c]));
+  }
+
   /** A group of the revision with its limits; throws when the kernel refuses one. */
   create(id: string, limits: Limits): RevisionCgroup {
     const dirs = {} as Record<Controller, string>;
@@ -53,13 +90,14 @@ export class CgroupParent {
     tryWrite(join(dirs.memory, 'memory.memsw.limit_in_bytes'), String(limits.memoryBytes));
     writeFileSync(join(dirs.pids, 'pids.max'), String(limits.pids));
     writeFileSync(join(dirs.cpu, 'cpu.cfs_period_us'), '100000');
-    writeFileSync(join(dirs.cpu, 'cpu.cfs_quota_us'), String(Math.round(limits.cpus * 100_000)));
+    const quotaUs = Math.round(limits.cpus * 100_000);
+    writeFileSync(join(dirs.cpu, 'cpu.cfs_quota_us'), String(Math.min(quotaUs, this.quotaUs ?? quotaUs)));
     return new RevisionCgroup(dirs);
   }
 
-  /** Removes this gateway's folders (empty once every revision's group is). */
+  /** Removes this gateway's folders, its organisations' included (empty once every process's group is). */
   close(): void {
-    for (const c of CONTROLLERS) tryRmdir(this.dirs[c]);
+    for (const c of CONTROLLERS) rmdirTree(this.dirs[c]);
   }
 }
 
@@ -77,6 +115,26 @@ export class RevisionCgroup {
       return /^oom_kill [1-9]/m.test(readFileSync(join(this.dirs.memory, 'memory.oom_control'), 'utf8'));
     } catch {
       return false;
+    }
+  }
+
+  /** Whether a fork in the group failed for being over `pids.max` (its `max` event count). */
+  pidsExhausted(): boolean {
+    try {
+      return /^max [1-9]/m.test(readFileSync(join(this.dirs.pids, 'pids.events'), 'utf8'));
+    } catch {
+      return false;
+    }
+  }
+
+  /** Kills every process of the group now (a step over its bound), leaving the group for `remove`. */
+  kill(): void {
+    for (const pid of readPids(join(this.dirs.pids, 'cgroup.procs'))) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // gone already
+      }
     }
   }
 
@@ -122,9 +180,7 @@ function removeStale(parent: string, own: string): void {
     for (const entry of readdirSync(parent)) {
       const pid = Number(entry.slice(prefix.length));
       if (entry === own || !entry.startsWith(prefix) || !Number.isInteger(pid) || pid <= 0 || alive(pid)) continue;
-      for (const rev of readdirSync(join(parent, entry), { withFileTypes: true }))
-        if (rev.isDirectory()) tryRmdir(join(parent, entry, rev.name));
-      tryRmdir(join(parent, entry));
+      rmdirTree(join(parent, entry));
     }
   } catch {
     // not listable: left as it is
@@ -154,6 +210,16 @@ function tryWrite(file: string, value: string): void {
   } catch {
     // not there (no swap accounting)
   }
+}
+
+/** Removes the empty groups below `dir` (organisations, then their processes' groups), deepest first, then `dir`. */
+function rmdirTree(dir: string): void {
+  try {
+    for (const e of readdirSync(dir, { withFileTypes: true })) if (e.isDirectory()) rmdirTree(join(dir, e.name));
+  } catch {
+    // gone, or not listable
+  }
+  tryRmdir(dir);
 }
 
 function tryRmdir(dir: string): void {

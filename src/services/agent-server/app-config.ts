@@ -89,7 +89,12 @@ function firstLine(text: string): string {
   return line.length > 500 ? `${line.slice(0, 500)}…` : line.trim();
 }
 
-export async function readAppConfig(configPath: string): Promise<AppConfig> {
+/**
+ * `envGiven`: the process's environment already holds the app's env, as its build read it (a deployment's process:
+ * the control plane gives it): the config's `env` is not read again, so a `.env` the running app rewrote is never
+ * applied at its next start.
+ */
+export async function readAppConfig(configPath: string, { envGiven = false } = {}): Promise<AppConfig> {
   const configFile = resolve(configPath);
   let text: string;
   try {
@@ -117,7 +122,11 @@ export async function readAppConfig(configPath: string): Promise<AppConfig> {
     configurableHeaders: config.http.configurableHeaders,
     cors: config.http.cors,
     disabled: config.http.disabled,
-    env: typeof config.env === 'string' ? await readEnvFile(base, config.env, configFile) : (config.env ?? {}),
+    env: envGiven
+      ? {}
+      : typeof config.env === 'string'
+        ? await readEnvFile(base, config.env, configFile)
+        : (config.env ?? {}),
     descriptions: config.descriptions,
     disableStudioAuth: config.disableStudioAuth,
     ui,

@@ -58,6 +58,8 @@ import { ProtocolThreads } from './protocol/threads.ts';
 export interface AgentServerOptions {
   /** Path of the app config (`langgraph.json`). */
   readonly configPath: string;
+  /** The environment holds the app's env already (a deployment's process: its build read it); the config's is not read. */
+  readonly envGiven?: boolean;
   /**
    * Checks `x-api-key` when the app has no custom auth handler (and for the design studio's requests when it has one).
    */
@@ -141,7 +143,7 @@ function currentNode(): string | undefined {
 
 export async function createAgentServer(options: AgentServerOptions): Promise<AgentServer> {
   const { log, heartbeatMs = 10_000, maxBodyBytes = 10 * 1024 * 1024 } = options;
-  const config = await readAppConfig(options.configPath);
+  const config = await readAppConfig(options.configPath, { envGiven: options.envGiven === true });
   const envSet = applyAppEnv(config);
   if (envSet.length > 0) log.info({ variables: envSet }, 'app env applied');
   // Before the app's modules load: a graph may take the logger at import.

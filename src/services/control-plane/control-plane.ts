@@ -14,6 +14,8 @@ import { BuildQueue } from './builds/build-queue.ts';
 import { GitBuilder, type Builder } from './builds/builder.ts';
 import { Builds } from './builds/builds.ts';
 import { buildSandbox } from './builds/build-sandbox.ts';
+import { BuildLimits } from './builds/step-bounds.ts';
+import { CgroupParent } from '../../sandbox/cgroup.ts';
 import { MemoryControlPlaneStore } from './store/memory-store.ts';
 import { RedisControlPlaneStore } from './store/redis-store.ts';
 import { ANY_REPO_HOST, repoHostPolicy } from './builds/repo-hosts.ts';
@@ -148,9 +150,14 @@ export async function createControlPlane(
         ).table;
   const routes = options.routes ?? ownRoutes!;
   const sandbox = buildSandbox(settings, keys);
+  // One cgroup folder for revisions and build steps: an organisation's group holds both (its CPU share, ORG_CPUS).
+  const cgroups = CgroupParent.open(`gateway-${process.pid}`);
+  const limits = new BuildLimits({ ...settings.buildStep, orgCpus: settings.orgCpus }, cgroups);
+  cpLog.info({ limits: limits.kind, ...settings.buildStep, orgCpus: settings.orgCpus }, 'build steps bounded');
   const builder =
     options.builder ??
     new GitBuilder({
+      limits,
       sandbox: sandbox.mode,
       gitTimeoutMs: settings.gitTimeoutMs,
       localRepos: settings.localRepos,
@@ -195,6 +202,8 @@ export async function createControlPlane(
           ...(network && { network }),
           networkAllow: settings.sandboxNetworkAllow,
           trustAllTenants: settings.trustAllTenants,
+          cgroups,
+          orgCpus: settings.orgCpus,
           onOutput: (owner, stream, line) => runtimeLogs.add(owner.deploymentId, owner.revisionId, stream, line),
         })
       : options.host;
@@ -212,6 +221,7 @@ export async function createControlPlane(
           log: cpLog,
           folderOf,
           memoryMb: settings.deploymentMemoryMb,
+          maxMemoryMb: settings.maxMemoryMb,
           drainMs: settings.drainMs,
           dataPrefix: settings.deploymentDataPrefix,
           redis,
@@ -223,6 +233,8 @@ export async function createControlPlane(
     installTimeoutMs: settings.installTimeoutMs,
     nodeModulesMaxBytes: settings.nodeModulesMaxBytes,
     sandbox,
+    limits,
+    orgOf: (workspace) => keys.workspaceOrg(workspace),
     keepBuilds: serving ? settings.keepBuilds : 1,
     builder,
     queue,
@@ -248,6 +260,7 @@ export async function createControlPlane(
       : null,
     repoHosts,
     maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant,
+    maxMemoryMb: settings.maxMemoryMb,
     logs: runtimeLogs,
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
@@ -290,6 +303,7 @@ export async function createControlPlane(
       await queue.close();
       await resumed;
       await serving?.close();
+      cgroups?.close();
       // In memory, the deployments end with this process: their build folders would serve nothing ever again.
       if (store.kind === 'memory') await removeBuildFolders(store, builds, cpLog);
       redisUsers?.close();

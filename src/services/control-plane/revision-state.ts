@@ -62,7 +62,7 @@ export function moveRevision(
   changes: Partial<
     Pick<
       StoredRevision,
-      'source_revision_config' | 'graphs' | 'auth_path' | 'build_log' | 'build_log_offset' | 'build_steps'
+      'source_revision_config' | 'graphs' | 'auth_path' | 'app_env' | 'build_log' | 'build_log_offset' | 'build_steps'
     >
   > = {},
 ): StoredRevision {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { checkMemoryMb } from './resource-spec.ts';
 import type { Logger } from 'pino';
 import type { Builds } from './builds/builds.ts';
 import { deploymentUrl, type DeploymentAddressing } from '../../routing/deployment-url.ts';
@@ -44,6 +45,8 @@ export interface ServiceOptions {
   readonly maxDeploymentsPerTenant?: number;
   /** Each deployment's own output (serving/runtime-logs.ts): forgotten with the deployment. */
   readonly logs?: RuntimeLogs;
+  /** MAX_MEMORY_MB: the most `resource_spec.memory_mb` accepted (422 over it). Default: no bound but 65536. */
+  readonly maxMemoryMb?: number;
 }
 
 const DEFAULT_CONFIG_PATH = 'langgraph.json';
@@ -52,6 +55,7 @@ export class DeploymentService {
   constructor(private readonly o: ServiceOptions) {}
 
   async create(tenantId: string, body: CreateBody): Promise<DeploymentView> {
+    checkMemoryMb(body.source_config.resource_spec, this.o.maxMemoryMb ?? 65_536);
     await this.checkRepoHost(body.source_config.repo_url);
     const now = this.o.now().toISOString();
     const id = randomUUID();
@@ -128,6 +132,7 @@ export class DeploymentService {
    * supersedes any unfinished one. `secrets`, when given, replaces the list.
    */
   async patch(tenantId: string, id: string, body: PatchBody): Promise<DeploymentView> {
+    checkMemoryMb(body.source_config?.resource_spec, this.o.maxMemoryMb ?? 65_536);
     await this.checkRepoHost(body.source_config?.repo_url);
     const now = this.o.now().toISOString();
     const changed = await this.o.store.updateDeployment(tenantId, id, (d) => {

@@ -1,4 +1,4 @@
-import { tmpdir } from 'node:os';
+import { tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { REGIONS, type Region } from '../../region.ts';
 import {
@@ -66,6 +66,15 @@ export interface ControlPlaneSettings {
   readonly repoHostsAllowed: readonly string[];
   /** Heap bound of a deployment's process without `resource_spec.memory_mb` (DEPLOYMENT_MEMORY_MB, default 512). */
   readonly deploymentMemoryMb: number;
+  /**
+   * Most `resource_spec.memory_mb` a deployment may ask for (MAX_MEMORY_MB, default a quarter of this host's memory):
+   * a tenant never picks a cgroup larger than the host.
+   */
+  readonly maxMemoryMb: number;
+  /** Bounds of one build step (git, npm and its scripts): BUILD_MEMORY_MB (1024), BUILD_MAX_PIDS (256), BUILD_CPUS (1). */
+  readonly buildStep: { readonly memoryMb: number; readonly pids: number; readonly cpus: number };
+  /** CPUs all of one organisation's revisions and build steps share (ORG_CPUS, default 1), where cgroups can be made. */
+  readonly orgCpus: number;
   /** Time a revision's process has to load its app (DEPLOYMENT_LOAD_TIMEOUT_SECONDS, default 60). */
   readonly loadTimeoutMs: number;
   /** Budget of `npm ci` / `npm install` (INSTALL_TIMEOUT_SECONDS, default 600). */
@@ -141,7 +150,13 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     deploymentUrl: optionalUrl(env, 'DEPLOYMENT_URL', ['http:', 'https:'], { placeholder: '{id}' }),
     repoHostsChecked: !isDevelopment(env),
     repoHostsAllowed: repoHostsAllowed(env),
-    deploymentMemoryMb: integer(env, 'DEPLOYMENT_MEMORY_MB', 512, 64, 65_536),
+    ...memorySettings(env),
+    buildStep: Object.freeze({
+      memoryMb: integer(env, 'BUILD_MEMORY_MB', 1024, 64, 1_048_576),
+      pids: integer(env, 'BUILD_MAX_PIDS', 256, 16, 1_000_000),
+      cpus: cpus(env, 'BUILD_CPUS', 1),
+    }),
+    orgCpus: cpus(env, 'ORG_CPUS', 1),
     loadTimeoutMs: Math.round(seconds(env, 'DEPLOYMENT_LOAD_TIMEOUT_SECONDS', 60, 1, 3600) * 1000),
     installTimeoutMs: Math.round(seconds(env, 'INSTALL_TIMEOUT_SECONDS', 600, 1, 86_400) * 1000),
     checkoutMaxBytes: integer(env, 'CHECKOUT_MAX_MB', 1024, 1, 1_048_576) * 1024 * 1024,
@@ -183,6 +198,27 @@ function sandboxNetworkAllow(env: Env): string[] {
       throw new SettingsError('SANDBOX_NETWORK_ALLOW', `must be IPv4 CIDRs (10.1.2.0/24), got "${entry}"`);
     return cidr;
   });
+}
+
+/** DEPLOYMENT_MEMORY_MB and MAX_MEMORY_MB; the default has to fit under the maximum. */
+function memorySettings(env: Env): { deploymentMemoryMb: number; maxMemoryMb: number } {
+  const hostQuarter = Math.max(64, Math.floor(totalmem() / 4 / 1024 / 1024));
+  const maxMemoryMb = integer(env, 'MAX_MEMORY_MB', hostQuarter, 64, 1_048_576);
+  const deploymentMemoryMb = integer(env, 'DEPLOYMENT_MEMORY_MB', Math.min(512, maxMemoryMb), 64, 65_536);
+  if (deploymentMemoryMb > maxMemoryMb)
+    throw new SettingsError(
+      'DEPLOYMENT_MEMORY_MB',
+      `must be at most MAX_MEMORY_MB (${maxMemoryMb}), got ${deploymentMemoryMb}`,
+    );
+  return { deploymentMemoryMb, maxMemoryMb };
+}
+
+/** A number of CPUs (CFS quota), e.g. `0.5` or `2`. */
+function cpus(env: Env, name: string, fallback: number): number {
+  const v = text(env, name, String(fallback));
+  const n = /^\d+(\.\d+)?$/.test(v) ? Number(v) : NaN;
+  if (!(n >= 0.01 && n <= 1024)) throw new SettingsError(name, `must be a number of CPUs 0.01-1024, got "${v}"`);
+  return n;
 }
 
 function repoHostsAllowed(env: Env): string[] {

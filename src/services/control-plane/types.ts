@@ -104,6 +104,12 @@ export interface StoredRevision {
   /** The app config's `auth.path`, when it names one. */
   readonly auth_path: string | null;
   /**
+   * The app's environment as its build read it (the config's `env`, or its `.env` file, bounded: app-env.ts): what
+   * every start of the revision gets, never read from the build folder again. Absent on a revision built before it was
+   * kept; never shown by the API.
+   */
+  readonly app_env?: Readonly<Record<string, string>> | null;
+  /**
    * The build's log: each step's start and end with its time, and what the dependency install printed (`npm ci` /
    * `npm install`); its last BUILD_LOG_MAX characters when long. Written as the build runs (build-progress.ts) and
    * served by the build_log endpoint.

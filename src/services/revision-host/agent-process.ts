@@ -77,6 +77,8 @@ async function main(control: ProcessControl): Promise<void> {
   try {
     server = await createAgentServer({
       configPath: control.configPath,
+      // The host gave the app's env as its build read it (the revision's record): never the folder's again.
+      envGiven: true,
       verifyApiKey,
       // No organisation: no key is accepted (a deployment whose workspace has no owner).
       org: control.org ?? '\u0000none',

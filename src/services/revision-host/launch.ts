@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { bwrapArgv, SANDBOX_HOME } from '../../sandbox/bwrap.ts';
 import { joinArgv, type CgroupParent, type RevisionCgroup } from '../../sandbox/cgroup.ts';
@@ -10,9 +11,10 @@ import type { RevisionSpec } from './revision-host.ts';
  * agent-process.ts, in the bubblewrap sandbox when there is one (its build
  * folder read-only, HOME and /tmp bounded tmpfs), in a network namespace of
  * its own when the host can make one (network.ts), in a cgroup of its own when
- * the gateway can make one (else RLIMIT_DATA through `prlimit`), with an
- * environment made here from nothing but a few neutral variables of the
- * gateway, NODE_PATH and the app's env and secrets. The order, outermost
+ * the gateway can make one (else RLIMIT_DATA through `prlimit`) inside its
+ * organisation's group (ORG_CPUS for all its revisions and builds: cgroup.ts),
+ * with an environment made here from nothing but a few neutral variables of
+ * the gateway, NODE_PATH and the app's env and secrets. The order, outermost
  * first: cgroup, network namespace, bwrap, node.
  */
 export interface Launch {
@@ -36,18 +38,22 @@ export const MAX_CPUS = 1;
 export const TMPFS_BYTES = 256 * 1024 * 1024;
 let started = 0;
 
-export function launchArgv(
-  spec: RevisionSpec,
-  sandbox: SandboxMode,
-  network: NetworkPlan,
-  cgroups: CgroupParent | null,
-  /** HOME and TMPDIR of the revision without bwrap (with it: a tmpfs of its own). */
-  ownHome: string,
-  /** The resolver file of its network namespace (bound at /etc/resolv.conf). */
-  resolvConf: string,
+/** Where a revision's process runs, beside its spec. */
+export interface LaunchPlace {
+  readonly sandbox: SandboxMode;
+  readonly network: NetworkPlan;
+  readonly cgroups: CgroupParent | null;
+  /** CPUs of the organisation's group (ORG_CPUS); default MAX_CPUS. */
+  readonly orgCpus?: number;
+  /** The revision's run folder, the host's: `home` (HOME and TMPDIR without bwrap) and `resolv.conf` in it. */
+  readonly runDir: string;
   /** Folders of the host the process reaches read-only, at the same path (its Redis socket's: revision-redis.ts). */
-  hostFolders: readonly string[] = [],
-): Launch {
+  readonly hostFolders?: readonly string[];
+}
+
+export function launchArgv(spec: RevisionSpec, place: LaunchPlace): Launch {
+  const { sandbox, network, cgroups, orgCpus = MAX_CPUS, runDir, hostFolders = [] } = place;
+  const ownHome = join(runDir, 'home');
   const memoryBytes = (spec.memoryMb + MEMORY_OVERHEAD_MB) * 1024 * 1024;
   const env: NodeJS.ProcessEnv = {};
   for (const name of INHERITED) if (process.env[name] !== undefined) env[name] = process.env[name];
@@ -65,15 +71,16 @@ export function launchArgv(
       dirReadOnly: true,
       tmpfsBytes: TMPFS_BYTES,
       readOnly: [`${GATEWAY}src`, `${GATEWAY}package.json`, GATEWAY_MODULES, realModule(TSX), ...hostFolders],
-      ...(network.mode !== 'host' && { resolvConf }),
+      ...(network.mode !== 'host' && { resolvConf: join(runDir, 'resolv.conf') }),
     });
   }
   argv = netnsArgv(network, argv);
   let cgroup: RevisionCgroup | null = null;
   try {
     // One group per process, not per revision: a redeploy starts the revision again while its old process drains.
-    cgroup =
-      cgroups?.create(`${spec.revisionId}.${++started}`, { memoryBytes, pids: MAX_PIDS, cpus: MAX_CPUS }) ?? null;
+    // A deployment no organisation owns (org null) shares one group with the others like it.
+    const org = cgroups?.org(spec.org ?? '\u0000none', orgCpus);
+    cgroup = org?.create(`${spec.revisionId}.${++started}`, { memoryBytes, pids: MAX_PIDS, cpus: MAX_CPUS }) ?? null;
   } catch {
     cgroup = null; // the kernel refused a limit: RLIMIT_DATA below still bounds its memory
   }

@@ -71,6 +71,13 @@ export interface LocalProcessHostOptions {
   readonly networkAllow?: readonly string[];
   /** TRUST_ALL_TENANTS: without a sandbox, run every organisation's deployments all the same. */
   readonly trustAllTenants?: boolean;
+  /**
+   * The gateway's cgroup folder, shared with the builds (an organisation's group holds its revisions and its build
+   * steps: one CPU share); null = none (RLIMITs); absent = the host opens its own and closes it.
+   */
+  readonly cgroups?: CgroupParent | null;
+  /** ORG_CPUS: CPUs all of one organisation's processes share (default 1). */
+  readonly orgCpus?: number;
   /** Each line a process prints, with whose process it is (known here, never read from the line). */
   readonly onOutput?: (
     owner: { deploymentId: string; revisionId: string },
@@ -86,6 +93,7 @@ export class LocalProcessHost implements RevisionHost {
   readonly network: NetworkProbe;
   private readonly running = new Set<ChildProcess>();
   private readonly cgroups: CgroupParent | null;
+  private readonly ownCgroups: boolean;
 
   constructor(private readonly o: LocalProcessHostOptions) {
     const probe = probeSandbox(o.sandbox ?? 'auto');
@@ -95,7 +103,8 @@ export class LocalProcessHost implements RevisionHost {
       probe.mode === 'bwrap'
         ? (o.network ?? { mode: 'host', why: 'not asked for' })
         : { mode: 'host', why: 'no sandbox' };
-    this.cgroups = CgroupParent.open(`gateway-${process.pid}`);
+    this.ownCgroups = o.cgroups === undefined;
+    this.cgroups = o.cgroups === undefined ? CgroupParent.open(`gateway-${process.pid}`) : o.cgroups;
     const fields = { sandbox: probe.mode, network: this.network.mode, limits: this.cgroups ? 'cgroup' : 'rlimit' };
     if (this.isolated)
       o.log.info(fields, `revisions run in a bubblewrap sandbox with a network of their own (${this.network.mode})`);
@@ -143,15 +152,14 @@ export class LocalProcessHost implements RevisionHost {
       throw err;
     }
     const network = { mode: this.network.mode, allow: this.o.networkAllow ?? [] };
-    const launch = launchArgv(
-      spec,
-      this.sandbox,
+    const launch = launchArgv(spec, {
+      sandbox: this.sandbox,
       network,
-      this.cgroups,
-      join(runDir, 'home'),
-      join(runDir, 'resolv.conf'),
-      redis ? [redis.dir] : [],
-    );
+      cgroups: this.cgroups,
+      ...(this.o.orgCpus !== undefined && { orgCpus: this.o.orgCpus }),
+      runDir,
+      hostFolders: redis ? [redis.dir] : [],
+    });
     const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', 'pipe', 'pipe', 'pipe', socket.fd];
     if (network.mode !== 'host') stdio[NET_READY_FD] = 'pipe';
     const child = spawn(launch.command, launch.args, { cwd: spec.appDir, env: launch.env, stdio });
@@ -288,7 +296,7 @@ export class LocalProcessHost implements RevisionHost {
     const all = [...this.running];
     for (const child of all) child.kill('SIGKILL');
     await Promise.all(all.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : once(c))));
-    this.cgroups?.close();
+    if (this.ownCgroups) this.cgroups?.close();
   }
 }
 

@@ -132,4 +132,25 @@ describe('BuildQueue', () => {
       await q.idle();
     });
   });
+
+  it("a job whose tenant is still looked up is known and cancellable, then takes its tenant's turn", async () => {
+    const q = new BuildQueue(2, () => {}, { perTenant: 1 });
+    const ran: string[] = [];
+    let resolveOrg!: (org: string) => void;
+    const org = new Promise<string>((r) => (resolveOrg = r));
+    const hold = gate();
+    q.add('a1', 'd1', async () => (ran.push('a1'), await hold.p), 'org:a');
+    q.add('a2', 'd2', async () => void ran.push('a2'), org); // another workspace of org a, looked up
+    q.add('gone', 'd3', async () => void ran.push('gone'), new Promise<string>(() => {}));
+    expect(q.has('a2')).toBe(true);
+    expect(q.size).toEqual({ running: 1, waiting: 2 });
+    await q.cancel('gone');
+    expect(q.has('gone')).toBe(false);
+    resolveOrg('org:a');
+    await new Promise((r) => setTimeout(r, 0));
+    expect(ran).toEqual(['a1']); // org a holds its one slot: a2 waits although a slot is free
+    hold.open();
+    await q.idle();
+    expect(ran).toEqual(['a1', 'a2']);
+  });
 });

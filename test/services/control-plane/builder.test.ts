@@ -69,7 +69,12 @@ describe.concurrent('GitBuilder: success', () => {
   it('checks out a branch, records its commit, reads graphs and auth', async () => {
     const req = request();
     const out = await builder.build(req, never);
-    expect(out).toEqual({ commitSha: head, graphs: { agent: './src/agent.ts:graph' }, authPath: './src/auth.ts:auth' });
+    expect(out).toEqual({
+      commitSha: head,
+      graphs: { agent: './src/agent.ts:graph' },
+      authPath: './src/auth.ts:auth',
+      env: {},
+    });
     expect(readFileSync(join(req.workFolder, 'src/agent.ts'), 'utf8')).toContain('v: 2');
   });
 

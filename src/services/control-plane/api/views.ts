@@ -12,13 +12,14 @@ export function deploymentView(d: StoredDeployment, url: string | null) {
 
 /** A revision as the API shows it. */
 export function revisionView(r: StoredRevision) {
-  // The build log has its own endpoint (log-routes.ts).
+  // The build log has its own endpoint (log-routes.ts); the app's env is the app's (its .env may hold keys).
   const {
     seq: _seq,
     tenant_id: _tenant,
     build_log: _log,
     build_log_offset: _offset,
     build_steps: _steps,
+    app_env: _env,
     ...shown
   } = r;
   return shown;

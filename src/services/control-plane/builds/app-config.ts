@@ -1,6 +1,7 @@
-import { readFile, realpath, stat } from 'node:fs/promises';
+import { realpath, stat } from 'node:fs/promises';
 import { join, posix } from 'node:path';
 import { isInside } from '../../shared/inside-folder.ts';
+import { APP_CONFIG_MAX_BYTES, APP_ENV_MAX_BYTES, envMap, kib, parseDotenv, readBounded, TOO_BIG } from './app-env.ts';
 import {
   describeConfigProblem,
   EXPORT_NAME,
@@ -19,12 +20,17 @@ import {
  * included, to a regular file inside the checkout, or the build fails naming the key: a `.env -> /proc/self/environ`
  * would otherwise hand the reader's environment (the gateway's, with its secrets) to the app. Nothing is read to decide
  * (lstat and realpath only), so no byte of a file outside can reach a status message.
+ *
+ * The config and its `env` file are read here once, each with a size bound (app-env.ts), and the app's environment is
+ * the build's result: a start or restart of the revision takes it from the revision's record, never from the folder.
  */
 export interface AppConfig {
   readonly graphs: Readonly<Record<string, string>>;
   readonly authPath: string | null;
   /** `install_scripts: true`: npm runs the dependencies' install scripts (install.ts). */
   readonly installScripts: boolean;
+  /** The app's environment: the config's `env` map, or its `.env` file parsed. */
+  readonly env: Readonly<Record<string, string>>;
 }
 
 export class BuildFailure extends Error {
@@ -41,8 +47,12 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
     throw new BuildFailure(`langgraph_config_path: ${configPath} must be a path inside the repository`);
   }
   const rootReal = await realpath(root);
-  const text = await readInside(rootReal, configFile);
+  const text = await readBounded(rootReal, configFile, APP_CONFIG_MAX_BYTES);
   if (text === null) throw new BuildFailure(`langgraph_config_path: file ${configFile} not found ${at}`);
+  if (text === TOO_BIG)
+    throw new BuildFailure(
+      `langgraph_config_path: file ${configFile} is over its limit of ${kib(APP_CONFIG_MAX_BYTES)}`,
+    );
 
   const base = posix.dirname(configFile);
   const config = await parseLanggraphConfig(text, {
@@ -63,7 +73,14 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
     const { file } = splitSpec('http.app', config.http.app, true);
     await requireFile(rootReal, base, file, 'http.app', at);
   }
-  if (typeof config.env === 'string') await requireFile(rootReal, base, config.env, 'env', at);
+  let env: Record<string, string> = {};
+  if (typeof config.env === 'string') {
+    await requireFile(rootReal, base, config.env, 'env', at);
+    const file = posix.normalize(posix.join(base, config.env.replace(/\\/g, '/')));
+    const dotenv = await readBounded(rootReal, file, APP_ENV_MAX_BYTES);
+    if (dotenv === TOO_BIG) throw new BuildFailure(`env: file ${file} is over its limit of ${kib(APP_ENV_MAX_BYTES)}`);
+    env = parseDotenv(dotenv ?? '');
+  } else if (config.env !== null) env = envMap(config.env);
   const installScripts = installScriptsOf(text);
   for (const [name, file] of config.ui.components) {
     await requireFile(rootReal, base, file, `ui.${name}`, at);
@@ -73,7 +90,7 @@ export async function readAppConfig(root: string, configPath: string, ref: strin
   }
   const graphs: Record<string, string> = {};
   for (const [name, graph] of config.graphs) graphs[name] = graph;
-  return { graphs, authPath: config.auth, installScripts };
+  return { graphs, authPath: config.auth, installScripts, env };
 }
 
 /** `install_scripts` (true or false), the key only a build reads. */
@@ -111,17 +128,6 @@ async function requireFile(rootReal: string, base: string, file: string, where: 
   // Inside first: whether a file outside exists, or what it is, is none of the build's business.
   if (!isInside(rootReal, real)) throw new BuildFailure(`${where}: file ${shown} points outside the repository`);
   if (!(await stat(real)).isFile()) throw new BuildFailure(`${where}: ${shown} is not a file ${at}`);
-}
-
-/** The text of `file` (relative to `rootReal`, a real path) when it is a regular file inside it, symlinks resolved; else null. */
-export async function readInside(rootReal: string, file: string): Promise<string | null> {
-  try {
-    const real = await realpath(join(rootReal, ...file.split('/')));
-    if (!isInside(rootReal, real) || !(await stat(real)).isFile()) return null;
-    return await readFile(real, 'utf8');
-  } catch {
-    return null;
-  }
 }
 
 /** A normalised relative path that climbs out of where it starts. */

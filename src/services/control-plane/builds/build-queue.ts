@@ -1,6 +1,9 @@
 /**
  * Background jobs with a concurrency limit, fair across tenants. A job is
- * identified by an id, belongs to a group (its deployment) and to a tenant;
+ * identified by an id, belongs to a group (its deployment) and to a tenant
+ * (for builds: the workspace's organisation, so one organisation's many
+ * workspaces are one tenant here; when it is still being looked up, a
+ * promise: the job waits, known to `has` and `cancel`, until it resolves);
  * at most `perTenant` jobs of one tenant run at once, and a freed slot goes
  * to the next tenant waiting in turn (round robin), so one tenant's many slow
  * builds never hold every slot nor keep another tenant waiting behind them.
@@ -30,6 +33,8 @@ export class BuildQueue {
   private readonly served = new Map<string, number>();
   private turn = 0;
   private readonly running = new Map<string, Entry>();
+  /** Jobs whose tenant is still being looked up. */
+  private readonly pending = new Map<string, Omit<Entry, 'tenant'>>();
   private idleWaiters: (() => void)[] = [];
   private closed = false;
   readonly perTenant: number;
@@ -45,13 +50,30 @@ export class BuildQueue {
   }
 
   get size(): { readonly running: number; readonly waiting: number } {
-    return { running: this.running.size, waiting: this.allWaiting().length };
+    return { running: this.running.size, waiting: this.allWaiting().length + this.pending.size };
   }
 
-  /** Queues `job` under `id` for `tenant` (default: its group); a second add of a queued or running id is ignored. */
-  add(id: string, group: string, job: Job, tenant: string = group): void {
+  /**
+   * Queues `job` under `id` for `tenant` (default: its group; a lookup that fails counts as the group); a second add of
+   * a queued or running id is ignored.
+   */
+  add(id: string, group: string, job: Job, tenant: string | Promise<string> = group): void {
     if (this.closed || this.has(id)) return;
-    const entry = { id, group, tenant, job, abort: new AbortController() };
+    if (typeof tenant === 'string') return this.enter({ id, group, tenant, job, abort: new AbortController() });
+    const waiting = { id, group, job, abort: new AbortController() };
+    this.pending.set(id, waiting);
+    void tenant
+      .catch(() => group)
+      .then((t) => {
+        if (this.pending.get(id) !== waiting) return; // cancelled meanwhile
+        this.pending.delete(id);
+        if (this.closed) return this.settle();
+        this.enter({ ...waiting, tenant: t });
+      });
+  }
+
+  private enter(entry: Entry): void {
+    const { tenant } = entry;
     const line = this.waiting.get(tenant);
     if (line) line.push(entry);
     else this.waiting.set(tenant, [entry]);
@@ -64,7 +86,7 @@ export class BuildQueue {
   }
 
   has(id: string): boolean {
-    return this.running.has(id) || this.allWaiting().some((e) => e.id === id);
+    return this.running.has(id) || this.pending.has(id) || this.allWaiting().some((e) => e.id === id);
   }
 
   /** Stops job `id`: dropped if waiting, aborted (and awaited) if running. */
@@ -79,7 +101,7 @@ export class BuildQueue {
 
   /** Resolves when nothing runs or waits. */
   idle(): Promise<void> {
-    if (this.running.size === 0 && this.waiting.size === 0) return Promise.resolve();
+    if (this.running.size === 0 && this.waiting.size === 0 && this.pending.size === 0) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -94,6 +116,7 @@ export class BuildQueue {
   }
 
   private async stop(which: (e: Entry) => boolean): Promise<void> {
+    for (const [id, e] of this.pending) if (which({ ...e, tenant: '' })) this.pending.delete(id);
     for (const [tenant, line] of this.waiting) {
       const kept = line.filter((e) => !which(e));
       if (kept.length === 0) this.waiting.delete(tenant);
@@ -145,6 +168,7 @@ export class BuildQueue {
   }
 
   private settle(): void {
-    if (this.running.size === 0 && this.waiting.size === 0) for (const w of this.idleWaiters.splice(0)) w();
+    if (this.running.size === 0 && this.waiting.size === 0 && this.pending.size === 0)
+      for (const w of this.idleWaiters.splice(0)) w();
   }
 }

@@ -3,8 +3,9 @@ import { fileURLToPath } from 'node:url';
 import type { SandboxMode } from '../../../sandbox/probe.ts';
 import { readAppConfig, BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';
-import { git, GitError, redactCredentials } from './git.ts';
+import { git, GitError, redactCredentials, type GitOptions } from './git.ts';
 import type { RepoHostPolicy } from './repo-hosts.ts';
+import type { BuildLimits } from './step-bounds.ts';
 import { isGitSource, type Source } from '../types.ts';
 
 /**
@@ -21,6 +22,8 @@ export interface BuildRequest {
   readonly imageUri: string | null;
   /** Created by the build; removed again when it fails. */
   readonly workFolder: string;
+  /** The organisation of the deployment's workspace: its build steps run in its cgroup (step-bounds.ts). */
+  readonly org?: string | null;
   /** Runs one step of the build (`clone`, `config`) so the build log shows it with its time (build-progress.ts). */
   readonly step?: <T>(name: string, work: () => Promise<T>) => Promise<T>;
 }
@@ -29,6 +32,8 @@ export interface BuildResult {
   readonly commitSha: string | null;
   readonly graphs: Readonly<Record<string, string>> | null;
   readonly authPath: string | null;
+  /** The app's environment, read once here (app-env.ts); null for an image source. */
+  readonly env?: Readonly<Record<string, string>> | null;
 }
 
 export interface Builder {
@@ -49,9 +54,15 @@ export interface GitBuilderOptions {
   readonly maxCheckoutBytes?: number;
   /** `bwrap`: every git command runs in the sandbox (git.ts), writing only the revision's folder. Default `off`. */
   readonly sandbox?: SandboxMode;
+  /** Bounds of the clone (memory, pids, CPU: step-bounds.ts); default none but the checkout's size. */
+  readonly limits?: BuildLimits;
 }
 
-/** A 51 KiB pack can check out as 200 MiB: the checkout is measured before anything reads it. */
+/**
+ * A 51 KiB pack can check out as 200 MiB: the checkout is measured while git writes it (every 200 ms: past the bound,
+ * git is killed, so what it can write in that time is the slack) and once more before anything reads it. Not
+ * RLIMIT_FSIZE: git cleans its checkout up when a write is refused, and the reason would be lost with it.
+ */
 export const CHECKOUT_MAX_BYTES = 1024 * 1024 * 1024;
 
 export class GitBuilder implements Builder {
@@ -75,16 +86,31 @@ export class GitBuilder implements Builder {
     if (admitted.refused !== null) throw new BuildFailure(admitted.refused);
     const step = req.step ?? ((_name, work) => work());
     const { repoUrl, repoRef, workFolder } = req;
+    const max = this.options.maxCheckoutBytes ?? CHECKOUT_MAX_BYTES;
+    const tooBig = `repo_url: the checkout of ${repoRef} is over its limit of ${mib(max)}`;
     try {
       const commitSha = await step('clone', async () => {
-        const sha = await this.checkout(repoUrl, repoRef, workFolder, signal, admitted.pin);
-        const max = this.options.maxCheckoutBytes ?? CHECKOUT_MAX_BYTES;
-        if ((await folderBytes(workFolder, max)) > max)
-          throw new BuildFailure(`repo_url: the checkout of ${repoRef} is over its limit of ${mib(max)}`);
-        return sha;
+        const limits = this.options.limits?.step(req.org ?? null, 'git');
+        // The checkout's size is a bound of the clone like its memory: past it, git is killed mid-write.
+        const bound = {
+          wrap: (argv: readonly string[]) => limits?.wrap(argv) ?? [...argv],
+          over: async () => limits?.over() ?? ((await folderBytes(workFolder, max)) > max ? tooBig : null),
+          kill: () => limits?.kill(),
+        };
+        try {
+          const sha = await this.checkout(repoUrl, repoRef, workFolder, signal, admitted.pin, bound);
+          if ((await folderBytes(workFolder, max)) > max) throw new BuildFailure(tooBig);
+          return sha;
+        } catch (err) {
+          // Killed for its size mid-clone: the size is the whole reason, as when it is found after.
+          if (err instanceof BuildFailure && err.message.endsWith(tooBig)) throw new BuildFailure(tooBig);
+          throw err;
+        } finally {
+          limits?.release();
+        }
       });
       const config = await step('config', () => readAppConfig(workFolder, req.configPath, repoRef));
-      return { commitSha, graphs: config.graphs, authPath: config.authPath };
+      return { commitSha, graphs: config.graphs, authPath: config.authPath, env: config.env };
     } catch (err) {
       await rm(req.workFolder, { recursive: true, force: true });
       throw err;
@@ -114,10 +140,11 @@ export class GitBuilder implements Builder {
     folder: string,
     signal: AbortSignal,
     pin: string | null,
+    bound: GitOptions['bound'],
   ): Promise<string> {
     const shown = redactCredentials(url);
     // The clone's target exists beforehand (empty): the sandbox binds it, and it is all git may write.
-    const opts = { ...this.gitOptions(url, pin), signal, writable: folder };
+    const opts = { ...this.gitOptions(url, pin), signal, writable: folder, bound };
     const fresh = async () => {
       await rm(folder, { recursive: true, force: true });
       await mkdir(folder, { recursive: true });
@@ -173,6 +200,7 @@ export class GitBuilder implements Builder {
   }
 
   private failure(err: unknown, reason: (message: string) => string): unknown {
+    if (err instanceof GitError && err.kind === 'over') return new BuildFailure(err.message);
     return err instanceof GitError && err.kind !== 'aborted' ? new BuildFailure(reason(err.message)) : err;
   }
 }

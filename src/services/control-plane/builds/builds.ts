@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Builder } from './builder.ts';
 import type { BuildSandbox } from './build-sandbox.ts';
 import type { BuildQueue } from './build-queue.ts';
+import type { BuildLimits } from './step-bounds.ts';
 import { redeploy } from './redeploy.ts';
 import { openRepoUrl } from './repo-url.ts';
 import { RevisionRun } from './revision-run.ts';
@@ -44,6 +45,10 @@ export interface BuildsOptions {
   readonly nodeModulesMaxBytes?: number;
   /** Where npm runs (build-sandbox.ts); default no sandbox, every tenant trusted (tests of the bookkeeping). */
   readonly sandbox?: BuildSandbox;
+  /** Bounds of the install step (step-bounds.ts); default none but its size and time. */
+  readonly limits?: BuildLimits;
+  /** The organisation of a workspace: its builds take turns with other organisations' and share its cgroup. */
+  readonly orgOf?: (workspace: string) => Promise<string | null>;
 }
 
 export class Builds {
@@ -65,7 +70,19 @@ export class Builds {
 
   enqueue(revision: StoredRevision): void {
     const run = (signal: AbortSignal) => this.runs.run(revision, signal);
-    this.o.queue.add(revision.id, revision.deployment_id, run, revision.tenant_id);
+    this.o.queue.add(revision.id, revision.deployment_id, run, this.share(revision.tenant_id));
+  }
+
+  /**
+   * Whose turn a build takes in the queue: its workspace's organisation (`org:`), so one organisation's many
+   * workspaces hold no more slots than one; a workspace no organisation owns is its own.
+   */
+  private share(workspace: string): string | Promise<string> {
+    if (!this.o.orgOf) return workspace;
+    return this.o.orgOf(workspace).then(
+      (org) => (org === null ? `workspace:${workspace}` : `org:${org}`),
+      () => `workspace:${workspace}`,
+    );
   }
 
   /** Every unfinished revision of the deployment but `keep` becomes SKIPPED or INTERRUPTED; their runs stop. */
@@ -137,7 +154,7 @@ export class Builds {
    */
   enqueueRedeploy(rev: StoredRevision): void {
     const run = (signal: AbortSignal) => redeploy(this.o, rev, signal);
-    this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, run, rev.tenant_id);
+    this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, run, this.share(rev.tenant_id));
   }
 
   /** The deployment's `repo_url` with its credentials (for `git ls-remote`). */

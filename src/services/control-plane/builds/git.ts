@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
-import { runCommand } from './run-command.ts';
+import { runCommand, type RunOptions } from './run-command.ts';
 import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
 
 /**
@@ -62,7 +62,8 @@ function caFiles(): string[] {
 
 export class GitError extends Error {
   constructor(
-    readonly kind: 'failed' | 'timeout' | 'aborted',
+    /** `over`: a bound of the build step (memory, processes, the checkout's size): the message says which. */
+    readonly kind: 'failed' | 'timeout' | 'aborted' | 'over',
     message: string,
   ) {
     super(message);
@@ -84,6 +85,8 @@ export interface GitOptions {
   readonly writable?: string;
   /** Paths git reads in the sandbox besides the system (a local repository). */
   readonly readOnly?: readonly string[];
+  /** The build step's bounds (step-bounds.ts, and the checkout's size): over one, git is killed. */
+  readonly bound?: RunOptions['bound'];
 }
 
 /**
@@ -92,7 +95,7 @@ export interface GitOptions {
  */
 export async function git(
   args: readonly string[],
-  { cwd, timeoutMs, signal, localRepos = true, pin, sandbox, writable, readOnly = [] }: GitOptions,
+  { cwd, timeoutMs, signal, localRepos = true, pin, sandbox, writable, readOnly = [], bound }: GitOptions,
 ): Promise<string> {
   const config = [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`];
   if (pin) config.push('-c', `http.curloptResolve=${pin}`);
@@ -102,12 +105,13 @@ export async function git(
   const run = sandbox
     ? { cwd: cwd ?? dir, env: gitEnv(SANDBOX_HOME), sandbox: { dir, home, readOnly: [...readOnly, ...caFiles()] } }
     : { cwd, env: gitEnv(home) };
-  const result = await runCommand('git', [...config, ...args], { ...run, timeoutMs, signal })
+  const result = await runCommand('git', [...config, ...args], { ...run, timeoutMs, signal, bound })
     .catch((err: Error) => {
       throw new GitError('failed', `git could not run: ${err.message}`);
     })
     .finally(() => rm(home, { recursive: true, force: true }));
   if (result.outcome === 'aborted') throw new GitError('aborted', 'git stopped: build cancelled');
+  if (result.outcome === 'over') throw new GitError('over', `git ${args[0]}: ${result.over}`);
   if (result.outcome === 'timeout') throw new GitError('timeout', `no answer within ${timeoutMs / 1000} s`);
   if (result.code !== 0)
     throw new GitError('failed', firstErrorLine(result.stderr) || `git exited with ${result.code}`);

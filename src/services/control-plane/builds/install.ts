@@ -6,6 +6,7 @@ import { BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';
 import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
 import { runCommand } from './run-command.ts';
+import type { BuildLimits } from './step-bounds.ts';
 import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
 
 /**
@@ -22,6 +23,10 @@ import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
  * in the build log. npm reads no config of the gateway's: its own empty HOME (no `~/.npmrc`), no global npmrc, a
  * cache of its own unless the operator sets npm_config_cache; only the app's own `.npmrc` applies, and a command-line
  * flag outranks it. Past `maxBytes` of `node_modules` the install fails with the size in its reason.
+ *
+ * With `limits`, npm and its scripts run in a cgroup of their own in the organisation's (step-bounds.ts): over its
+ * memory or processes npm is killed and the build fails saying which. The build folder is watched as npm writes it
+ * (every 200 ms, run-command.ts): past `maxBytes` more than the checkout, npm is killed.
  *
  * With `sandbox`, npm (and every script it runs) is in the bubblewrap sandbox of a revision: the network, the system
  * read-only, the checkout writable, a /tmp and a HOME of its own per build (its npm cache: an operator's
@@ -54,6 +59,10 @@ export interface InstallOptions {
   readonly writable?: string;
   /** Each piece of the log as it comes (the build log's live view, build-progress.ts). */
   readonly onOutput?: (text: string) => void;
+  /** The build steps' bounds (BUILD_MEMORY_MB, BUILD_MAX_PIDS, BUILD_CPUS, ORG_CPUS); default none but the sizes. */
+  readonly limits?: BuildLimits;
+  /** The organisation whose cgroup the step runs in. */
+  readonly org?: string | null;
 }
 
 export async function installDependencies(
@@ -66,6 +75,8 @@ export async function installDependencies(
     sandbox = false,
     writable = appDir,
     onOutput,
+    limits,
+    org = null,
   }: InstallOptions,
 ): Promise<InstallResult> {
   if (!existsSync(join(appDir, 'package.json'))) return { log: null };
@@ -97,6 +108,16 @@ export async function installDependencies(
   };
   print(`$ npm ${args.join(' ')}\n`);
   if (!scripts) print('(install scripts off: "install_scripts": true in the app config runs them)\n');
+  const tooBig = `npm ${args[0]}: node_modules is over its limit of ${mib(maxBytes)}`;
+  // What the checkout weighs now, so the watch sees what the install adds (its scripts may write anywhere in it).
+  const before = await folderBytes(writable, Number.MAX_SAFE_INTEGER);
+  const step = limits?.step(org, 'npm');
+  const bound = {
+    wrap: (argv: readonly string[]) => step?.wrap(argv) ?? [...argv],
+    over: async () =>
+      step?.over() ?? ((await folderBytes(writable, before + maxBytes)) > before + maxBytes ? tooBig : null),
+    kill: () => step?.kill(),
+  };
   const result = await runCommand('npm', args, {
     cwd: appDir,
     env,
@@ -104,12 +125,21 @@ export async function installDependencies(
     timeoutMs,
     signal,
     onOutput: print,
+    bound,
   })
     .catch((err: Error) => {
       throw new BuildFailure(`npm could not run: ${err.message}`);
     })
-    .finally(() => rm(home, { recursive: true, force: true }));
+    .finally(() => {
+      step?.release();
+      return rm(home, { recursive: true, force: true });
+    });
   if (result.outcome === 'aborted') throw new InstallCancelled();
+  if (result.outcome === 'over') {
+    const why = result.over === tooBig ? tooBig : `npm ${args[0]}: ${result.over}`;
+    print(`\n${why}\n`);
+    throw new InstallFailure(why, log);
+  }
   if (result.outcome === 'timeout')
     throw new InstallFailure(`npm ${args[0]}: no result within ${Math.round(timeoutMs / 1000)} s`, log);
   if (result.code !== 0) {
@@ -122,8 +152,7 @@ export async function installDependencies(
     throw new InstallFailure(`npm ${args[0]} failed: ${why}`, log);
   }
   const size = await folderBytes(join(appDir, 'node_modules'), maxBytes);
-  if (size > maxBytes)
-    throw new InstallFailure(`npm ${args[0]}: node_modules is over its limit of ${mib(maxBytes)}`, log);
+  if (size > maxBytes) throw new InstallFailure(tooBig, log);
   return { log };
 }
 

@@ -61,6 +61,8 @@ export class RevisionRun {
       await this.pause(signal);
       rev = await move('AWAITING_BUILD', 'BUILDING');
       const cfg = rev.source_revision_config;
+      // Its steps run in the organisation's cgroup (step-bounds.ts): one tenant's builds share its CPUs.
+      const org = (await this.o.orgOf?.(rev.tenant_id)) ?? null;
       let result;
       try {
         result = await this.o.builder.build(
@@ -71,6 +73,7 @@ export class RevisionRun {
             configPath: cfg.langgraph_config_path ?? 'langgraph.json',
             imageUri: cfg.image_uri,
             workFolder: this.folderOf(deploymentId, revisionId),
+            org,
             step: (name, work) => progress.step(name, work),
           },
           signal,
@@ -85,6 +88,7 @@ export class RevisionRun {
         source_revision_config: { ...cfg, repo_commit_sha: result.commitSha },
         graphs: result.graphs,
         auth_path: result.authPath,
+        app_env: result.env ?? null,
       };
       if (this.o.serving && result.graphs !== null) {
         const failed = async (reason: string) => {
@@ -106,6 +110,8 @@ export class RevisionRun {
               sandbox: this.o.sandbox?.mode === 'bwrap',
               writable: folder,
               onOutput: (text) => progress.append(text),
+              limits: this.o.limits,
+              org,
             });
             if (installed.log === null)
               progress.append('(no package.json next to the app config: nothing to install)\n');

@@ -25,11 +25,20 @@ export interface RunOptions {
    * writable folder (default `cwd`, else a folder `cwd` is in).
    */
   readonly sandbox?: Pick<SandboxSpec, 'home' | 'tmp' | 'readOnly'> & { readonly dir?: string };
+  /** The step's bounds: its argv wrapped (cgroup, prlimit), and why it is over them (or null), asked as it runs. */
+  readonly bound?: {
+    wrap(argv: readonly string[]): string[];
+    over(): string | null | Promise<string | null>;
+    /** Kills every process of the step (its cgroup): one that left the process group (a new session) too. */
+    kill?(): void;
+  };
 }
 
 export interface RunResult {
-  /** `exited`: the command ended by itself (see `code`); `timeout` / `aborted`: its group was killed. */
-  readonly outcome: 'exited' | 'timeout' | 'aborted';
+  /** `exited`: the command ended by itself (see `code`); `timeout` / `aborted` / `over`: its group was killed. */
+  readonly outcome: 'exited' | 'timeout' | 'aborted' | 'over';
+  /** With `over`: which bound, one line (and when it exited on its own but went over one, e.g. a process OOM-killed). */
+  readonly over?: string;
   readonly code: number | null;
   readonly stdout: string;
   readonly stderr: string;
@@ -37,12 +46,15 @@ export interface RunResult {
 
 /** After the group is killed, how long 'close' may take (a process outside the group holding a pipe) before giving up. */
 const CLOSE_GRACE_MS = 5000;
+/** How often a bounded command's `over` is asked: what a checkout can write past its size in this time is its slack. */
+const OVER_EVERY_MS = 200;
 
 export function runCommand(command: string, args: readonly string[], options: RunOptions): Promise<RunResult> {
-  const { cwd, env, timeoutMs, signal, maxOutputBytes = 16 * 1024 * 1024, onOutput, sandbox } = options;
+  const { cwd, env, timeoutMs, signal, maxOutputBytes = 16 * 1024 * 1024, onOutput, sandbox, bound } = options;
   if (sandbox && cwd === undefined) return Promise.reject(new Error('runCommand: a sandboxed command needs its cwd'));
-  const argv = sandbox ? bwrapArgv({ ...sandbox, command, args, dir: sandbox.dir ?? cwd!, cwd }) : [command, ...args];
-  return new Promise((resolve, reject) => {
+  const inner = sandbox ? bwrapArgv({ ...sandbox, command, args, dir: sandbox.dir ?? cwd!, cwd }) : [command, ...args];
+  const argv = bound ? bound.wrap(inner) : inner;
+  return new Promise<RunResult>((resolve, reject) => {
     if (signal?.aborted) return resolve({ outcome: 'aborted', code: null, stdout: '', stderr: '' });
     const child = spawn(argv[0]!, argv.slice(1), {
       cwd,
@@ -52,6 +64,7 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       windowsHide: true,
     });
     let outcome: RunResult['outcome'] = 'exited';
+    let over: string | undefined;
     let stdout = '';
     let stderr = '';
     let settled = false;
@@ -65,7 +78,7 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       onOutput?.(text, 'stderr');
     });
 
-    const killGroup = (why: 'timeout' | 'aborted') => {
+    const killGroup = (why: 'timeout' | 'aborted' | 'over') => {
       if (settled || outcome !== 'exited') return;
       outcome = why;
       try {
@@ -73,6 +86,7 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       } catch {
         // The group is already gone.
       }
+      bound?.kill?.();
       graceTimer = setTimeout(() => {
         child.stdout.destroy();
         child.stderr.destroy();
@@ -83,22 +97,45 @@ export function runCommand(command: string, args: readonly string[], options: Ru
     const timer = setTimeout(() => killGroup('timeout'), timeoutMs);
     const onAbort = () => killGroup('aborted');
     signal?.addEventListener('abort', onAbort, { once: true });
+    let asking = false;
+    const watch = bound
+      ? setInterval(() => {
+          if (asking || settled || outcome !== 'exited') return;
+          asking = true;
+          void Promise.resolve(bound.over())
+            .then((why) => {
+              if (why === null || settled || outcome !== 'exited') return;
+              over = why;
+              killGroup('over');
+            })
+            .catch(() => {})
+            .finally(() => (asking = false));
+        }, OVER_EVERY_MS)
+      : undefined;
 
     const finish = (code: number | null) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       clearTimeout(graceTimer);
+      clearInterval(watch);
       signal?.removeEventListener('abort', onAbort);
-      resolve({ outcome, code, stdout, stderr });
+      resolve({ outcome, code, stdout, stderr, ...(over !== undefined && { over }) });
     };
     child.on('error', (err) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearInterval(watch);
       signal?.removeEventListener('abort', onAbort);
       reject(err);
     });
     child.on('close', (code) => finish(code));
+  }).then(async (result) => {
+    // Ended by itself, but a bound was hit on the way (the OOM killer took one of its processes, a fork failed): that
+    // is the reason a person needs, not the command's own last words.
+    if (!bound || result.outcome !== 'exited' || result.code === 0) return result;
+    const why = await Promise.resolve(bound.over()).catch(() => null);
+    return why === null ? result : { ...result, outcome: 'over' as const, over: why };
   });
 }

@@ -33,6 +33,8 @@ export interface ServingOptions {
   /** The build folder of a revision. */
   readonly folderOf: (deploymentId: string, revisionId: string) => string;
   readonly memoryMb: number;
+  /** MAX_MEMORY_MB: no revision gets more, whatever its record says (default 65536). */
+  readonly maxMemoryMb?: number;
   readonly drainMs: number;
   /** `<prefix>:<deployment id>:` holds a deployment's Agent Server data in Redis. */
   readonly dataPrefix: string;
