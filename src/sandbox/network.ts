@@ -172,7 +172,7 @@ async function tryNamespace(plan: NetworkPlan): Promise<string | null> {
   ]);
   const stdio = Array.from({ length: NET_READY_FD + 1 }, (_, i) => (i === 2 || i === NET_READY_FD ? 'pipe' : 'ignore'));
   const child = spawn(cmd!, args, {
-    stdio: stdio as ('pipe' | 'ignore')[],
+    stdio: stdio,
     env: { PATH: '/usr/sbin:/usr/bin:/sbin:/bin' },
   });
   let err = '';
