@@ -9,6 +9,7 @@ import { DEFAULT_ORG } from '../../keys/bootstrap.ts';
 import { CgroupParent } from '../../sandbox/cgroup.ts';
 import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../sandbox/probe.ts';
 import { CHANNEL_FD, onMessages, writeMessage } from './channel.ts';
+import { channelBudget, FLOOD_REASON } from './channel-budget.ts';
 import { launchArgv } from './launch.ts';
 import { describe, parseFromChild } from './messages.ts';
 import { pipeOutput } from './output-log.ts';
@@ -134,9 +135,11 @@ export class LocalProcessHost implements RevisionHost {
         const oom = cgroup?.oomKilled() ?? false;
         cgroup?.remove();
         rmSync(home, { recursive: true, force: true });
-        const reason = spawnError
-          ? `could not start: ${spawnError.message}`
-          : exitReason(code, sig, lastLines, oom ? spec.memoryMb : null);
+        const reason = budget.flooded
+          ? FLOOD_REASON
+          : spawnError
+            ? `could not start: ${spawnError.message}`
+            : exitReason(code, sig, lastLines, oom ? spec.memoryMb : null);
         resolve({ reason, requested: stopRequested });
       };
       child.once('exit', (code, sig) => done(code, sig));
@@ -145,7 +148,9 @@ export class LocalProcessHost implements RevisionHost {
     const target = `http://127.0.0.1:${start.port}`;
     const send = (m: ToChild) => writeMessage(channel, m);
     let phase: 'loading' | 'serving' | 'over' = 'loading';
-    const ignore = (m: unknown, why: string) => log.warn({ message: describe(m) }, `revision message ignored: ${why}`);
+    // Counted, logged once a second at most; past its budget the process is closed (channel-budget.ts).
+    const budget = channelBudget(channel, { log, onFlood: () => child.kill('SIGKILL') });
+    const ignore = (m: unknown, why: string) => budget.ignored(describe(m), why);
 
     const killGraceMs = this.o.killGraceMs ?? 5000;
     const stop = async (drainMs: number) => {
