@@ -180,6 +180,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       deploymentDown: (id) => deployments.down(id),
       domain: settings.deploymentsDomain,
     }),
+    ownDeployment: () => bundled.defaultDeploymentId,
     trust: settings.trustProxy,
     ipv6PrefixBits: settings.ipv6PrefixBits,
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },
