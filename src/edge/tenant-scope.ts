@@ -18,8 +18,11 @@ export function tenantOf(destination: Destination, own: string | null): string {
 
 /** The identity `limit` counts `request` by: its usual one, within the request's tenant where that is shared. */
 export function countedIdentity(request: IdentitySource & { readonly tenant?: string }, limit: Limit): string {
-  const identity = identityOf(request, limit.by);
-  const tenant = request.tenant;
+  return withinTenant(identityOf(request, limit.by), request.tenant, limit);
+}
+
+/** `identity` as `limit` counts it for a request to deployment `tenant` ('' or absent: the gateway's own). */
+export function withinTenant(identity: string, tenant: string | undefined, limit: Limit): string {
   if (tenant === undefined || tenant === '') return identity;
   const scoped = limit.by === 'user-ip' || (limit.by === 'ip' && limit.until !== null);
   // NUL, which neither a header value nor an address holds: no two (identity, tenant) pairs collide.
