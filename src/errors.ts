@@ -21,6 +21,8 @@ export const ERRORS = {
   request_timeout: { status: 408, detail: 'Request not received in time' },
   body_too_large: { status: 413, detail: 'Request body too large' },
   too_many_websockets: { status: 429, detail: 'Too many open WebSockets from this client address' },
+  too_many_connections: { status: 429, detail: 'Too many open connections from this client address' },
+  too_many_token_failures: { status: 429, detail: 'Too many failed operator-token attempts from this address' },
   headers_too_large: { status: 431, detail: 'Request headers too large' },
   internal_error: { status: 500, detail: 'Internal gateway error' },
   upstream_unreachable: { status: 502, detail: 'Upstream unreachable' },
@@ -104,6 +106,16 @@ export const tooManyWebSockets = (max: number) =>
     'too_many_websockets',
     `More than ${max} open WebSockets from this client address (WEBSOCKET_MAX_PER_IP)`,
   );
+export const tooManyConnections = (max: number) =>
+  new GatewayError(
+    'too_many_connections',
+    `More than ${max} open connections from this client address (HTTP_MAX_CONNECTIONS_PER_IP)`,
+  );
+export const tooManyTokenFailures = (max: number, windowSeconds: number) =>
+  new GatewayError(
+    'too_many_token_failures',
+    `More than ${max} requests with a wrong operator token from this address in ${windowSeconds} s: wait`,
+  );
 export const draining = () => new GatewayError('gateway_draining');
 
 /**
@@ -121,8 +133,11 @@ export function writeError(res: ServerResponse, error: GatewayError, headers: Ou
 }
 
 /** As a Web Response (the listener's adapter errors, the admin listener's 404). */
-export function errorResponse(error: GatewayError): Response {
-  return new Response(JSON.stringify(error), { status: error.status, headers: { 'content-type': 'application/json' } });
+export function errorResponse(error: GatewayError, headers: Readonly<Record<string, string>> = {}): Response {
+  return new Response(JSON.stringify(error), {
+    status: error.status,
+    headers: { ...headers, 'content-type': 'application/json' },
+  });
 }
 
 /**

@@ -1,11 +1,13 @@
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { adminApp, type Readiness } from './admin/app.ts';
 import type { DeploymentAddressing } from './routing/deployment-url.ts';
 import { routeTableFromSettings } from './routing/from-settings.ts';
 import type { RouteTable } from './routing/route-table.ts';
 import { DeploymentUpstreams } from './routing/deployment-upstreams.ts';
+import { unmapIPv4 } from './edge/client-ip.ts';
 import { edgeHandler } from './edge/handler.ts';
+import { ipIdentity } from './rules/identity.ts';
 import { edgeUpgradeHandler } from './edge/upgrade.ts';
 import { OpenWebSockets } from './edge/websockets.ts';
 import { keyCheck } from './edge/key-check.ts';
@@ -180,6 +182,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
       deploymentDown: (id) => deployments.down(id),
       domain: settings.deploymentsDomain,
     }),
+    ownDeployment: () => bundled.defaultDeploymentId,
     trust: settings.trustProxy,
     ipv6PrefixBits: settings.ipv6PrefixBits,
     forward: { headersTimeoutMs: settings.upstreamTimeoutMs, maxBodyBytes: settings.maxBodyBytes },
@@ -215,6 +218,7 @@ export async function startEdge(settings: Settings, log: Logger, options: StartE
   if (!routesRead) log.warn('deployment route table not read at boot: deployments answer 404 until it is');
   const edge = await listen(handle, settings.port, settings.host, {
     maxConnections: settings.maxConnections,
+    perAddress: { max: settings.httpMaxConnectionsPerIp, addressOf: connectionAddress(settings) },
     deferContinue: true,
     streamBodies: true,
     upgrade: (req, socket, head) => void upgrade(req, socket, head),
@@ -290,4 +294,16 @@ function withinMs(p: Promise<boolean>, ms: number): Promise<boolean> {
   return Promise.race([p, new Promise<boolean>((resolve) => (timer = setTimeout(resolve, ms, false)))]).finally(() =>
     clearTimeout(timer),
   );
+}
+
+/**
+ * The address a connection counts against HTTP_MAX_CONNECTIONS_PER_IP: its peer, as IP limits count it (IPv6 by
+ * IPV6_PREFIX); none for a trusted proxy (TRUST_PROXY), whose connections carry many clients.
+ */
+function connectionAddress(settings: Settings): (socket: Socket) => string | null {
+  return (socket) => {
+    const peer = unmapIPv4(socket.remoteAddress ?? '');
+    if (peer === '' || settings.trustProxy.isTrusted(peer)) return null;
+    return ipIdentity(peer, settings.ipv6PrefixBits);
+  };
 }

@@ -15,6 +15,10 @@ export const REDACT = [
   '*.headers["x-api-key"]',
   '*.headers.authorization',
   '*.headers.cookie',
+  // The edge's proof to its bundled services (services/internal-auth.ts): a line that dumps a request's headers must
+  // not carry it to whoever reads the log.
+  'headers["x-gateway-internal"]',
+  '*.headers["x-gateway-internal"]',
   'apiKey',
   'secret',
   'value',

@@ -5,6 +5,7 @@ import type { KeyRegistry } from '../keys/types.ts';
 import { keysAdmin } from './keys.ts';
 import { limitsAdmin, type LimitsAdminOptions } from './limits.ts';
 import { overridesAdmin, type OverridesAdminOptions } from './overrides.ts';
+import { throttleTokenGuesses } from './token-guesses.ts';
 
 export interface Readiness {
   /** Version of the rule file in force. */
@@ -49,6 +50,8 @@ export function adminApp({
   buckets?: Omit<LimitsAdminOptions, 'token'>;
 }): Hono {
   const app = new Hono();
+  // Before every token check: an address that keeps sending wrong tokens is answered 429 (token-guesses.ts).
+  app.use('*', throttleTokenGuesses());
   app.route('/keys', keysAdmin({ registry: keys, token }));
   if (overrides !== undefined) app.route('/limits/overrides', overridesAdmin({ ...overrides, token }));
   if (buckets !== undefined) app.route('/limits', limitsAdmin({ ...buckets, token }));

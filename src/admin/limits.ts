@@ -1,6 +1,7 @@
 import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import { badRequest, errorResponse } from '../errors.ts';
+import { withinTenant } from '../edge/tenant-scope.ts';
 import { operatorOnly } from './operator-only.ts';
 import { bucketKey, type KeyScheme } from '../limiter/bucket-key.ts';
 import type { Bucket, BucketAdmin } from '../limiter/types.ts';
@@ -92,7 +93,8 @@ function keyOf(c: Context, o: LimitsAdminOptions, limit: Limit): string | Respon
     const wanted = limit.by === 'api-key' ? 'api_key=' : limit.by === 'user-ip' ? 'user= and ip=' : 'ip=';
     return errorResponse(badRequest(`Give the identity: ${wanted} (in clear), or digest=`));
   }
-  return bucketKey(o.scheme, limit.scope, limit.by, identity);
+  // User-id buckets and address-counted slots are kept per deployment (edge/tenant-scope.ts): `deployment=` names it.
+  return bucketKey(o.scheme, limit.scope, limit.by, withinTenant(identity, c.req.query('deployment'), limit));
 }
 
 function clearIdentity(c: Context, by: IdentityKind, ipv6PrefixBits: number): string | null {

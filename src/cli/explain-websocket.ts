@@ -64,6 +64,10 @@ export function printWebSocket(w: WebSocketExplanation, out: Output): void {
   }
   out.log(`  each ${methods} command inside counts as ${w.commands_as} (rule ${w.commands_rule}); over the limit the`);
   out.log('  socket closes with 4429 and the command never reaches the upstream. Other commands are not counted.');
+  out.log(
+    '  In-flight slots are held while the socket is open, and (until: run) after it closes until the thread has no',
+  );
+  out.log('  run queued or running.');
   for (const l of w.commands_limits) {
     out.log(`    ${l.policy}: ${amountText(l)}`);
     out.log(`        key ${l.key}`);

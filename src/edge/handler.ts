@@ -22,14 +22,16 @@ import { DEPLOYMENT_ID, type Destination } from '../routing/router.ts';
 import type { KeyCheck } from './key-check.ts';
 import type { TrustedProxies } from './client-ip.ts';
 import { identityReader } from './request-identity.ts';
-import type { Verdict } from './limit.ts';
+import type { LimitRequest, Verdict } from './limit.ts';
 import { requestRecorder } from './request-record.ts';
 import type { RunHolds } from './run-holds.ts';
 import { settleSlots } from './slot-hold.ts';
-import type { MatchRequest } from '../rules/compile.ts';
+import { tenantOf } from './tenant-scope.ts';
 
 export interface EdgeOptions {
-  readonly limit: (request: MatchRequest) => Promise<Verdict | null>;
+  readonly limit: (request: LimitRequest) => Promise<Verdict | null>;
+  /** The default deployment's id (the gateway's own): counted as the bare paths are (tenant-scope.ts). */
+  readonly ownDeployment?: () => string | null;
   /**
    * KEY_CHECK: an `x-api-key` the registry does not know is never a bucket of its own: the request is limited as if
    * it carried no key (by its other identities), and forwarded with the key; the upstream authenticates.
@@ -97,7 +99,8 @@ export function edgeHandler(options: EdgeOptions) {
       const identity = read instanceof Promise ? await read : read; // awaited only on a registry lookup
       const { overlong } = identity;
       const { headers, ip } = identity.counted;
-      verdict = await limit({ method, path: destination.path, headers, ip });
+      const tenant = tenantOf(destination, options.ownDeployment?.() ?? null);
+      verdict = await limit({ method, path: destination.path, headers, ip, tenant });
       if (verdict?.decision === 'store-down') {
         // The store failed and the rule fails closed: no bucket decided, so no rate-limit headers.
         status = 503;

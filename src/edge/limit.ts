@@ -2,13 +2,18 @@ import { cachedBucketKeys, type KeyScheme } from '../limiter/bucket-key.ts';
 import { StoreError, type Bucket, type Lease, type Limiter, type LimitOutcome } from '../limiter/types.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Match, Matcher, MatchRequest } from '../rules/compile.ts';
-import { identityOf } from '../rules/identity.ts';
 import type { OrgPlans } from './org-plans.ts';
 import type { Limit } from '../rules/types.ts';
 import { policyHeader, rateLimitHeader, retryAfterSeconds } from './ratelimit-headers.ts';
+import { countedIdentity } from './tenant-scope.ts';
 
 export type FailMode = 'open' | 'closed';
 export type Decision = 'allowed' | 'denied' | 'shadow-denied' | 'store-down';
+
+/** A request as the limit step counts it: `tenant`, the deployment it is for ('' or absent: the gateway's own). */
+export interface LimitRequest extends MatchRequest {
+  readonly tenant?: string;
+}
 
 /** What the limit step decided for one request. */
 export interface Verdict {
@@ -90,7 +95,7 @@ export function limitStep(options: LimitStepOptions) {
     return fallback.consume(shares);
   }
 
-  return async function limit(request: MatchRequest): Promise<Verdict | null> {
+  return async function limit(request: LimitRequest): Promise<Verdict | null> {
     let match = matcher().match(request);
     if (match === null) return null;
     if (options.plans !== undefined) {
@@ -100,7 +105,7 @@ export function limitStep(options: LimitStepOptions) {
     const { rule, limits } = match;
     const shape = shapeOf(match);
     const buckets = limits.map((l) => ({
-      key: keyOf(l.scope, l.by, identityOf(request, l.by)),
+      key: keyOf(l.scope, l.by, countedIdentity(request, l)),
       capacity: l.count,
       perSeconds: l.perSeconds,
       inFlight: l.until !== null,

@@ -44,6 +44,9 @@ export function runWaitPath(location: string): string | null {
 }
 
 /** Request headers a wait needs: the client's credentials and identity, none of its body's. */
+/** After a socket closes with no run on its thread yet, how long until the thread is looked at once more. */
+const THREAD_SECOND_LOOK_MS = 1000;
+
 const DROPPED = new Set(['content-length', 'content-type', 'transfer-encoding', 'expect', 'accept', 'last-event-id']);
 
 export class RunHolds {
@@ -69,9 +72,7 @@ export class RunHolds {
   hold(lease: Lease, upstream: Upstream, location: string, requestHeaders: Record<string, string | string[]>): boolean {
     const wait = runWaitPath(location);
     if (wait === null) return false;
-    const headers: Record<string, string | string[]> = {};
-    for (const [k, v] of Object.entries(requestHeaders)) if (!DROPPED.has(k)) headers[k] = v;
-    Object.assign(headers, upstream.requestHeaders);
+    const headers = waitHeaders(requestHeaders, upstream);
     const abort = new AbortController();
     this.waits.add(abort);
     void this.follow(upstream, upstream.basePath + wait, headers, abort.signal).finally(() => {
@@ -81,10 +82,62 @@ export class RunHolds {
     return true;
   }
 
+  /**
+   * Holds `lease` until thread `threadId` (on `upstream`) has no run queued or running: for a work command sent inside a
+   * WebSocket, whose answer (the run id) travels in the socket's own stream, which the edge does not read. Called once
+   * the socket has closed; a run that is still being created then is looked for again a second later.
+   */
+  holdThread(
+    lease: Lease,
+    upstream: Upstream,
+    threadId: string,
+    requestHeaders: Record<string, string | string[]>,
+  ): void {
+    const headers = waitHeaders(requestHeaders, upstream);
+    const abort = new AbortController();
+    this.waits.add(abort);
+    void this.followThread(upstream, threadId, headers, abort.signal).finally(() => {
+      this.waits.delete(abort);
+      if (!this.closed) void lease.release();
+    });
+  }
+
   /** Stops waiting (the edge is shutting down): the slots are left to expire with their leases. */
   close(): void {
     this.closed = true;
     for (const a of this.waits) a.abort();
+  }
+
+  private async followThread(
+    upstream: Upstream,
+    threadId: string,
+    headers: Record<string, string | string[]>,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const base = `${upstream.basePath}/threads/${encodeURIComponent(threadId)}/runs`;
+    let looks = 0;
+    for (let attempt = 1; attempt <= this.maxAttempts && !signal.aborted;) {
+      let active: string[];
+      try {
+        const res = await upstream.pool.request({ path: `${base}?limit=100`, method: 'GET', headers, signal });
+        const text = await res.body.text();
+        if (res.statusCode >= 500) throw new Error(`status ${res.statusCode}`);
+        if (res.statusCode >= 400) return; // the thread is gone or no longer visible: nothing left to hold
+        active = activeRuns(text);
+      } catch (err) {
+        if (signal.aborted) return;
+        this.options.log.debug({ err, threadId }, 'listing a thread\u2019s runs failed; asking again');
+        attempt++;
+        await new Promise((r) => setTimeout(r, this.retryMs).unref());
+        continue;
+      }
+      if (active.length === 0) {
+        if (++looks >= 2) return;
+        await new Promise((r) => setTimeout(r, THREAD_SECOND_LOOK_MS).unref());
+        continue;
+      }
+      for (const run of active) await this.follow(upstream, `${base}/${encodeURIComponent(run)}/join`, headers, signal);
+    }
   }
 
   private async follow(
@@ -116,5 +169,31 @@ export class RunHolds {
       delay = Math.min(delay * 2, 30_000);
     }
     if (!signal.aborted) this.options.log.warn({ path }, 'gave up waiting for a run: its in-flight slots are released');
+  }
+}
+
+/** A wait's request headers: the client's credentials and identity, none of its body's, and the upstream's own. */
+function waitHeaders(
+  requestHeaders: Record<string, string | string[]>,
+  upstream: Upstream,
+): Record<string, string | string[]> {
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(requestHeaders))
+    if (!DROPPED.has(k) && !k.startsWith('sec-websocket-')) headers[k] = v;
+  Object.assign(headers, upstream.requestHeaders);
+  return headers;
+}
+
+/** The ids of the queued or running runs in a thread's run list (anything unreadable: none). */
+function activeRuns(text: string): string[] {
+  try {
+    const runs = JSON.parse(text) as unknown;
+    if (!Array.isArray(runs)) return [];
+    return runs
+      .filter((r): r is { run_id: string; status: string } => typeof (r as { run_id?: unknown })?.run_id === 'string')
+      .filter((r) => r.status === 'pending' || r.status === 'running')
+      .map((r) => r.run_id);
+  } catch {
+    return [];
   }
 }

@@ -1,3 +1,4 @@
+import type { Lease } from '../limiter/types.ts';
 import type { Upstream } from '../proxy/forward.ts';
 import type { Verdict } from './limit.ts';
 import type { RunHolds } from './run-holds.ts';
@@ -42,4 +43,22 @@ export function settleSlots(
 export function releaseWhenClosed(verdict: Verdict | null, socket: { once(event: 'close', f: () => void): unknown }) {
   const lease = verdict?.lease;
   if (lease !== undefined) socket.once('close', () => void lease.release());
+}
+
+/**
+ * A work command sent inside a WebSocket (`run.start`, `input.respond`): its slots are held while the socket is open,
+ * and, when one of its in-flight limits is `until: run`, after it closes until its thread has no run queued or running
+ * (`holdThread`: run-holds.ts). Given back at close otherwise. A socket that starts a run and closes keeps its slot.
+ */
+export function holdPastClose(
+  verdict: Verdict | null,
+  socket: { once(event: 'close', f: () => void): unknown },
+  holdThread: ((lease: Lease) => void) | null,
+): void {
+  const lease = verdict?.lease;
+  if (lease === undefined) return;
+  socket.once('close', () => {
+    if (verdict!.untilRun && holdThread !== null) holdThread(lease);
+    else void lease.release();
+  });
 }

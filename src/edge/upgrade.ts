@@ -14,6 +14,7 @@ import {
   tooManyWebSockets,
 } from '../errors.ts';
 import { asHeaders, offeredCredential } from '../keys/handshake-credentials.ts';
+import type { Lease } from '../limiter/types.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Upstream } from '../proxy/forward.ts';
 import { upstreamRequestHeaders } from '../proxy/headers.ts';
@@ -23,12 +24,13 @@ import { Tunnel, type Refusal } from '../proxy/ws-tunnel.ts';
 import { normalizePath } from '../rules/normalize-path.ts';
 import { DEPLOYMENT_ID } from '../routing/router.ts';
 import { asGatewayError, requestHost, requestIdOf, type EdgeOptions } from './handler.ts';
-import { releaseWhenClosed } from './slot-hold.ts';
+import { holdPastClose, releaseWhenClosed } from './slot-hold.ts';
+import { tenantOf } from './tenant-scope.ts';
 import type { Verdict } from './limit.ts';
 import { requestRecorder } from './request-record.ts';
 import { identityReader } from './request-identity.ts';
 import { requestTarget } from './request-target.ts';
-import { commandsPath, WORK_METHODS } from './ws-commands.ts';
+import { commandsPath, threadOf, WORK_METHODS } from './ws-commands.ts';
 import type { OpenWebSockets } from './websockets.ts';
 
 export interface UpgradeOptions extends Omit<EdgeOptions, 'forward'> {
@@ -91,7 +93,8 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       // Bounded before any token is spent: an address at its cap is refused cheaply.
       if (!sockets.reserve(counted.ip)) throw tooManyWebSockets(sockets.maxPerIp);
       reserved = counted.ip;
-      verdict = await limit({ method, path: destination.path, headers: counted.headers, ip: counted.ip });
+      const tenant = tenantOf(destination, options.ownDeployment?.() ?? null);
+      verdict = await limit({ method, path: destination.path, headers: counted.headers, ip: counted.ip, tenant });
       if (verdict?.decision === 'store-down') throw storeUnavailable();
       if (verdict?.decision === 'denied') {
         status = 429;
@@ -133,11 +136,18 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       releaseWhenClosed(verdict, socket);
       const ip = counted.ip;
       const commands = commandsPath(destination.path);
+      const thread = threadOf(destination.path);
+      const runs = options.runs;
+      const waitAs = { ...forwarded, ...credentialHeader(req.headers) };
+      const holdThread =
+        runs === undefined || thread === null
+          ? null
+          : (lease: Lease) => runs.holdThread(lease, upstream!, thread, waitAs);
       const decide = commandDecider(
         async () => {
-          const commandVerdict = await limit({ method: 'POST', path: commands!, headers: counted.headers, ip });
-          // A command's in-flight slots are held while its socket is open: its response is the socket's stream.
-          releaseWhenClosed(commandVerdict, socket);
+          const commandVerdict = await limit({ method: 'POST', path: commands!, headers: counted.headers, ip, tenant });
+          // Held while its socket is open, then until the thread's runs end: closing the socket frees nothing early.
+          holdPastClose(commandVerdict, socket, holdThread);
           return commandVerdict;
         },
         metrics,
@@ -232,4 +242,10 @@ function countedHeaders(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   if (headers['sec-websocket-protocol'] === undefined && headers.cookie === undefined) return headers;
   const offered = offeredCredential(asHeaders(headers));
   return offered?.header === 'x-api-key' ? { ...headers, 'x-api-key': offered.value } : headers;
+}
+
+/** A credential offered as the subprotocol or a cookie, as the header a plain request carries it in (for the waits). */
+function credentialHeader(headers: IncomingHttpHeaders): Record<string, string> {
+  const offered = offeredCredential(asHeaders(headers));
+  return offered === null ? {} : { [offered.header]: offered.value };
 }

@@ -12,3 +12,14 @@ export function commandsPath(path: string): string | null {
   const m = STREAM_PATH.exec(path);
   return m === null ? null : `/threads/${m[1]}/commands`;
 }
+
+/** The thread id of a socket opened on `/threads/{thread_id}/stream/events`; null for any other path. */
+export function threadOf(path: string): string | null {
+  const m = STREAM_PATH.exec(path);
+  if (m === null) return null;
+  try {
+    return decodeURIComponent(m[1]!);
+  } catch {
+    return null;
+  }
+}

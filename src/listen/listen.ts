@@ -11,7 +11,9 @@ import {
   internalError,
   rawErrorResponse,
   requestTimeout,
+  tooManyConnections,
 } from '../errors.ts';
+import { capConnections } from './connection-caps.ts';
 import { closeAfterUnreadBody, readBodyFirst } from './unread-body.ts';
 
 export interface Listening {
@@ -42,6 +44,11 @@ export interface ListenOptions {
    * every upgrade is an ordinary request.
    */
   readonly upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+  /**
+   * Most connections one client address holds open (`addressOf`: the address as IP limits count it, null for a peer
+   * exempt from the cap); with maxConnections, idle keep-alive is also cut short near it (connection-caps.ts).
+   */
+  readonly perAddress?: { readonly max: number; readonly addressOf: (socket: Socket) => string | null };
 }
 
 /**
@@ -138,6 +145,14 @@ export async function listen(
   server.requestTimeout = 300_000;
   server.keepAliveTimeout = 65_000;
   if (options.maxConnections !== undefined) server.maxConnections = options.maxConnections;
+  if (options.perAddress !== undefined)
+    capConnections(server, {
+      maxPerAddress: options.perAddress.max,
+      addressOf: options.perAddress.addressOf,
+      maxConnections: options.maxConnections ?? Infinity,
+      keepAliveMs: server.keepAliveTimeout,
+      refusal: rawErrorResponse(tooManyConnections(options.perAddress.max)),
+    });
   // A final answer without 100 Continue makes Node close the connection after it (the body may or may not follow).
   if (options.deferContinue) server.on('checkContinue', (req, res) => server.emit('request', req, res));
   const upgrade = options.upgrade;

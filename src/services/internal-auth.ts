@@ -1,4 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
+import type { IncomingMessage } from 'node:http';
 import { Hono, type MiddlewareHandler } from 'hono';
 import { INTERNAL_HEADER } from '../proxy/headers.ts';
 
@@ -34,15 +35,30 @@ export function internalHeaders(url: string, env: NodeJS.ProcessEnv = process.en
   return secret && origins.includes(new URL(url).origin) ? { [INTERNAL_HEADER]: secret } : {};
 }
 
-/** 403 `{detail}` for a request without this boot's secret. */
+/**
+ * 403 `{detail}` for a request without this boot's secret. A request with it has the header taken off before anything
+ * else reads the request: the Agent Server copies every `x-*` header into a run's `config.configurable` (which the
+ * thread's state and history keep), and hands the request to the app's auth handler and routes, all tenant-visible.
+ */
 export function internalOnly(secret: string): MiddlewareHandler {
   const expected = Buffer.from(secret);
   return async function internalOnly(c, next) {
     const given = Buffer.from(c.req.header(INTERNAL_HEADER) ?? '');
     if (given.length !== expected.length || !timingSafeEqual(given, expected))
       return c.json({ detail: 'Forbidden: this service answers the gateway edge only' }, 403);
+    withoutSecret(c.req.raw, c.env as { incoming?: IncomingMessage } | undefined);
     await next();
   };
+}
+
+/** The request (and, under @hono/node-server, the Node request it was made from) without INTERNAL_HEADER. */
+function withoutSecret(request: Request, env: { incoming?: IncomingMessage } | undefined): void {
+  request.headers.delete(INTERNAL_HEADER);
+  const incoming = env?.incoming;
+  if (incoming === undefined) return;
+  delete incoming.headers[INTERNAL_HEADER];
+  const raw = incoming.rawHeaders;
+  for (let i = raw.length - 2; i >= 0; i -= 2) if (raw[i]!.toLowerCase() === INTERNAL_HEADER) raw.splice(i, 2);
 }
 
 /** `app` behind internalOnly, as one app to listen with. */

@@ -81,6 +81,8 @@ export interface EdgeSettings {
   readonly maxConnections: number;
   /** WEBSOCKET_IDLE_TIMEOUT: a WebSocket with no byte either way for this long is closed (1001). */
   readonly webSocketIdleMs: number;
+  /** HTTP_MAX_CONNECTIONS_PER_IP: most connections one client address holds open per edge process. */
+  readonly httpMaxConnectionsPerIp: number;
   /** WEBSOCKET_MAX_PER_IP: most WebSockets one client address holds open (handshakes included) per edge process. */
   readonly webSocketMaxPerIp: number;
   /** Longest value (bytes) of an identity header (`x-api-key`, `x-user-id`); longer answers 400, counted by IP. */
@@ -161,6 +163,7 @@ function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: '
     maxConnections: integer(env, 'MAX_CONNECTIONS', 10_000, 1, 1_000_000),
     webSocketIdleMs: duration(env, 'WEBSOCKET_IDLE_TIMEOUT', 300_000),
     webSocketMaxPerIp: integer(env, 'WEBSOCKET_MAX_PER_IP', 256, 1, 1_000_000),
+    httpMaxConnectionsPerIp: integer(env, 'HTTP_MAX_CONNECTIONS_PER_IP', 256, 1, 1_000_000),
     maxIdentityLength: integer(env, 'MAX_IDENTITY_LENGTH', 256, 16, 8192),
     escapedSlashes: oneOf(env, 'ESCAPED_SLASHES', ESCAPED_SLASHES, 'reject'),
     publicUrl: publicUrl(env),

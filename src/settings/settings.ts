@@ -2,6 +2,7 @@ import { loadAgentServerSettings, type AgentServerSettings } from '../services/a
 import { loadControlPlaneSettings, type ControlPlaneSettings } from '../services/control-plane/settings.ts';
 import { loadEdgeSettings, type EdgeSettings } from './edge.ts';
 import type { Env } from './env.ts';
+import { refuseHostProxies } from './host-proxies.ts';
 import { loadKeyRegistrySettings, type KeyRegistrySettings } from './key-registry.ts';
 
 /**
@@ -32,6 +33,8 @@ export interface BundledSettings {
 export function loadSettings(env: Env): Settings {
   const edge = loadEdgeSettings(env);
   const controlPlane = edge.controlPlaneUrl === null ? loadControlPlaneSettings(env) : null;
+  // The bundled control plane runs deployments on this host: none of its addresses may be a trusted proxy.
+  if (controlPlane !== null) refuseHostProxies(edge.trustProxy);
   const agentServer = edge.agentServerUrl === null ? loadAgentServerSettings(env) : null;
   const keys = controlPlane || agentServer || edge.keyCheck ? loadKeyRegistrySettings(env) : null;
   return Object.freeze({

@@ -15,8 +15,8 @@ async function gateway(...argv: string[]) {
 describe('gateway check', () => {
   it('passes the shipped rule files', async () => {
     const r = await gateway('check', 'rules/us.yaml', 'rules/eu.yaml');
-    expect(r.stdout).toContain('rules/us.yaml: 22 rules, 4 guards, no findings');
-    expect(r.stdout).toContain('rules/eu.yaml: 22 rules, 4 guards, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 22 rules, 5 guards, no findings');
+    expect(r.stdout).toContain('rules/eu.yaml: 22 rules, 5 guards, no findings');
     expect(r.code).toBe(0);
   });
 
@@ -44,7 +44,7 @@ describe('gateway check', () => {
     const r = await gateway('check', 'rules/us.yaml', 'no/such/file.yaml');
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('no/such/file.yaml: cannot read');
-    expect(r.stdout).toContain('rules/us.yaml: 22 rules, 4 guards, no findings');
+    expect(r.stdout).toContain('rules/us.yaml: 22 rules, 5 guards, no findings');
   });
 
   it('exits 2 without files', async () => {
@@ -105,6 +105,7 @@ describe('gateway explain', () => {
     expect(inFlight).toMatchObject([
       { guard: 'runs-in-flight-per-key', by: 'api-key', concurrent: 100, until: 'run' },
       { guard: 'runs-in-flight-per-user', by: 'user-ip', concurrent: 10, until: 'run' },
+      { guard: 'runs-in-flight-per-ip', by: 'ip', concurrent: 100, until: 'run' },
     ]);
     expect(inFlight[0]!.key).toMatch(/^rl:us:guard\.runs-in-flight-per-key\.in-flight:api-key:/);
     const text = (await gateway('explain', 'POST', '/runs/stream', '-H', 'x-api-key: k')).stdout;
@@ -149,6 +150,7 @@ describe('gateway explain', () => {
         { policy: 'default.api-key', count: 1000 },
         { policy: 'guard.per-ip' },
         { policy: 'guard.runs-in-flight-per-key', concurrent: 100, until: 'run' },
+        { policy: 'guard.runs-in-flight-per-ip', concurrent: 100, until: 'run' },
       ],
     });
     const text = await gateway('explain', 'GET', '/threads/t-1/stream/events', '-H', 'x-api-key: k', '--websocket');

@@ -33,7 +33,8 @@ export function forwardingSetup(): ForwardingSetup {
     );
     setup.control = await startUpstream();
     const upstreams = { RULES_DIR: rules.dir, AGENT_SERVER_URL: setup.agent.url, CONTROL_PLANE_URL: setup.control.url };
-    setup.main = await startTestGateway(upstreams);
+    // Every client of these tests is 127.0.0.1, and one opens 300 streams at once: above the per-address cap's default.
+    setup.main = await startTestGateway({ ...upstreams, HTTP_MAX_CONNECTIONS_PER_IP: '1000' });
     setup.tight = await startTestGateway({ ...upstreams, MAX_BODY: '1KiB', UPSTREAM_TIMEOUT: '300ms' });
   });
   afterAll(async () => {

@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { loadEdgeSettings } from '../../src/settings/edge.ts';
 import { SettingsError } from '../../src/settings/env.ts';
 import { loadSettings } from '../../src/settings/settings.ts';
+import { refuseHostProxies } from '../../src/settings/host-proxies.ts';
+import { trustedProxies } from '../../src/edge/client-ip.ts';
 
 describe('loadSettings: the one loader of `gateway start`', () => {
   it("holds the bundled services' settings, read from the same environment", () => {
@@ -39,12 +41,25 @@ describe('loadSettings: the one loader of `gateway start`', () => {
 });
 
 describe('TRUST_PROXY and KEY_CHECK are validated at load, like every variable', () => {
+  it('TRUST_PROXY never covers this host while the gateway runs deployments here (they connect from it)', () => {
+    for (const own of ['127.0.0.1/32', '127.0.0.0/8', '::1', '0.0.0.0/0'])
+      expect(() => loadSettings({ TRUST_PROXY: own }), own).toThrow(
+        /^TRUST_PROXY: it covers .*an address of this host/,
+      );
+    expect(() => refuseHostProxies(trustedProxies(['10.9.0.0/16']), ['10.9.8.7'])).toThrow(/10\.9\.8\.7/);
+    expect(loadSettings({ TRUST_PROXY: '192.0.2.10' }).trustProxy.isTrusted('192.0.2.10')).toBe(true);
+    // With the control plane elsewhere, no deployment runs here: a proxy on this host may be trusted.
+    expect(
+      loadSettings({ TRUST_PROXY: '127.0.0.1', CONTROL_PLANE_URL: 'http://cp:1' }).trustProxy.isTrusted('127.0.0.1'),
+    ).toBe(true);
+  });
+
   it('TRUST_PROXY: an entry that is not an address or CIDR fails naming the variable', () => {
     for (const bad of ['10.0.0.0/33', 'proxy.local', '10.0.0.1, ::1/129']) {
       expect(() => loadEdgeSettings({ TRUST_PROXY: bad }), bad).toThrow(SettingsError);
       expect(() => loadSettings({ TRUST_PROXY: bad }), bad).toThrow(/^TRUST_PROXY: ".*" is not an IP address or CIDR/);
     }
-    const trust = loadSettings({ TRUST_PROXY: '10.0.0.0/8, ::1' }).trustProxy;
+    const trust = loadSettings({ TRUST_PROXY: '10.0.0.0/8, ::1', CONTROL_PLANE_URL: 'http://cp:1' }).trustProxy;
     expect([trust.isTrusted('10.1.2.3'), trust.isTrusted('::1'), trust.isTrusted('11.0.0.1')]).toEqual([
       true,
       true,

@@ -11,6 +11,7 @@ import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../sandb
 import { socketTarget } from '../../proxy/socket-target.ts';
 import { agentSocket, socketHealth, LISTEN_FD } from './agent-socket.ts';
 import { CHANNEL_FD, onMessages, writeMessage } from './channel.ts';
+import { channelBudget, FLOOD_REASON } from './channel-budget.ts';
 import { launchArgv } from './launch.ts';
 import { describe, parseFromChild } from './messages.ts';
 import { pipeOutput } from './output-log.ts';
@@ -204,9 +205,11 @@ export class LocalProcessHost implements RevisionHost {
         const oom = cgroup?.oomKilled() ?? false;
         cgroup?.remove();
         cleanUp();
-        const reason = spawnError
-          ? `could not start: ${spawnError.message}`
-          : exitReason(code, sig, lastLines, oom ? spec.memoryMb : null);
+        const reason = budget.flooded
+          ? FLOOD_REASON
+          : spawnError
+            ? `could not start: ${spawnError.message}`
+            : exitReason(code, sig, lastLines, oom ? spec.memoryMb : null);
         resolve({ reason, requested: stopRequested });
       };
       child.once('exit', (code, sig) => done(code, sig));
@@ -215,7 +218,9 @@ export class LocalProcessHost implements RevisionHost {
     const target = socketTarget(socketPath);
     const send = (m: ToChild) => writeMessage(channel, m);
     let phase: 'loading' | 'serving' | 'over' = 'loading';
-    const ignore = (m: unknown, why: string) => log.warn({ message: describe(m) }, `revision message ignored: ${why}`);
+    // Counted, logged once a second at most; past its budget the process is closed (channel-budget.ts).
+    const budget = channelBudget(channel, { log, onFlood: () => child.kill('SIGKILL') });
+    const ignore = (m: unknown, why: string) => budget.ignored(describe(m), why);
 
     const killGraceMs = this.o.killGraceMs ?? 5000;
     const stop = async (drainMs: number) => {

@@ -12,6 +12,8 @@ export interface DeploymentsGateway {
   readonly gw: TestGateway;
   /** An organisation of its own with one workspace and an API key. */
   readonly tenant: Tenant;
+  /** Another organisation with a workspace and a key of its own (tests with a tenant next to another). */
+  newTenant(): Promise<Tenant>;
   /** BUILD_WORK_DIR: where the revisions are built. */
   readonly workDir: string;
   /** Stops the gateway, removes the builds and every key under this gateway's prefixes. */
@@ -45,14 +47,18 @@ export async function startDeploymentsGateway(
     TRUST_ALL_TENANTS: '1',
     ...env,
   });
-  const org = `org-${randomBytes(4).toString('hex')}`;
-  const workspace = `ws-${randomBytes(4).toString('hex')}`;
   const keys = new RedisKeyRegistry(redis, { prefix: `${run}:keys` });
-  await keys.addWorkspace(org, workspace);
-  const tenant = { org, workspace, key: (await keys.createKey(org)).key };
+  const newTenant = async (): Promise<Tenant> => {
+    const org = `org-${randomBytes(4).toString('hex')}`;
+    const workspace = `ws-${randomBytes(4).toString('hex')}`;
+    await keys.addWorkspace(org, workspace);
+    return { org, workspace, key: (await keys.createKey(org)).key };
+  };
+  const tenant = await newTenant();
   return {
     gw,
     tenant,
+    newTenant,
     workDir,
     async close() {
       await gw.close();

@@ -84,7 +84,8 @@ export class ProtocolSockets {
         ctx: this.ctx,
         threads: this.threads,
         auth,
-        headers,
+        // What the app saw: the bundled services' guard took the edge's internal header off (internal-auth.ts).
+        headers: request.headers,
         thread: this.threads.get(threadId),
       });
       this.sessions.add(session);
