@@ -91,7 +91,7 @@ describe('deployments on Redis', () => {
       edges.push(edgeTable.table);
       await eventually(() => edgeTable.table.get(d.id)?.target === again, 10_000, 'the edge table follows');
       expect(await ask(again, tenant)).toBe('v1 hello kept: hi');
-      const sdk2 = new Client({ apiUrl: again, apiKey: tenant.key });
+      const sdk2 = new Client({ apiUrl: await httpUrl(again), apiKey: tenant.key });
       const state = await sdk2.threads.getState(thread.thread_id);
       expect((state.values as { answer: string }).answer).toBe('v1 hello kept: remember me');
       const api2 = client(second.url, tenant);
