@@ -1,5 +1,7 @@
-import { spawn } from 'node:child_process';
-import { readlinkSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { isIPv4 } from 'node:net';
 
 /**
@@ -149,7 +151,17 @@ async function ownNamespace(pid: number, timeoutMs: number): Promise<void> {
  * Decides the network once, at start, by making one namespace the way revisions get theirs (`auto`: pasta when it
  * works, else `host`). An explicit mode that does not work throws: the operator asked for it.
  */
-export async function probeNetwork(setting: NetworkSetting, allow: readonly string[]): Promise<NetworkProbe> {
+export function probeNetwork(setting: NetworkSetting, allow: readonly string[]): Promise<NetworkProbe> {
+  const key = `${setting} ${allow.join(',')}`;
+  let probe = probes.get(key);
+  if (probe === undefined) probes.set(key, (probe = probeOnce(setting, allow)));
+  return probe;
+}
+
+/** One answer per process and setting: the host does not change under a running gateway. */
+const probes = new Map<string, Promise<NetworkProbe>>();
+
+async function probeOnce(setting: NetworkSetting, allow: readonly string[]): Promise<NetworkProbe> {
   if (setting === 'host') return { mode: 'host', why: 'SANDBOX_NETWORK=host' };
   const tried: NetworkMode = setting === 'auto' ? 'pasta' : setting;
   const why = await tryNamespace({ mode: tried, allow });
@@ -196,4 +208,36 @@ async function tryNamespace(plan: NetworkPlan): Promise<string | null> {
   if (code === 9) return 'the namespace still routes to private ranges';
   const line = err.split('\n').find((l) => l.trim() !== '');
   return `could not make a network namespace (${line?.trim() ?? `exit ${code}`})`;
+}
+
+/**
+ * Lets a process started with netnsArgv go on: pasta attached first when the plan has egress. Rejects (the caller ends
+ * the process) when pasta fails.
+ */
+export async function releaseNetwork(child: ChildProcess, plan: NetworkPlan): Promise<void> {
+  const ready = (child.stdio as unknown as NodeJS.WritableStream[])[NET_READY_FD]!;
+  (ready as unknown as { on(e: 'error', f: () => void): void }).on('error', () => {});
+  if (plan.mode === 'pasta' && child.pid !== undefined) await attachEgress(child.pid);
+  ready.end('go\n');
+}
+
+/** spawn's stdio for a process in a namespace of its own: `base`, then the pipe at NET_READY_FD. */
+export function netnsStdio<T>(base: readonly T[], plan: NetworkPlan): (T | 'ignore' | 'pipe')[] {
+  if (plan.mode === 'host') return [...base];
+  const stdio: (T | 'ignore' | 'pipe')[] = [...base];
+  while (stdio.length < NET_READY_FD) stdio.push('ignore');
+  stdio[NET_READY_FD] = 'pipe';
+  return stdio;
+}
+
+let resolvFolder: string | null = null;
+/** A resolver file naming DNS_ADDRESS, made once per gateway process in a folder of its own (for build steps). */
+export function resolvConfFile(): string {
+  if (resolvFolder === null) {
+    resolvFolder = mkdtempSync(join(tmpdir(), 'gateway-net-'));
+    writeFileSync(join(resolvFolder, 'resolv.conf'), RESOLV_CONF);
+    const folder = resolvFolder;
+    process.once('exit', () => rmSync(folder, { recursive: true, force: true }));
+  }
+  return join(resolvFolder, 'resolv.conf');
 }

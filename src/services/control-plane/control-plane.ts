@@ -149,7 +149,9 @@ export async function createControlPlane(
           cpLog.child({ component: 'deployment-routes' }),
         ).table;
   const routes = options.routes ?? ownRoutes!;
-  const sandbox = buildSandbox(settings, keys);
+  // Probed once per process: a namespace made the way revisions and build steps get theirs.
+  const network = await probeNetwork(settings.sandboxNetwork, settings.sandboxNetworkAllow);
+  const sandbox = buildSandbox(settings, keys, network, settings.sandboxNetworkAllow);
   // One cgroup folder for revisions and build steps: an organisation's group holds both (its CPU share, ORG_CPUS).
   const cgroups = CgroupParent.open(`gateway-${process.pid}`);
   const limits = new BuildLimits({ ...settings.buildStep, orgCpus: settings.orgCpus }, cgroups);
@@ -159,6 +161,7 @@ export async function createControlPlane(
     new GitBuilder({
       limits,
       sandbox: sandbox.mode,
+      network: sandbox.network,
       gitTimeoutMs: settings.gitTimeoutMs,
       localRepos: settings.localRepos,
       repoHosts,
@@ -179,9 +182,6 @@ export async function createControlPlane(
     void adviseOnRedisServer(redis, settings.revisionRedis.maxConnections, cpLog.child({ component: 'redis-advice' }));
   // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
   const runtimeLogs = new RuntimeLogs();
-  // Probed once: a namespace made the way revisions get theirs (only where revisions run here).
-  const network =
-    options.host === undefined ? await probeNetwork(settings.sandboxNetwork, settings.sandboxNetworkAllow) : null;
   const host =
     options.host === undefined
       ? new LocalProcessHost({
@@ -199,7 +199,7 @@ export async function createControlPlane(
           logLevel: settings.logLevel,
           ...settings.revisionAgentServer, // the operator's TTL_SWEEP_SECONDS and WEBHOOK_HOSTS_ALLOWED
           sandbox: settings.sandbox,
-          ...(network && { network }),
+          network,
           networkAllow: settings.sandboxNetworkAllow,
           trustAllTenants: settings.trustAllTenants,
           cgroups,

@@ -6,7 +6,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import { DEFAULT_ORG } from '../../keys/bootstrap.ts';
 import { CgroupParent } from '../../sandbox/cgroup.ts';
-import { attachEgress, NET_READY_FD, RESOLV_CONF, type NetworkProbe } from '../../sandbox/network.ts';
+import { netnsStdio, releaseNetwork, RESOLV_CONF, type NetworkProbe } from '../../sandbox/network.ts';
 import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../sandbox/probe.ts';
 import { socketTarget } from '../../proxy/socket-target.ts';
 import { agentSocket, socketHealth, LISTEN_FD } from './agent-socket.ts';
@@ -161,13 +161,12 @@ export class LocalProcessHost implements RevisionHost {
       runDir,
       hostFolders: redis ? [redis.dir] : [],
     });
-    const stdio: ('ignore' | 'pipe' | number)[] = ['ignore', 'pipe', 'pipe', 'pipe', socket.fd];
-    if (network.mode !== 'host') stdio[NET_READY_FD] = 'pipe';
+    const stdio = netnsStdio<'ignore' | 'pipe' | number>(['ignore', 'pipe', 'pipe', 'pipe', socket.fd], network);
     const child = spawn(launch.command, launch.args, { cwd: spec.appDir, env: launch.env, stdio });
     // The child holds the listening socket now: the gateway never accepts on it.
     socket.handedOver();
     const control = { ...this.control(spec, redis?.socketPath ?? null), listenFd: LISTEN_FD };
-    const networked = network.mode === 'host' ? Promise.resolve() : connect(child, network.mode === 'pasta');
+    const networked = network.mode === 'host' ? Promise.resolve() : releaseNetwork(child, network);
     return this.supervise(spec, child, launch.cgroup, cleanUp, socket.path, control, networked, signal);
   }
 
@@ -303,14 +302,6 @@ export class LocalProcessHost implements RevisionHost {
     await Promise.all(all.map((c) => (c.exitCode !== null || c.signalCode !== null ? null : once(c))));
     if (this.ownCgroups) this.cgroups?.close();
   }
-}
-
-/** Gives the process's namespace its egress (pasta), then lets it go on (network.ts); rejects when that fails. */
-async function connect(child: ChildProcess, egress: boolean): Promise<void> {
-  const ready = (child.stdio as unknown as Socket[])[NET_READY_FD]!;
-  ready.on('error', () => ready.destroy());
-  if (egress && child.pid !== undefined) await attachEgress(child.pid);
-  ready.end('go\n');
 }
 
 function once(child: ChildProcess): Promise<void> {

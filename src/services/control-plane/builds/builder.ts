@@ -1,6 +1,8 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
+import type { NetworkPlan } from '../../../sandbox/network.ts';
 import type { SandboxMode } from '../../../sandbox/probe.ts';
+import { gitNetwork } from './step-network.ts';
 import { readAppConfig, BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';
 import { git, GitError, redactCredentials, type GitOptions } from './git.ts';
@@ -54,6 +56,8 @@ export interface GitBuilderOptions {
   readonly maxCheckoutBytes?: number;
   /** `bwrap`: every git command runs in the sandbox (git.ts), writing only the revision's folder. Default `off`. */
   readonly sandbox?: SandboxMode;
+  /** The sandbox's network (a namespace of its own, or the host's): each git step's is made from it (step-network.ts). */
+  readonly network?: NetworkPlan;
   /** Bounds of the clone (memory, pids, CPU: step-bounds.ts); default none but the checkout's size. */
   readonly limits?: BuildLimits;
 }
@@ -122,7 +126,10 @@ export class GitBuilder implements Builder {
     if (this.options.localRepos === false && isLocal(repoUrl)) return null;
     const admitted = (await this.options.repoHosts?.admit(repoUrl)) ?? { refused: null, pin: null };
     if (admitted.refused !== null) return null;
-    const out = await git(['ls-remote', '--', repoUrl, ref], { ...this.gitOptions(repoUrl, admitted.pin), signal });
+    const out = await git(['ls-remote', '--', repoUrl, ref], {
+      ...(await this.gitOptions(repoUrl, admitted.pin)),
+      signal,
+    });
     const lines = out.split('\n').map((l) => l.split('\t'));
     const named = (full: string) => lines.find(([, name]) => name === full)?.[0];
     return named(`refs/heads/${ref}`) ?? named(`refs/tags/${ref}^{}`) ?? named(`refs/tags/${ref}`) ?? null;
@@ -144,7 +151,7 @@ export class GitBuilder implements Builder {
   ): Promise<string> {
     const shown = redactCredentials(url);
     // The clone's target exists beforehand (empty): the sandbox binds it, and it is all git may write.
-    const opts = { ...this.gitOptions(url, pin), signal, writable: folder, bound };
+    const opts = { ...(await this.gitOptions(url, pin)), signal, writable: folder, bound };
     const fresh = async () => {
       await rm(folder, { recursive: true, force: true });
       await mkdir(folder, { recursive: true });
@@ -178,10 +185,12 @@ export class GitBuilder implements Builder {
   }
 
   /** What every git command of a build gets: its budget, the transports and address allowed, and the sandbox. */
-  private gitOptions(url: string, pin: string | null) {
+  private async gitOptions(url: string, pin: string | null) {
     const localRepos = this.options.localRepos ?? true;
     const local = localRepos ? localPath(url) : null;
+    const network = this.options.network ?? { mode: 'host', allow: [] };
     return {
+      network: await gitNetwork(network, url, local !== null, pin),
       timeoutMs: this.options.gitTimeoutMs,
       localRepos,
       pin,

@@ -2,6 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
+import type { NetworkPlan } from '../../../sandbox/network.ts';
 import { runCommand, type RunOptions } from './run-command.ts';
 import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
 
@@ -81,6 +82,8 @@ export interface GitOptions {
   readonly pin?: string | null;
   /** Run git in the bubblewrap sandbox (the gateway found one: SANDBOX). */
   readonly sandbox?: boolean;
+  /** Its network in the sandbox (step-network.ts); default the host's. */
+  readonly network?: NetworkPlan;
   /** The folder git writes in the sandbox (a clone's target, made beforehand); default `cwd`. */
   readonly writable?: string;
   /** Paths git reads in the sandbox besides the system (a local repository). */
@@ -95,7 +98,7 @@ export interface GitOptions {
  */
 export async function git(
   args: readonly string[],
-  { cwd, timeoutMs, signal, localRepos = true, pin, sandbox, writable, readOnly = [], bound }: GitOptions,
+  { cwd, timeoutMs, signal, localRepos = true, pin, sandbox, network, writable, readOnly = [], bound }: GitOptions,
 ): Promise<string> {
   const config = [...CONFIG, '-c', `protocol.file.allow=${localRepos ? 'always' : 'never'}`];
   if (pin) config.push('-c', `http.curloptResolve=${pin}`);
@@ -103,7 +106,11 @@ export async function git(
   // In the sandbox the empty HOME is mounted at SANDBOX_HOME; a command that writes nothing (ls-remote) works in it.
   const dir = writable ?? cwd ?? home;
   const run = sandbox
-    ? { cwd: cwd ?? dir, env: gitEnv(SANDBOX_HOME), sandbox: { dir, home, readOnly: [...readOnly, ...caFiles()] } }
+    ? {
+        cwd: cwd ?? dir,
+        env: gitEnv(SANDBOX_HOME),
+        sandbox: { dir, home, network, readOnly: [...readOnly, ...caFiles()] },
+      }
     : { cwd, env: gitEnv(home) };
   const result = await runCommand('git', [...config, ...args], { ...run, timeoutMs, signal, bound })
     .catch((err: Error) => {

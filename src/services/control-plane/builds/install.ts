@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';
 import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
+import type { NetworkPlan } from '../../../sandbox/network.ts';
 import { runCommand } from './run-command.ts';
 import type { BuildLimits } from './step-bounds.ts';
 import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
@@ -55,6 +56,8 @@ export interface InstallOptions {
   readonly configFile?: string;
   /** Run npm in the bubblewrap sandbox (the gateway found one: SANDBOX). */
   readonly sandbox?: boolean;
+  /** Its network in the sandbox (network.ts); default the host's. */
+  readonly network?: NetworkPlan;
   /** The folder npm may write in the sandbox: the checkout `appDir` is in; default `appDir`. */
   readonly writable?: string;
   /** Each piece of the log as it comes (the build log's live view, build-progress.ts). */
@@ -73,6 +76,7 @@ export async function installDependencies(
     maxBytes = INSTALL_MAX_BYTES,
     configFile = 'langgraph.json',
     sandbox = false,
+    network,
     writable = appDir,
     onOutput,
     limits,
@@ -121,7 +125,7 @@ export async function installDependencies(
   const result = await runCommand('npm', args, {
     cwd: appDir,
     env,
-    sandbox: sandbox ? { dir: writable, home, readOnly: caFiles } : undefined,
+    sandbox: sandbox ? { dir: writable, home, network, readOnly: caFiles } : undefined,
     timeoutMs,
     signal,
     onOutput: print,

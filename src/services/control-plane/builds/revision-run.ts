@@ -108,6 +108,7 @@ export class RevisionRun {
               maxBytes: this.o.nodeModulesMaxBytes,
               configFile: basename(configPath),
               sandbox: this.o.sandbox?.mode === 'bwrap',
+              ...(this.o.sandbox && { network: this.o.sandbox.network }),
               writable: folder,
               onOutput: (text) => progress.append(text),
               limits: this.o.limits,

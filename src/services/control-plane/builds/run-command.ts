@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { bwrapArgv, type SandboxSpec } from '../../../sandbox/bwrap.ts';
+import { netnsArgv, netnsStdio, releaseNetwork, resolvConfFile, type NetworkPlan } from '../../../sandbox/network.ts';
 
 /**
  * Runs a command without a shell in its own process group, with a time
@@ -9,7 +10,8 @@ import { bwrapArgv, type SandboxSpec } from '../../../sandbox/bwrap.ts';
  * 'close': once it has, nothing the command started writes anymore.
  * With `sandbox`, the command runs in the same bubblewrap sandbox as a
  * revision (src/sandbox/bwrap.ts): `cwd` is its only writable folder besides
- * its HOME and /tmp; `env` is all it gets.
+ * its HOME and /tmp; `env` is all it gets; and in a network namespace of its
+ * own when `sandbox.network` says so (src/sandbox/network.ts).
  */
 export interface RunOptions {
   readonly cwd?: string;
@@ -24,7 +26,11 @@ export interface RunOptions {
    * Run it in the bubblewrap sandbox (needs `cwd`): HOME, /tmp and read-only paths as in SandboxSpec; `dir` is its
    * writable folder (default `cwd`, else a folder `cwd` is in).
    */
-  readonly sandbox?: Pick<SandboxSpec, 'home' | 'tmp' | 'readOnly'> & { readonly dir?: string };
+  readonly sandbox?: Pick<SandboxSpec, 'home' | 'tmp' | 'readOnly'> & {
+    readonly dir?: string;
+    /** Its network: a namespace of its own (`pasta`, `none`) or the host's (`host`, the default). */
+    readonly network?: NetworkPlan;
+  };
   /** The step's bounds: its argv wrapped (cgroup, prlimit), and why it is over them (or null), asked as it runs. */
   readonly bound?: {
     wrap(argv: readonly string[]): string[];
@@ -52,7 +58,12 @@ const OVER_EVERY_MS = 200;
 export function runCommand(command: string, args: readonly string[], options: RunOptions): Promise<RunResult> {
   const { cwd, env, timeoutMs, signal, maxOutputBytes = 16 * 1024 * 1024, onOutput, sandbox, bound } = options;
   if (sandbox && cwd === undefined) return Promise.reject(new Error('runCommand: a sandboxed command needs its cwd'));
-  const inner = sandbox ? bwrapArgv({ ...sandbox, command, args, dir: sandbox.dir ?? cwd!, cwd }) : [command, ...args];
+  const network: NetworkPlan = sandbox?.network ?? { mode: 'host', allow: [] };
+  const resolv = network.mode === 'host' ? {} : { resolvConf: resolvConfFile() };
+  const boxed = sandbox
+    ? bwrapArgv({ ...sandbox, ...resolv, command, args, dir: sandbox.dir ?? cwd!, cwd })
+    : [command, ...args];
+  const inner = netnsArgv(network, boxed);
   const argv = bound ? bound.wrap(inner) : inner;
   return new Promise<RunResult>((resolve, reject) => {
     if (signal?.aborted) return resolve({ outcome: 'aborted', code: null, stdout: '', stderr: '' });
@@ -60,7 +71,7 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       cwd,
       env,
       detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
+      stdio: netnsStdio(['ignore', 'pipe', 'pipe'], network),
       windowsHide: true,
     });
     let outcome: RunResult['outcome'] = 'exited';
@@ -69,14 +80,24 @@ export function runCommand(command: string, args: readonly string[], options: Ru
     let stderr = '';
     let settled = false;
     let graceTimer: NodeJS.Timeout | undefined;
-    child.stdout.setEncoding('utf8').on('data', (text: string) => {
+    child.stdout!.setEncoding('utf8').on('data', (text: string) => {
       if (stdout.length < maxOutputBytes) stdout += text.slice(0, maxOutputBytes - stdout.length);
       onOutput?.(text, 'stdout');
     });
-    child.stderr.setEncoding('utf8').on('data', (text: string) => {
+    child.stderr!.setEncoding('utf8').on('data', (text: string) => {
       stderr = (stderr + text).slice(-maxOutputBytes);
       onOutput?.(text, 'stderr');
     });
+    // In a namespace of its own it waits (network.ts) until pasta is attached; a failure ends its group, saying why.
+    if (network.mode !== 'host')
+      releaseNetwork(child, network).catch((err: Error) => {
+        stderr += `its network could not be set up: ${err.message}\n`;
+        try {
+          if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      });
 
     const killGroup = (why: 'timeout' | 'aborted' | 'over') => {
       if (settled || outcome !== 'exited') return;
@@ -88,8 +109,8 @@ export function runCommand(command: string, args: readonly string[], options: Ru
       }
       bound?.kill?.();
       graceTimer = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
+        child.stdout!.destroy();
+        child.stderr!.destroy();
         finish(null);
       }, CLOSE_GRACE_MS);
       graceTimer.unref();
