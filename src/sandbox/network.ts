@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isIPv4 } from 'node:net';
@@ -99,21 +99,41 @@ export function netnsArgv(plan: NetworkPlan, argv: readonly string[]): string[] 
 }
 
 /** pasta's arguments for the namespace of process `pid`: no port forwarded either way, nothing of the host mapped. */
-function pastaArgs(pid: number): string[] {
+function pastaArgs(pid: number, pidFile: string): string[] {
   const runAs = process.getuid?.() === 0 ? ['--runas', '0'] : [];
   const none = ['-t', 'none', '-u', 'none', '-T', 'none', '-U', 'none'];
-  return [...runAs, '--config-net', '-4', ...none, '--no-map-gw', '--dns-forward', DNS_ADDRESS, '-q', String(pid)];
+  const dns = ['--dns-forward', DNS_ADDRESS];
+  return [...runAs, '--config-net', '-4', ...none, '--no-map-gw', ...dns, '-q', '-P', pidFile, String(pid)];
 }
 
 /**
  * Attaches pasta to the namespace of `pid` (a process started with netnsArgv, waiting on NET_READY_FD). pasta
- * configures the interface, goes to the background and exits by itself when the namespace goes. Rejects with pasta's
- * first line of error.
+ * configures the interface and goes to the background, where it stays as long as it lives (it holds the namespace):
+ * resolves with what stops it, for the caller to call once the process has ended. Rejects with pasta's first line of
+ * error.
  */
-export async function attachEgress(pid: number, timeoutMs = 10_000): Promise<void> {
+export async function attachEgress(pid: number, timeoutMs = 10_000): Promise<() => void> {
   await ownNamespace(pid, timeoutMs);
+  const folder = mkdtempSync(join(tmpdir(), 'gateway-pasta-'));
+  const pidFile = join(folder, 'pid');
+  try {
+    await runPasta(pastaArgs(pid, pidFile), timeoutMs);
+    const daemon = Number(readFileSync(pidFile, 'utf8').trim());
+    return () => {
+      try {
+        if (daemon > 0) process.kill(daemon, 'SIGTERM');
+      } catch {
+        // gone already
+      }
+    };
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+}
+
+function runPasta(args: string[], timeoutMs: number): Promise<void> {
   return new Promise((resolve, reject) => {
-    const pasta = spawn('pasta', pastaArgs(pid), { stdio: ['ignore', 'ignore', 'pipe'], timeout: timeoutMs });
+    const pasta = spawn('pasta', args, { stdio: ['ignore', 'ignore', 'pipe'], timeout: timeoutMs });
     let err = '';
     pasta.stderr.setEncoding('utf8').on('data', (d: string) => (err = (err + d).slice(-2000)));
     pasta.once('error', (e) =>
@@ -193,11 +213,9 @@ async function tryNamespace(plan: NetworkPlan): Promise<string | null> {
     child.once('error', () => resolve(null));
     child.once('exit', (code) => resolve(code));
   });
-  const ready = (child.stdio as unknown as NodeJS.WritableStream[])[NET_READY_FD]!;
   try {
     if (child.pid === undefined) return `unshare did not run`;
-    if (plan.mode === 'pasta') await attachEgress(child.pid);
-    ready.end('go\n');
+    await releaseNetwork(child, plan);
   } catch (e) {
     child.kill('SIGKILL');
     await exited;
@@ -217,7 +235,12 @@ async function tryNamespace(plan: NetworkPlan): Promise<string | null> {
 export async function releaseNetwork(child: ChildProcess, plan: NetworkPlan): Promise<void> {
   const ready = (child.stdio as unknown as NodeJS.WritableStream[])[NET_READY_FD]!;
   (ready as unknown as { on(e: 'error', f: () => void): void }).on('error', () => {});
-  if (plan.mode === 'pasta' && child.pid !== undefined) await attachEgress(child.pid);
+  if (plan.mode === 'pasta' && child.pid !== undefined) {
+    const stop = await attachEgress(child.pid);
+    // pasta holds the namespace for as long as it runs: it goes with the process.
+    if (child.exitCode !== null || child.signalCode !== null) stop();
+    else child.once('exit', stop);
+  }
   ready.end('go\n');
 }
 
