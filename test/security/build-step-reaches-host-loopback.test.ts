@@ -1,10 +1,11 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { probeNetwork } from '../../src/sandbox/network.ts';
 import { installDependencies } from '../../src/services/control-plane/builds/install.ts';
-import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
+import type { RedisProcess } from '../../support/redis-server.ts';
+import { weakHostRedis } from './fixtures/weak-host-redis.ts';
 
 /**
  * Finding "the host's loopback is the tenant's", its build half (issue 34, Why 1 and What to do 1): install scripts
@@ -29,12 +30,7 @@ let redis: RedisProcess;
 let work: string;
 let hostAddress: string | undefined;
 beforeAll(async () => {
-  hostAddress = Object.values(networkInterfaces())
-    .flat()
-    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
-  redis = await startRedis({
-    args: ['--bind', '127.0.0.1', ...(hostAddress ? [hostAddress] : []), '--protected-mode', 'no'],
-  });
+  ({ redis, hostAddress } = await weakHostRedis());
   work = mkdtempSync(join(tmpdir(), 'sec-build-net-'));
 });
 afterAll(async () => {

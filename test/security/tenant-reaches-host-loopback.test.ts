@@ -1,9 +1,9 @@
 import { lookup } from 'node:dns/promises';
 import { connect } from 'node:net';
-import { networkInterfaces } from 'node:os';
 import { dirname } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisProcess } from '../../support/redis-server.ts';
+import type { RedisProcess } from '../../support/redis-server.ts';
+import { weakHostRedis } from './fixtures/weak-host-redis.ts';
 import { targetSocketPath } from '../../src/proxy/socket-target.ts';
 import { answer, hostileApp, hostileNextToVictim, type Attack } from './fixtures/two-tenants.ts';
 
@@ -61,12 +61,7 @@ let a: Attack;
 let redis: RedisProcess;
 let hostAddress: string | undefined;
 beforeAll(async () => {
-  hostAddress = Object.values(networkInterfaces())
-    .flat()
-    .find((i) => i && i.family === 'IPv4' && !i.internal)?.address;
-  redis = await startRedis({
-    args: ['--bind', '127.0.0.1', ...(hostAddress ? [hostAddress] : []), '--protected-mode', 'no'],
-  });
+  ({ redis, hostAddress } = await weakHostRedis());
   a = await hostileNextToVictim(hostileApp('', PROBE));
 }, 240_000);
 afterAll(async () => {
