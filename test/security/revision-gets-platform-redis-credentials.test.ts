@@ -34,8 +34,10 @@ const CAPTURE_REDIS_AUTH = (port: number) => `
   const net = await import('node:net');
   const found = await findRedis('${DATA}', ${port});
   const written: string[] = [];
-  // Its Redis connection: TCP to the port, or a Unix socket other than its stdio and control channel (fd 0-3).
-  const ours = (s: any) => s.remotePort === ${port} || (s._handle?.constructor?.name === 'Pipe' && s._handle.fd > 3);
+  // Its Redis connection: TCP to the port, or a Unix socket it opened (not its stdio and control channel, fd 0-3, nor
+  // a connection its Agent Server accepted on its own socket, this request's among them).
+  const ours = (s: any) =>
+    s.remotePort === ${port} || (s._handle?.constructor?.name === 'Pipe' && s._handle.fd > 3 && !s.server);
   const write = net.Socket.prototype.write;
   net.Socket.prototype.write = function (this: any, chunk: any, ...rest: any[]) {
     written.push(String(chunk));

@@ -8,18 +8,24 @@ import { answer, hostileApp, hostileNextToVictim, victimServes, type Attack } fr
  * own config, wrote a 21 MB `.env` and exited: the gateway grew by 860 MiB, the edge stalled, the start failed
  * (`spawn E2BIG`) and the restart loop did it again every 30 s. Now the build reads the app's env once (bounded) into
  * the revision's record, and every start takes it from there: the restart runs with what was built, the gateway does
- * not grow, and the victim of another organisation serves on.
+ * not grow, and the victim of another organisation serves on. In the sandbox the build folder is read-only as well
+ * (the write fails with EROFS); without it (the gateway's own organisation) the record alone holds.
  */
 const REWRITE = `
 if (text !== 'rewrite') return String(process.env.GREETING);
 const dir = process.cwd();
-fs.writeFileSync(path.join(dir, 'langgraph.json'), JSON.stringify({ graphs: { echo: './graph.ts:graph' }, env: '.env' }));
-const pad = 'x'.repeat(1024 * 1024);
-let env = 'GREETING=rewritten\\n';
-for (let i = 0; i < 21; i++) env += 'PAD_' + i + '=' + pad + '\\n';
-fs.writeFileSync(path.join(dir, '.env'), env);
+let done = 'rewritten';
+try {
+  fs.writeFileSync(path.join(dir, 'langgraph.json'), JSON.stringify({ graphs: { echo: './graph.ts:graph' }, env: '.env' }));
+  const pad = 'x'.repeat(1024 * 1024);
+  let env = 'GREETING=rewritten\\n';
+  for (let i = 0; i < 21; i++) env += 'PAD_' + i + '=' + pad + '\\n';
+  fs.writeFileSync(path.join(dir, '.env'), env);
+} catch (err) {
+  done = 'refused ' + (err as NodeJS.ErrnoException).code;
+}
 setTimeout(() => process.exit(1), 50);
-return 'rewritten';
+return done;
 `;
 
 let a: Attack;
@@ -36,7 +42,7 @@ describe('a revision that rewrites its env at run time', { timeout: 90_000 }, ()
     expect(await answer(a, a.hostile, 'hi')).toBe('built');
     const before = process.memoryUsage().rss;
     const first = a.t.cp.routes.get(a.hostile.id)?.target;
-    expect(await answer(a, a.hostile, 'rewrite')).toBe('rewritten');
+    expect(await answer(a, a.hostile, 'rewrite')).toBe('refused EROFS');
     // Restarted (a new target), answering with what its build read.
     const again = await eventually(async () => {
       const route = a.t.cp.routes.get(a.hostile.id);
