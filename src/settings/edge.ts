@@ -1,4 +1,6 @@
+import { accessSync, constants } from 'node:fs';
 import { isIP } from 'node:net';
+import { resolve } from 'node:path';
 import { REGIONS, type Region } from '../region.ts';
 import { usableCpus } from '../workers/cpu-count.ts';
 import { ESCAPED_SLASHES, type EscapedSlashes } from '../rules/normalize-path.ts';
@@ -122,14 +124,15 @@ export function loadEdgeSettings(env: Env): EdgeSettings {
 function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: 'on' | 'off' | null } {
   const secret = text(env, 'IDENTITY_SECRET', '');
   if (secret !== '' && secret.length < 16) throw new SettingsError('IDENTITY_SECRET', 'must be at least 16 characters');
+  const region = oneOf(env, 'REGION', REGIONS, 'us');
   return {
     port: port(env, 'PORT', 8080),
     host: listenAddress(env, 'HOST', null),
     adminPort: port(env, 'ADMIN_PORT', 9090),
     adminHost: listenAddress(env, 'ADMIN_HOST', '127.0.0.1'),
     adminToken: text(env, 'ADMIN_TOKEN', '') || null,
-    region: oneOf(env, 'REGION', REGIONS, 'us'),
-    rulesDir: text(env, 'RULES_DIR', 'rules'),
+    region,
+    rulesDir: rulesDir(env, region),
     keyPrefix: storePrefix(
       env,
       'KEY_PREFIX',
@@ -217,6 +220,23 @@ function hostPort(name: string, entry: string): { host: string; port: number } {
 }
 
 /** An IP address to listen on (`0.0.0.0`, `::`, `127.0.0.1`, `::1`, `[::1]`, an interface's address). */
+/** RULES_DIR, holding the region's rule file: a missing or unreadable one is a setting to fix, said in one line. */
+function rulesDir(env: Env, region: Region): string {
+  const dir = text(env, 'RULES_DIR', 'rules');
+  const file = resolve(dir, `${region}.yaml`);
+  try {
+    accessSync(file, constants.R_OK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const what = code === 'ENOENT' ? 'does not exist' : `cannot be read (${code})`;
+    throw new SettingsError(
+      'RULES_DIR',
+      `must be a folder holding ${region}.yaml for REGION=${region}: ${file} ${what}`,
+    );
+  }
+  return dir;
+}
+
 function listenAddress<T extends string | null>(env: Env, name: string, fallback: T): string | T {
   const v = text(env, name, '');
   if (v === '') return fallback;

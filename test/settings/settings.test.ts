@@ -82,3 +82,13 @@ describe('TRUST_PROXY and KEY_CHECK are validated at load, like every variable',
     );
   });
 });
+
+// Issue 35, item 8: a wrong RULES_DIR (or a region without its file) printed a JSON stack and exited 70.
+describe("RULES_DIR holds the region's rule file", () => {
+  it('a folder without it fails at load in one line naming the variable, the region and the path', () => {
+    expect(() => loadEdgeSettings({ RULES_DIR: '/nonexistent-rules' })).toThrow(
+      'RULES_DIR: must be a folder holding us.yaml for REGION=us: /nonexistent-rules/us.yaml does not exist',
+    );
+    expect(() => loadEdgeSettings({ RULES_DIR: 'rules', REGION: 'eu' })).not.toThrow();
+  });
+});
