@@ -30,11 +30,10 @@ import { routeTableFromSettings } from '../../routing/from-settings.ts';
 import { MemoryRouteTable } from '../../routing/memory-route-table.ts';
 import type { RouteTable } from '../../routing/route-table.ts';
 import { probeNetwork } from '../../sandbox/network.ts';
-import { LocalProcessHost } from '../revision-host/local-process-host.ts';
+import { localRevisionHost } from './serving/local-revision-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
-import { measureRedisBytes } from '../revision-host/redis-budget.ts';
 import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
 import { RuntimeLogs } from './serving/runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
@@ -184,28 +183,7 @@ export async function createControlPlane(
   const runtimeLogs = new RuntimeLogs();
   const host =
     options.host === undefined
-      ? new LocalProcessHost({
-          log: log.child({ component: 'deployment' }),
-          // Each revision reaches its data through a forwarder of the host, as its deployment's user, within its budget.
-          redis:
-            redisUsers &&
-            (async (spec) => ({
-              url: await redisUsers.urlFor(spec),
-              measure: () => measureRedisBytes(redis!, spec.dataPrefix),
-            })),
-          redisLimits: settings.revisionRedis,
-          verifyKey: async (key) => (await keys.findKey(key))?.org ?? null,
-          loadTimeoutMs: settings.loadTimeoutMs,
-          logLevel: settings.logLevel,
-          ...settings.revisionAgentServer, // the operator's TTL_SWEEP_SECONDS and WEBHOOK_HOSTS_ALLOWED
-          sandbox: settings.sandbox,
-          network,
-          networkAllow: settings.sandboxNetworkAllow,
-          trustAllTenants: settings.trustAllTenants,
-          cgroups,
-          orgCpus: settings.orgCpus,
-          onOutput: (owner, stream, line) => runtimeLogs.add(owner.deploymentId, owner.revisionId, stream, line),
-        })
+      ? localRevisionHost(settings, { log, keys, redis, redisUsers, network, cgroups, runtimeLogs })
       : options.host;
   const folderOf = (deploymentId: string, revisionId: string) =>
     join(settings.workDir, store.region, deploymentId, revisionId);

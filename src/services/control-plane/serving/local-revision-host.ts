@@ -1,0 +1,49 @@
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { KeyRegistry } from '../../../keys/types.ts';
+import type { CgroupParent } from '../../../sandbox/cgroup.ts';
+import type { NetworkProbe } from '../../../sandbox/network.ts';
+import { LocalProcessHost } from '../../revision-host/local-process-host.ts';
+import type { ControlPlaneSettings } from '../settings.ts';
+import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
+import { measureRedisBytes } from '../../revision-host/redis-budget.ts';
+import type { RuntimeLogs } from './runtime-logs.ts';
+
+/** The revision host of one machine, from the operator's settings and what the control plane opened for it. */
+export function localRevisionHost(
+  settings: ControlPlaneSettings,
+  o: {
+    readonly log: Logger;
+    readonly keys: Pick<KeyRegistry, 'findKey'>;
+    readonly redis: Redis | null;
+    readonly redisUsers: DeploymentRedisUsers | null;
+    readonly network: NetworkProbe;
+    readonly cgroups: CgroupParent | null;
+    readonly runtimeLogs: RuntimeLogs;
+  },
+): LocalProcessHost {
+  const { redis, redisUsers } = o;
+  return new LocalProcessHost({
+    log: o.log.child({ component: 'deployment' }),
+    // Each revision reaches its data through a forwarder of the host, as its deployment's user, within its budget.
+    redis:
+      redisUsers &&
+      redis &&
+      (async (spec) => ({
+        url: await redisUsers.urlFor(spec),
+        measure: () => measureRedisBytes(redis, spec.dataPrefix),
+      })),
+    redisLimits: settings.revisionRedis,
+    verifyKey: async (key) => (await o.keys.findKey(key))?.org ?? null,
+    loadTimeoutMs: settings.loadTimeoutMs,
+    logLevel: settings.logLevel,
+    ...settings.revisionAgentServer, // the operator's TTL_SWEEP_SECONDS and WEBHOOK_HOSTS_ALLOWED
+    sandbox: settings.sandbox,
+    network: o.network,
+    networkAllow: settings.sandboxNetworkAllow,
+    trustAllTenants: settings.trustAllTenants,
+    cgroups: o.cgroups,
+    orgCpus: settings.orgCpus,
+    onOutput: (owner, stream, line) => o.runtimeLogs.add(owner.deploymentId, owner.revisionId, stream, line),
+  });
+}
