@@ -37,6 +37,7 @@ import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
 import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
 import { RuntimeLogs } from './serving/runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
+import { DeploymentDatabases } from './databases/deployment-databases.ts';
 
 /**
  * The bundled control plane, assembled from its settings: store (Redis when
@@ -179,11 +180,22 @@ export async function createControlPlane(
   // What the operator's Redis leaves open that the gateway cannot close itself (said once, never changed).
   if (redisUsers && redis)
     void adviseOnRedisServer(redis, settings.revisionRedis.maxConnections, cpLog.child({ component: 'redis-advice' }));
+  // Each deployment's PostgreSQL database and role (DEPLOYMENTS_DATABASE_URI), its password derived from SECRETS_KEY.
+  const databases =
+    settings.deploymentsDatabaseUri !== null
+      ? new DeploymentDatabases({
+          adminUri: settings.deploymentsDatabaseUri,
+          passwordKey: box.derive('deployment-database-passwords'),
+          poolSize: settings.deploymentDatabasePoolSize,
+          log: cpLog.child({ component: 'deployment-databases' }),
+        })
+      : null;
+  void databases?.check();
   // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
   const runtimeLogs = new RuntimeLogs();
   const host =
     options.host === undefined
-      ? localRevisionHost(settings, { log, keys, redis, redisUsers, network, cgroups, runtimeLogs })
+      ? localRevisionHost(settings, { log, keys, redis, redisUsers, databases, network, cgroups, runtimeLogs })
       : options.host;
   const folderOf = (deploymentId: string, revisionId: string) =>
     join(settings.workDir, store.region, deploymentId, revisionId);
@@ -240,6 +252,7 @@ export async function createControlPlane(
     maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant,
     maxMemoryMb: settings.maxMemoryMb,
     logs: runtimeLogs,
+    databases,
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 
@@ -285,6 +298,7 @@ export async function createControlPlane(
       // In memory, the deployments end with this process: their build folders would serve nothing ever again.
       if (store.kind === 'memory') await removeBuildFolders(store, builds, cpLog);
       redisUsers?.close();
+      await databases?.close();
       await ownRoutes?.close();
       await store.close();
       if (!options.keys) await keys.close();

@@ -3,7 +3,15 @@ import { checkMemoryMb } from './resource-spec.ts';
 import type { Logger } from 'pino';
 import type { Builds } from './builds/builds.ts';
 import { deploymentUrl, type DeploymentAddressing } from '../../routing/deployment-url.ts';
-import { badRequest, conflict, deploymentNotFound, invalid, quotaExceeded, revisionNotFound } from './errors.ts';
+import {
+  ApiError,
+  badRequest,
+  conflict,
+  deploymentNotFound,
+  invalid,
+  quotaExceeded,
+  revisionNotFound,
+} from './errors.ts';
 import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './api/schemas.ts';
 import type { RepoHostPolicy } from './builds/repo-hosts.ts';
@@ -11,6 +19,7 @@ import { storeRepoUrl } from './builds/repo-url.ts';
 import { secretOwner, type SecretBox } from './store/secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
 import type { RuntimeLogs } from './serving/runtime-logs.ts';
+import { DatabaseProvisionError, type DeploymentDatabases } from './databases/deployment-databases.ts';
 import {
   isGitSource,
   type SourceRevisionConfig,
@@ -47,6 +56,11 @@ export interface ServiceOptions {
   readonly logs?: RuntimeLogs;
   /** MAX_MEMORY_MB: the most `resource_spec.memory_mb` accepted (422 over it). Default: no bound but 65536. */
   readonly maxMemoryMb?: number;
+  /**
+   * DEPLOYMENTS_DATABASE_URI: each deployment's own PostgreSQL database and role, made with it (a failure fails the
+   * create, 503) and dropped with it; null = none.
+   */
+  readonly databases?: Pick<DeploymentDatabases, 'create' | 'remove'> | null;
 }
 
 const DEFAULT_CONFIG_PATH = 'langgraph.json';
@@ -102,6 +116,7 @@ export class DeploymentService {
         `workspace ${tenantId} already has ${max} deployments in region ${this.o.store.region}, the most MAX_DEPLOYMENTS_PER_TENANT allows. Delete one to free its slot, or ask the operator to raise MAX_DEPLOYMENTS_PER_TENANT.`,
       );
     }
+    await this.provisionDatabase(tenantId, id);
     this.o.log.info(
       { deploymentId: id, revisionId: first.id, tenantId, source: body.source, secrets: body.secrets.length },
       'deployment created',
@@ -173,6 +188,8 @@ export class DeploymentService {
 
   async remove(tenantId: string, id: string): Promise<void> {
     if ((await this.require(tenantId, id)).bundled) throw bundledConflict(id, 'deleted');
+    // Its database first: when PostgreSQL refuses, the deployment stays, and a retried delete drops it.
+    await this.o.databases?.remove(id).catch(rethrowProvision);
     const removed = await this.o.store.deleteDeployment(tenantId, id);
     if (removed === null) throw deploymentNotFound(id);
     await this.o.builds.forget(id);
@@ -222,6 +239,18 @@ export class DeploymentService {
     const d = await this.o.store.getDeployment(tenantId, id);
     if (d === null) throw deploymentNotFound(id);
     return d;
+  }
+
+  /** The new deployment's database and role; when they cannot be made, the deployment is not kept either (503). */
+  private async provisionDatabase(tenantId: string, id: string): Promise<void> {
+    if (!this.o.databases) return;
+    try {
+      await this.o.databases.create(id);
+    } catch (err) {
+      await this.o.store.deleteDeployment(tenantId, id);
+      this.o.log.error({ deploymentId: id, tenantId, err: (err as Error).message }, 'deployment database not made');
+      rethrowProvision(err);
+    }
   }
 
   /** A repo_url reaching a host it may not (repo-hosts.ts): 422 naming repo_url. */
@@ -322,6 +351,12 @@ function given<T extends object>(o: T): { [K in keyof T]?: NonNullable<T[K]> } {
   return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as {
     [K in keyof T]?: NonNullable<T[K]>;
   };
+}
+
+/** The operator's PostgreSQL refused or is away: 503 with what to fix (not the client's mistake). */
+function rethrowProvision(err: unknown): never {
+  if (err instanceof DatabaseProvisionError) throw new ApiError(503, err.message);
+  throw err;
 }
 
 /** The default deployment is the gateway's own app (default-deployment.ts): it changes with the gateway's settings. */

@@ -123,6 +123,13 @@ export interface ControlPlaneSettings {
   readonly revisionRedis: RevisionRedisLimits;
   /** MAX_DEPLOYMENTS_PER_TENANT (default 20): a workspace's deployments in this region; one more answers 409. */
   readonly maxDeploymentsPerTenant: number;
+  /**
+   * DEPLOYMENTS_DATABASE_URI: the operator's PostgreSQL, as a role that may CREATE DATABASE and CREATE ROLE; each
+   * deployment gets a database and a role of its own there (databases/deployment-databases.ts). null = none.
+   */
+  readonly deploymentsDatabaseUri: string | null;
+  /** DEPLOYMENT_DATABASE_POOL_SIZE (default 5): connections of one revision process at once (its role: twice). */
+  readonly deploymentDatabasePoolSize: number;
 }
 
 export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
@@ -180,6 +187,8 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     sandboxNetworkAllow: sandboxNetworkAllow(env),
     trustAllTenants: oneOf(env, 'TRUST_ALL_TENANTS', ['0', '1'], '0') === '1',
     maxDeploymentsPerTenant: integer(env, 'MAX_DEPLOYMENTS_PER_TENANT', 20, 1, 1_000_000),
+    deploymentsDatabaseUri: postgresUri(env, 'DEPLOYMENTS_DATABASE_URI'),
+    deploymentDatabasePoolSize: integer(env, 'DEPLOYMENT_DATABASE_POOL_SIZE', 5, 1, 1000),
     revisionRedis: Object.freeze({
       maxConnections: integer(env, 'DEPLOYMENT_REDIS_CONNECTIONS', 16, 1, 10_000),
       idleMs: Math.round(seconds(env, 'DEPLOYMENT_REDIS_IDLE_SECONDS', 300, 1, 86_400) * 1000),
@@ -229,6 +238,21 @@ function repoHostsAllowed(env: Env): string[] {
     throw new SettingsError('REPO_HOSTS_ALLOWED', (err as Error).message);
   }
   return entries;
+}
+
+/** A postgres:// or postgresql:// URL, or null when unset; its password is never repeated in the error. */
+function postgresUri(env: Env, name: string): string | null {
+  const v = text(env, name, '');
+  if (v === '') return null;
+  let url: URL | null = null;
+  try {
+    url = new URL(v);
+  } catch {
+    url = null;
+  }
+  if (!url || (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:'))
+    throw new SettingsError(name, 'must be a postgresql://user:password@host:port/database URL');
+  return v;
 }
 
 function secretsKey(env: Env): Buffer | null {

@@ -14,7 +14,8 @@ import type { RevisionSpec } from './revision-host.ts';
  * the gateway can make one (else RLIMIT_DATA through `prlimit`) inside its
  * organisation's group (ORG_CPUS for all its revisions and builds: cgroup.ts),
  * with an environment made here from nothing but a few neutral variables of
- * the gateway, NODE_PATH and the app's env and secrets. The order, outermost
+ * the gateway, NODE_PATH, the app's env and secrets and the host's own (its
+ * database's URI). The order, outermost
  * first: cgroup, network namespace, bwrap, node.
  */
 export interface Launch {
@@ -47,12 +48,14 @@ export interface LaunchPlace {
   readonly orgCpus?: number;
   /** The revision's run folder, the host's: `home` (HOME and TMPDIR without bwrap) and `resolv.conf` in it. */
   readonly runDir: string;
-  /** Folders of the host the process reaches read-only, at the same path (its Redis socket's: revision-redis.ts). */
+  /** Folders of the host the process reaches read-only, at the same path (its Redis and database sockets'). */
   readonly hostFolders?: readonly string[];
+  /** Variables the host sets last, over the app's (DATABASE_URI, DATABASE_POOL_SIZE: revision-database.ts). */
+  readonly hostEnv?: Readonly<Record<string, string>>;
 }
 
 export function launchArgv(spec: RevisionSpec, place: LaunchPlace): Launch {
-  const { sandbox, network, cgroups, orgCpus = MAX_CPUS, runDir, hostFolders = [] } = place;
+  const { sandbox, network, cgroups, orgCpus = MAX_CPUS, runDir, hostFolders = [], hostEnv = {} } = place;
   const ownHome = join(runDir, 'home');
   const memoryBytes = (spec.memoryMb + MEMORY_OVERHEAD_MB) * 1024 * 1024;
   const env: NodeJS.ProcessEnv = {};
@@ -61,7 +64,7 @@ export function launchArgv(spec: RevisionSpec, place: LaunchPlace): Launch {
   const inBwrap = sandbox === 'bwrap';
   Object.assign(env, { HOME: inBwrap ? SANDBOX_HOME : ownHome, TMPDIR: inBwrap ? '/tmp' : ownHome });
   env.NODE_PATH = GATEWAY_MODULES;
-  Object.assign(env, spec.env);
+  Object.assign(env, spec.env, hostEnv);
   let argv = [process.execPath, '--import', TSX, `--max-old-space-size=${spec.memoryMb}`, ENTRY];
   if (sandbox === 'bwrap') {
     argv = bwrapArgv({

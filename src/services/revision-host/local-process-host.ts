@@ -22,6 +22,7 @@ import {
   type RevisionRedisAccess,
   type RevisionRedisLimits,
 } from './revision-redis.ts';
+import { openRevisionDatabase, type RevisionDatabase, type RevisionDatabaseAccess } from './revision-database.ts';
 import {
   RevisionLoadError,
   type RevisionExit,
@@ -50,6 +51,12 @@ export interface LocalProcessHostOptions {
    * memory. It may reject with a RevisionLoadError.
    */
   readonly redis: ((spec: RevisionSpec) => Promise<RevisionRedisAccess | null>) | null;
+  /**
+   * The PostgreSQL database of a revision's deployment (DEPLOYMENTS_DATABASE_URI: deployment-databases.ts), reached
+   * only through a forwarder the host runs (revision-database.ts), or null = none (DATABASE_URI unset). It may reject
+   * with a RevisionLoadError.
+   */
+  readonly database?: ((spec: RevisionSpec) => Promise<RevisionDatabaseAccess | null>) | null;
   /** The bounds of each revision's forwarder (DEPLOYMENT_REDIS_*); default DEFAULT_REVISION_REDIS_LIMITS. */
   readonly redisLimits?: RevisionRedisLimits;
   /** Answers a key check of a process: the key's organisation, or null. */
@@ -132,6 +139,7 @@ export class LocalProcessHost implements RevisionHost {
       );
     }
     const access = this.o.redis ? await this.o.redis(spec) : null;
+    const dbAccess = this.o.database ? await this.o.database(spec) : null;
     // Its Redis: a socket of a forwarder this host runs (no URL, no password), in a folder bound into the sandbox.
     const owner = { deployment: spec.deploymentId, revision: spec.revisionId };
     const redis =
@@ -139,12 +147,16 @@ export class LocalProcessHost implements RevisionHost {
       (await openRevisionRedis(access, this.o.redisLimits ?? DEFAULT_REVISION_REDIS_LIMITS, this.o.log.child(owner)));
     // The run folder is the host's (0700): the socket the edge reaches, the resolver file, HOME without bwrap.
     const runDir = mkdtempSync(join(tmpdir(), 'revision-run-'));
+    // Its database: likewise a socket of a forwarder (its role's password in DATABASE_URI, never the operator's).
+    let database: RevisionDatabase | null = null;
     const cleanUp = () => {
       rmSync(runDir, { recursive: true, force: true });
       void redis?.close();
+      void database?.close();
     };
     let socket: Awaited<ReturnType<typeof agentSocket>>;
     try {
+      database = dbAccess && (await openRevisionDatabase(dbAccess, this.o.log.child(owner)));
       mkdirSync(join(runDir, 'home'));
       writeFileSync(join(runDir, 'resolv.conf'), RESOLV_CONF);
       socket = await agentSocket(runDir);
@@ -159,7 +171,8 @@ export class LocalProcessHost implements RevisionHost {
       cgroups: this.cgroups,
       ...(this.o.orgCpus !== undefined && { orgCpus: this.o.orgCpus }),
       runDir,
-      hostFolders: redis ? [redis.dir] : [],
+      hostFolders: [...(redis ? [redis.dir] : []), ...(database ? [database.dir] : [])],
+      hostEnv: database?.env ?? {},
     });
     const stdio = netnsStdio<'ignore' | 'pipe' | number>(['ignore', 'pipe', 'pipe', 'pipe', socket.fd], network);
     const child = spawn(launch.command, launch.args, { cwd: spec.appDir, env: launch.env, stdio });

@@ -8,6 +8,7 @@ import type { ControlPlaneSettings } from '../settings.ts';
 import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
 import { measureRedisBytes } from '../../revision-host/redis-budget.ts';
 import type { RuntimeLogs } from './runtime-logs.ts';
+import type { DeploymentDatabases } from '../databases/deployment-databases.ts';
 
 /** The revision host of one machine, from the operator's settings and what the control plane opened for it. */
 export function localRevisionHost(
@@ -17,6 +18,7 @@ export function localRevisionHost(
     readonly keys: Pick<KeyRegistry, 'findKey'>;
     readonly redis: Redis | null;
     readonly redisUsers: DeploymentRedisUsers | null;
+    readonly databases?: Pick<DeploymentDatabases, 'accessFor'> | null;
     readonly network: NetworkProbe;
     readonly cgroups: CgroupParent | null;
     readonly runtimeLogs: RuntimeLogs;
@@ -34,6 +36,8 @@ export function localRevisionHost(
         measure: () => measureRedisBytes(redis, spec.dataPrefix),
       })),
     redisLimits: settings.revisionRedis,
+    // Its own PostgreSQL database, as its deployment's role, through a forwarder of the host.
+    database: o.databases ? (spec) => o.databases!.accessFor(spec.deploymentId) : null,
     verifyKey: async (key) => (await o.keys.findKey(key))?.org ?? null,
     loadTimeoutMs: settings.loadTimeoutMs,
     logLevel: settings.logLevel,

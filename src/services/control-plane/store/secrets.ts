@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 
 /**
  * Secrets at rest: AES-256-GCM, a fresh 96-bit IV per value, the secret's
@@ -18,6 +18,11 @@ export class SecretBox {
   /** A box with a random key: what a development setup without SECRETS_KEY gets (values do not survive a restart). */
   static ephemeral(): SecretBox {
     return new SecretBox(randomBytes(32));
+  }
+
+  /** A key of its own for `purpose` (HMAC-SHA256 of this box's key): never the box's key itself. */
+  derive(purpose: string): Buffer {
+    return createHmac('sha256', this.key).update(`derive:${purpose}`).digest();
   }
 
   seal(value: string, owner: string): string {
