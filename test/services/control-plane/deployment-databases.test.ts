@@ -10,6 +10,7 @@ import {
 import { deploymentDatabaseName } from '../../../src/services/control-plane/databases/database-names.ts';
 import { openRevisionDatabase, type RevisionDatabase } from '../../../src/services/revision-host/revision-database.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../../helpers/private-postgres.ts';
+import { client, deploymentBody, startControlPlane } from './helpers.ts';
 
 /**
  * One database and one role per deployment, on a private cluster where every
@@ -223,6 +224,57 @@ describe('one database and one role per deployment', { timeout: 60_000 }, () => 
       });
     } finally {
       await weak.close();
+    }
+  });
+});
+
+describe('POST and DELETE /v2/deployments with DEPLOYMENTS_DATABASE_URI', { timeout: 60_000 }, () => {
+  const exists = async (name: string) =>
+    withClient(server.url, async (c) => ({
+      database: (await c.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount,
+      role: (await c.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [name])).rowCount,
+    }));
+
+  it('makes the database with the deployment and drops it with it', async () => {
+    const t = await startControlPlane({ DEPLOYMENTS_DATABASE_URI: adminUri }, { host: null });
+    try {
+      const api = client(t.url, await t.tenant());
+      const created = await api.post('/deployments', deploymentBody('https://github.com/example/app.git'));
+      expect(created.status).toBe(201);
+      const name = deploymentDatabaseName(created.json.id);
+      expect(await exists(name)).toEqual({ database: 1, role: 1 });
+      expect((await api.delete(`/deployments/${created.json.id}`)).status).toBe(204);
+      expect(await exists(name)).toEqual({ database: 0, role: 0 });
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('answers 503 naming what the operator must fix when PostgreSQL refuses, and keeps no deployment', async () => {
+    const password = `nodb-${randomBytes(8).toString('hex')}`;
+    await withClient(server.url, (c) => c.query(`CREATE ROLE gw_nodb LOGIN CREATEROLE PASSWORD '${password}'`));
+    const t = await startControlPlane(
+      { DEPLOYMENTS_DATABASE_URI: server.urlAs('gw_nodb', password, 'postgres') },
+      { host: null },
+    );
+    try {
+      const api = client(t.url, await t.tenant());
+      const refused = await api.post('/deployments', deploymentBody('https://github.com/example/app.git'));
+      expect(refused.status).toBe(503);
+      expect(refused.json.detail).toMatch(/DEPLOYMENTS_DATABASE_URI.*permission denied to create database.*operator/);
+      expect(JSON.stringify(refused.json)).not.toContain(password);
+      expect((await api.get('/deployments')).json.resources).toEqual([]);
+      const roles = await withClient(server.url, (c) =>
+        c.query("SELECT 1 FROM pg_roles WHERE rolname LIKE 'gw_dep_%'"),
+      );
+      const before = roles.rowCount;
+      await api.post('/deployments', deploymentBody('https://github.com/example/app.git'));
+      const after = await withClient(server.url, (c) =>
+        c.query("SELECT 1 FROM pg_roles WHERE rolname LIKE 'gw_dep_%'"),
+      );
+      expect(after.rowCount).toBe(before);
+    } finally {
+      await t.close();
     }
   });
 });
