@@ -1,5 +1,6 @@
 import { Client } from '@langchain/langgraph-sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { rulesDir } from '../helpers/gateway.ts';
 import { SHARED_REDIS_URL } from '../helpers/shared-redis.ts';
 import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
@@ -41,9 +42,18 @@ afterAll(async () => {
   rules.remove();
 });
 
-async function quickStart(i: number): Promise<string[]> {
-  const client = new Client({ apiUrl: gateway.url, defaultHeaders: { authorization: 'Bearer alice-token' } });
-  const thread = client.threads.stream({ assistantId: 'agent' });
+async function quickStart(i: number, transport: 'sse' | 'websocket'): Promise<string[]> {
+  const headers = { authorization: 'Bearer alice-token' };
+  // A WebSocket client sends no default headers (SDK 1.15 refuses them): its factory does.
+  const client =
+    transport === 'sse'
+      ? new Client({ apiUrl: gateway.url, defaultHeaders: headers })
+      : new Client({ apiUrl: gateway.url, apiKey: null });
+  const options: Record<string, unknown> =
+    transport === 'sse'
+      ? {}
+      : { transport: 'websocket', webSocketFactory: (url: string) => new WebSocket(url, { headers }) };
+  const thread = client.threads.stream({ assistantId: 'agent', ...options });
   await thread.run.start({ input: { messages: [{ role: 'user', content: `run ${i}` }] } });
   const texts: string[] = [];
   for await (const message of thread.messages) texts.push(await message.text);
@@ -51,14 +61,14 @@ async function quickStart(i: number): Promise<string[]> {
   return texts;
 }
 
-describe('threads.stream on WORKERS=2 with Redis', () => {
+describe.each(['sse', 'websocket'] as const)('threads.stream (%s) on WORKERS=2 with Redis', (transport) => {
   it(`reads both messages of every run, ${RUNS} runs, ${AT_ONCE} at once`, async () => {
     const lost: { run: number; texts: string[] }[] = [];
     let next = 0;
     const worker = async () => {
       while (next < RUNS) {
         const i = next++;
-        const texts = await quickStart(i);
+        const texts = await quickStart(i, transport);
         const whole = texts.length === 2 && texts[0] === 'Hello, alice!' && texts[1]!.includes(`run ${i}`);
         if (!whole) lost.push({ run: i, texts });
       }
