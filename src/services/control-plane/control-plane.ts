@@ -240,6 +240,10 @@ export async function createControlPlane(
     maxDeploymentsPerTenant: settings.maxDeploymentsPerTenant,
     maxMemoryMb: settings.maxMemoryMb,
     logs: runtimeLogs,
+    // Refused at create, not accepted and failed at build: the tenant cannot change the operator's Redis.
+    ...(redisUsers && {
+      servingRefusal: async (workspace: string) => redisUsers.refusalFor(await keys.workspaceOrg(workspace)),
+    }),
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 
