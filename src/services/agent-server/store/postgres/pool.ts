@@ -30,6 +30,9 @@ export function createPool(uri: string, { size, schema = 'public', onError }: Po
     application_name: 'agent-server',
   });
   pool.on('error', (err) => onError?.(err));
+  // A connection lost while checked out between two queries emits `error` on the client itself, where the pool has
+  // no listener then: heard here, so it never ends the process (the next query on it fails, and its release drops it).
+  pool.on('connect', (client) => client.on('error', () => {}));
   return pool;
 }
 
