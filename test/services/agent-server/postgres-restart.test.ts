@@ -86,6 +86,11 @@ describe('agent server restart over PostgreSQL', () => {
       const copy = await again.threads.copy(thread.thread_id);
       expect((await again.threads.getState(copy.thread_id)).values).toEqual(before.values);
 
+      // keep_latest rewrites the latest checkpoint alone: its values too.
+      expect(await again.threads.prune([copy.thread_id], { strategy: 'keep_latest' })).toEqual({ pruned_count: 1 });
+      expect((await again.threads.getState(copy.thread_id)).values).toEqual(before.values);
+      expect(await again.threads.getHistory(copy.thread_id)).toHaveLength(1);
+
       await again.runs.wait(thread.thread_id, 'agent', { input: userInput('still there?') });
       const after = texts((await again.threads.getState(thread.thread_id)).values);
       expect(after.slice(0, texts(before.values).length)).toEqual(texts(before.values));
