@@ -79,6 +79,13 @@ describe('agent server restart over PostgreSQL', () => {
       expect(state.parent_checkpoint).toEqual(before.parent_checkpoint);
       expect(await again.runs.list(thread.thread_id)).toEqual([runBefore]);
       expect(await again.store.getItem(['memories', 'acme'], 'k')).toMatchObject({ value: { kept: true } });
+      const storage = await fetch(`${second.url}/threads/${thread.thread_id}/storage`, {
+        headers: { 'x-api-key': key },
+      });
+      expect(storage.status).toBe(200);
+      const measured = (await storage.json()) as { total_bytes: number; channel_values: { rows: number } };
+      expect(measured.total_bytes).toBeGreaterThan(0);
+      expect(measured.channel_values.rows).toBeGreaterThan(0);
       const history = await again.threads.getHistory(thread.thread_id);
       expect(history.length).toBeGreaterThan(1);
 
