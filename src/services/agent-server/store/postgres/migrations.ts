@@ -85,7 +85,9 @@ export const MIGRATIONS: readonly string[] = [
 ];
 
 /**
- * Applies the migrations `schema` lacks, then `more` (PostgresSaver's setup), holding a session advisory lock on a
+ * Applies the migrations `schema` lacks, then `more` (PostgresSaver's setup, which starts with `CREATE SCHEMA IF NOT
+ * EXISTS`: PostgreSQL refuses it, even for a schema that exists, to a user without CREATE on the database, so the
+ * user needs that, as the database's owner has), holding a session advisory lock on a
  * connection of its own the whole time: servers starting together on one database wait for each other, and the
  * first applies what is missing while the others find it applied. The lock goes with the connection, so a server
  * that dies mid-migration never leaves it held; each migration commits with its version, or neither does.
