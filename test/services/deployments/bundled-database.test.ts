@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
@@ -65,5 +66,28 @@ describe('the bundled Agent Server with DATABASE_URI', () => {
     } finally {
       await gateway.close();
     }
+  }, 60_000);
+
+  it('a DATABASE_URI it cannot reach stops the gateway at start: one line naming it, without the password, exit 2', async () => {
+    const root = fileURLToPath(new URL('../../../', import.meta.url));
+    const child = spawn(process.execPath, ['bin/gateway.js', 'start'], {
+      cwd: root,
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOME: process.env.HOME ?? '',
+        PORT: '0',
+        ADMIN_PORT: '0',
+        LOG_LEVEL: 'warn',
+        DATABASE_URI: 'postgres://u:secret@127.0.0.1:1/db',
+      },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    const code = await new Promise<number | null>((resolve) => child.once('close', (c) => resolve(c)));
+    expect(code).toBe(2);
+    const lines = stderr.split('\n').filter((l) => l.trim() !== '');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^gateway start: DATABASE_URI: .*could not open postgres:\/\/u:\*\*\*@127\.0\.0\.1:1\/db/);
   }, 60_000);
 });
