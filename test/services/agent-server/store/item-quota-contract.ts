@@ -6,7 +6,7 @@ import {
 } from '../../../../src/services/agent-server/store/item-quota.ts';
 
 /**
- * The counts of a CountedItemStore (memory and Redis): kept with every put and delete, a graph's as much as a
+ * The counts of a CountedItemStore (memory, Redis, PostgreSQL): kept with every put and delete, a graph's as much as a
  * client's, and checked in the same step as the write.
  */
 const NONE: ItemLimits = { items: Infinity, bytes: Infinity, userItems: Infinity, userBytes: Infinity };

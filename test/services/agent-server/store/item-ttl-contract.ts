@@ -6,7 +6,7 @@ import {
 } from '../../../../src/services/agent-server/store/item-quota.ts';
 
 /**
- * Store item TTLs (issue 27, item 2) on a CountedItemStore (memory and Redis alike), on a clock the test moves: an
+ * Store item TTLs (issue 27, item 2) on a CountedItemStore (memory, Redis and PostgreSQL alike), on a clock the test moves: an
  * item expires `ttl` minutes after its put or its last refreshed read, is invisible from then on, and its counts go
  * with it.
  */

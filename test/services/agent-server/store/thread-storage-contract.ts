@@ -10,9 +10,11 @@ import { describe, expect, it } from 'vitest';
 import { threadStorageReader } from '../../../../src/services/agent-server/store/checkpoint-storage.ts';
 
 /**
- * What a thread occupies in one of the server's checkpointers (`GET /threads/{id}/storage`), the same for memory and
- * Redis: rows of every namespace of this thread only, a channel's value counted in each checkpoint that holds it, its
- * bytes its JSON as the checkpointer stores it (`encoded`: as is in memory, base64 in Redis).
+ * What a thread occupies in one of the server's checkpointers (`GET /threads/{id}/storage`), the same for memory,
+ * Redis and PostgreSQL: rows of every namespace of this thread only, a channel's value counted in each checkpoint that
+ * holds it (every checkpoint here puts its channels at a new version, so PostgresSaver's one row per channel and
+ * version counts the same), its bytes its JSON as the checkpointer stores it (`encoded`: as is in memory and
+ * PostgreSQL, base64 in Redis).
  */
 const META: CheckpointMetadata = { source: 'loop', step: 0, parents: {} };
 
