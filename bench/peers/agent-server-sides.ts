@@ -98,8 +98,12 @@ async function whenUp(name: string, child: ChildProcess, url: string): Promise<v
   throw new Error(`${name} did not answer /ok within 60 s`);
 }
 
-/** This project's Agent Server of the tree at `root`. */
-export async function startOurs(root: string, nodeFlags: readonly string[]): Promise<RunningServer> {
+/** This project's Agent Server of the tree at `root` (`env`: more of its settings, e.g. DATABASE_URI). */
+export async function startOurs(
+  root: string,
+  nodeFlags: readonly string[],
+  env: Record<string, string> = {},
+): Promise<RunningServer> {
   const port = await freePort();
   const args = [...nodeFlags, '--import', 'tsx', '--import', HEAP_PROBE, 'src/services/agent-server/main.ts'];
   const child = spawn(process.execPath, args, {
@@ -109,6 +113,7 @@ export async function startOurs(root: string, nodeFlags: readonly string[]): Pro
       AGENT_SERVER_PORT: String(port),
       AGENT_SERVER_API_KEYS: API_KEY,
       APP_CONFIG: join(root, 'examples/app/langgraph.api-key.json'),
+      ...env,
     }),
     stdio: ['ignore', 'ignore', 'inherit'],
   });

@@ -51,7 +51,8 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
     ) {
       const hint = err instanceof UsageError && err.hint !== undefined ? ` (${err.hint})` : '';
       out.err(`gateway ${command}: ${err.message}${hint}`);
-      return err instanceof RuleFileError ? 1 : USAGE_EXIT_CODE;
+      // A rule file `start` cannot use is a setting to fix, as every other start error (exit 2); elsewhere a finding.
+      return err instanceof RuleFileError && command !== 'start' ? 1 : USAGE_EXIT_CODE;
     }
     throw err;
   }

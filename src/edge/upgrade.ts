@@ -1,35 +1,26 @@
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
 import {
   badRequest,
-  deploymentNotFound,
   draining as drainingError,
   GatewayError,
-  identityHeaderTooLong,
   rawErrorResponse,
   rawJsonResponse,
-  storeUnavailable,
   tooManyWebSockets,
 } from '../errors.ts';
 import { asHeaders, offeredCredential } from '../keys/handshake-credentials.ts';
 import type { Lease } from '../limiter/types.ts';
 import type { Metrics } from '../metrics/metrics.ts';
 import type { Upstream } from '../proxy/forward.ts';
-import { upstreamRequestHeaders } from '../proxy/headers.ts';
 import { openUpstream, relayAnswer, switchingProtocolsHead } from '../proxy/upgrade.ts';
 import type { HeldCommand } from '../proxy/ws-inspect.ts';
 import { Tunnel, type Refusal } from '../proxy/ws-tunnel.ts';
-import { normalizePath } from '../rules/normalize-path.ts';
-import { DEPLOYMENT_ID } from '../routing/router.ts';
-import { asGatewayError, requestHost, requestIdOf, type EdgeOptions } from './handler.ts';
+import { admission, asGatewayError, deniedBody, type AdmissionRecord } from './admission.ts';
+import { requestIdOf, type EdgeOptions } from './handler.ts';
 import { holdPastClose, releaseWhenClosed } from './slot-hold.ts';
-import { tenantOf } from './tenant-scope.ts';
 import type { Verdict } from './limit.ts';
 import { requestRecorder } from './request-record.ts';
-import { identityReader } from './request-identity.ts';
-import { requestTarget } from './request-target.ts';
 import { commandsPath, threadOf, WORK_METHODS } from './ws-commands.ts';
 import type { OpenWebSockets } from './websockets.ts';
 
@@ -60,21 +51,17 @@ const REFUSED_LINGER_MS = 5000;
  * second request can follow it.
  */
 export function edgeUpgradeHandler(options: UpgradeOptions) {
-  const { limit, keyCheck, route, trust, ipv6PrefixBits, log, metrics, sockets } = options;
+  const { limit, log, metrics, sockets } = options;
   const draining = options.draining ?? (() => false);
-  const maxIdentityLength = options.maxIdentityLength ?? 256;
-  const escapedSlashes = options.escapedSlashes ?? 'reject';
   const recordRequest = requestRecorder(log, metrics);
-  const readIdentity = identityReader({ trust, ipv6PrefixBits, keyCheck, maxIdentityLength });
+  const admit = admission(options);
 
   return async function upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy()); // a client gone mid-handshake: nothing to answer
     const started = performance.now();
     const requestId = requestIdOf(req);
     const method = req.method ?? 'GET';
-    let path = '';
-    let deployment: string | undefined;
-    let verdict: Verdict | null = null;
+    const record: AdmissionRecord = { path: '', deployment: undefined, verdict: null };
     let upstream: Upstream | null = null;
     let status = 0;
     let reserved: string | null = null;
@@ -82,43 +69,23 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       // RFC 6455 §4.1: an opening handshake is a GET.
       if (method !== 'GET') throw badRequest('A WebSocket upgrade must be a GET request');
       if (draining()) throw drainingError();
-      const target = requestTarget(req.url ?? '');
-      path = normalizePath(target, escapedSlashes);
-      const destination = route(path, requestHost(req.headers.host));
-      if (destination.kind === 'deployment' && DEPLOYMENT_ID.test(destination.deploymentId))
-        deployment = destination.deploymentId;
-      const read = readIdentity(req, countedHeaders(req.headers));
-      const identity = read instanceof Promise ? await read : read;
-      const counted = identity.counted;
-      // Bounded before any token is spent: an address at its cap is refused cheaply.
-      if (!sockets.reserve(counted.ip)) throw tooManyWebSockets(sockets.maxPerIp);
-      reserved = counted.ip;
-      const tenant = tenantOf(destination, options.ownDeployment?.() ?? null);
-      verdict = await limit({ method, path: destination.path, headers: counted.headers, ip: counted.ip, tenant });
-      if (verdict?.decision === 'store-down') throw storeUnavailable();
-      if (verdict?.decision === 'denied') {
+      const admitted = await admit(req, requestId, record, {
+        countedHeaders,
+        // Bounded before any token is spent: an address at its cap is refused cheaply.
+        beforeLimit: ({ counted }) => {
+          if (!sockets.reserve(counted.ip)) throw tooManyWebSockets(sockets.maxPerIp);
+          reserved = counted.ip;
+        },
+      });
+      if (!admitted.admitted) {
         status = 429;
-        refuse(socket, deniedResponse(verdict, requestId));
+        refuse(socket, deniedResponse(admitted.verdict, requestId));
         return;
       }
-      if (identity.overlong !== null) throw identityHeaderTooLong(identity.overlong, maxIdentityLength);
-      upstream = destination.upstream();
-      if (upstream === null) throw deploymentNotFound(deployment ?? null);
-      const q = target.indexOf('?');
-      const forwarded = upstreamRequestHeaders(req.headers, {
-        clientIp: identity.clientIp,
-        trustedPeer: identity.trustedPeer,
-        proto: (req.socket as TLSSocket).encrypted ? 'https' : 'http',
-        requestId,
-      });
-      if (destination.kind === 'deployment' && destination.prefix !== '')
-        forwarded['x-forwarded-prefix'] = destination.prefix;
-      const outcome = await openUpstream(
-        upstream,
-        destination.path + (q === -1 ? '' : target.slice(q)),
-        forwarded,
-        options.upstreamTimeoutMs,
-      );
+      const { destination, forwarded, tenant, verdict } = admitted;
+      const counted = admitted.identity.counted;
+      upstream = admitted.upstream;
+      const outcome = await openUpstream(upstream, admitted.upstreamPath, forwarded, options.upstreamTimeoutMs);
       const extra = { ...verdict?.headers, 'x-request-id': requestId };
       if (outcome.kind === 'answered') {
         status = outcome.response.statusCode ?? 502;
@@ -174,8 +141,9 @@ export function edgeUpgradeHandler(options: UpgradeOptions) {
       const error = asGatewayError(err);
       status = error.status;
       if (error.status >= 500 && !(err instanceof GatewayError)) log.error({ err, requestId }, 'edge failure');
-      refuse(socket, rawErrorResponse(error, { ...verdict?.headers, 'x-request-id': requestId }));
+      refuse(socket, rawErrorResponse(error, { ...record.verdict?.headers, 'x-request-id': requestId }));
     } finally {
+      const { path, deployment, verdict } = record;
       if (reserved !== null) sockets.release(reserved);
       if (status !== 101) void verdict?.lease?.release();
       metrics?.webSocketsTotal.inc({ result: status === 101 ? 'upgraded' : 'refused' });
@@ -206,14 +174,7 @@ function commandDecider(
 
 /** The 429 of a denied upgrade: the body and headers a denied HTTP request gets. */
 function deniedResponse(verdict: Verdict, requestId: string): string {
-  const body = JSON.stringify({
-    detail: 'Rate limit exceeded',
-    rule: verdict.match.rule.id,
-    category: verdict.category,
-    retry_after: verdict.retryAfter,
-    ...(verdict.guard !== null && { guard: verdict.guard }),
-  });
-  return rawJsonResponse(429, body, { ...verdict.headers, 'x-request-id': requestId });
+  return rawJsonResponse(429, deniedBody(verdict), { ...verdict.headers, 'x-request-id': requestId });
 }
 
 /**

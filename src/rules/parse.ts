@@ -15,6 +15,7 @@ import {
   type RawMatch,
   type RawRule,
 } from './schema.ts';
+import { describeYamlError } from './yaml-syntax.ts';
 import type { Alternative, Limit, Method, PathCondition, Rule, RuleSet } from './types.ts';
 
 export interface RuleProblem {
@@ -44,8 +45,9 @@ export function parseRuleFile(text: string, file: string): RuleSet {
   if (doc.errors.length > 0) {
     // Only the first: one typo makes the YAML parser report a chain of follow-on errors.
     // (`linePos` is only filled in with `prettyErrors: true`; `pos` always is.)
-    const e = doc.errors[0]!;
-    report(lines.linePos(e.pos[0]).line, `YAML syntax error: ${firstLine(e.message)}`);
+    // The line of a `{`, `[` or quote left open too, not only where the parser noticed (yaml-syntax.ts).
+    const { line, reason } = describeYamlError(text, doc.errors[0]!, lines);
+    report(line, reason);
     throw new RuleFileError(problems);
   }
   const data: unknown = doc.toJS();
@@ -238,8 +240,4 @@ function locate(doc: Document, lines: LineCounter, path: YamlPath, key?: string)
     return lines.linePos(offset).line;
   }
   return 1;
-}
-
-function firstLine(message: string): string {
-  return message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
 }

@@ -11,9 +11,7 @@ import { SettingsError } from '../settings/env.ts';
 import type { BundledSettings } from '../settings/settings.ts';
 import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth/authenticate.ts';
-import { RedisCheckpointer } from './agent-server/store/redis-checkpointer.ts';
-import { RedisItemStore } from './agent-server/store/redis-item-store.ts';
-import { RedisAgentStore } from './agent-server/store/redis-agent-store.ts';
+import { openAgentStorage } from './agent-server/store/open-storage.ts';
 import { registerDefaultDeployment } from './control-plane/serving/default-deployment.ts';
 import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
 import { guarded, internalSecret, markInternal } from './internal-auth.ts';
@@ -70,9 +68,15 @@ export class BundledServices {
     await this.redisReachable();
     const settings = this.need('agentServer');
     const verifyApiKey = registryKeyVerifier(this.keys());
-    // With REDIS_URL, threads, their state and the long-term memory survive a restart: they share the key registry's
-    // connection.
-    const redis = this.redisClient();
+    // With DATABASE_URI, threads, their state and the long-term memory live in PostgreSQL; else, with REDIS_URL, in
+    // Redis, on the key registry's connection; else in memory.
+    const log = this.log.child({ component: 'agent-server' });
+    const storage = await openAgentStorage({
+      database: settings.database,
+      redis: () => this.redisClient(),
+      redisPrefix: settings.storePrefix,
+      log,
+    });
     const server = await createAgentServer({
       configPath: settings.appConfig,
       verifyApiKey,
@@ -82,12 +86,13 @@ export class BundledServices {
       maxJsonDepth: settings.maxJsonDepth,
       quotas: settings.quotas,
       webhooks: { allowed: settings.webhookHostsAllowed },
-      ...(redis && {
-        store: new RedisAgentStore(redis, { prefix: settings.storePrefix }),
-        checkpointer: new RedisCheckpointer(redis, { prefix: settings.storePrefix }),
-        items: new RedisItemStore(redis, { prefix: settings.storePrefix }),
-      }),
-      log: this.log.child({ component: 'agent-server' }),
+      store: storage.store,
+      checkpointer: storage.checkpointer,
+      items: storage.items,
+      log,
+    }).catch(async (err: unknown) => {
+      await storage.close();
+      throw err;
     });
     const app = guarded(server.app, internalSecret());
     const listening = await listen(app, 0, '127.0.0.1');

@@ -18,6 +18,7 @@ import {
   type Env,
 } from './env.ts';
 import { deploymentsDomain, publicUrl, routesPrefixSetting } from './deployment-routes.ts';
+import { redisUrlVariable } from './key-registry.ts';
 import { storePrefix } from './namespace.ts';
 import { trustedProxies, type TrustedProxies } from '../edge/client-ip.ts';
 import { LOG_FORMATS, type LogFormat } from '../log.ts';
@@ -144,7 +145,7 @@ function readVariables(env: Env): Omit<EdgeSettings, 'keyCheck'> & { keyCheck: '
     identitySecretIsDefault: secret === '',
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     logFormat: oneOf(env, 'LOG_FORMAT', LOG_FORMATS, 'json'),
-    redisUrl: optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:']),
+    redisUrl: optionalUrl(env, redisUrlVariable(env), ['redis:', 'rediss:']),
     redisClusterNodes: list(env, 'REDIS_CLUSTER_NODES').map((n) => hostPort('REDIS_CLUSTER_NODES', n)),
     storeTimeoutMs: integer(env, 'STORE_TIMEOUT_MS', 50, 1, 60_000),
     slotLeaseMs: integer(env, 'SLOT_LEASE_MS', 30_000, 300, 3_600_000),

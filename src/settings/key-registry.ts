@@ -1,4 +1,4 @@
-import { optionalUrl, renamed, type Env } from './env.ts';
+import { optionalUrl, renamed, SettingsError, text, type Env } from './env.ts';
 import { storePrefix } from './namespace.ts';
 
 /**
@@ -24,7 +24,20 @@ export function loadKeyRegistrySettings(env: Env): KeyRegistrySettings {
  * REDIS_URL and DEPLOYMENT_URL with one reader.
  */
 export function redisUrlSetting(env: Env): string | null {
-  return optionalUrl(env, 'REDIS_URL', ['redis:', 'rediss:'], { placeholder: '{id}' });
+  return optionalUrl(env, redisUrlVariable(env), ['redis:', 'rediss:'], { placeholder: '{id}' });
+}
+
+/**
+ * Which variable holds the Redis URL: REDIS_URL, or REDIS_URI (the official Agent Server's name, accepted as its alias)
+ * when only that is set. Both set to different values fails, naming REDIS_URI.
+ */
+export function redisUrlVariable(env: Env): 'REDIS_URL' | 'REDIS_URI' {
+  const [url, uri] = [text(env, 'REDIS_URL', ''), text(env, 'REDIS_URI', '')];
+  if (uri === '') return 'REDIS_URL';
+  if (url === '') return 'REDIS_URI';
+  if (url !== uri)
+    throw new SettingsError('REDIS_URI', 'is an alias of REDIS_URL, which is set to another value: set one');
+  return 'REDIS_URL';
 }
 
 /** A prefix of the services' Redis keys: 1-128 of letters, digits, `_`, `.`, `:`, `-`; unset, under REDIS_PREFIX. */

@@ -1,6 +1,7 @@
 import { execFile, spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { rulesDir } from '../helpers/gateway.ts';
 
 /**
  * Issue 28, "the CLI and the start are polite": a busy port, an unknown option, `--help`, a closed pipe. Each ran
@@ -123,5 +124,33 @@ describe('gateway check reports every problem of a file in one pass', () => {
       `${file}:9: invalid: rule "same": prefix "/repos/../x" is not a normalised path (requests are matched as "/x")`,
       `${file}:16: invalid: rule "broken": limits[0].count must be at least 1, got -1`,
     ]);
+  });
+});
+
+describe('gateway start with a YAML syntax error in its rule file', () => {
+  it('one line naming where the { opened and where the parser noticed, exit 2', async () => {
+    const rules = rulesDir(
+      [
+        '- id: ok',
+        '  limits:',
+        '    - { by: ip, count: 100, per: 60s, category: Public }',
+        '- id: bad',
+        '  match: { method: POST,',
+        '           prefix: /auth',
+        '  limits:',
+        '    - { by: api-key, count: 100, per: 60s, category: Public }',
+        '',
+      ].join('\n'),
+    );
+    try {
+      const r = await gateway(['start'], { RULES_DIR: rules.dir, REGION: 'us', PORT: '0', ADMIN_PORT: '0' });
+      expect(r.code).toBe(2);
+      expect(r.stderr.trim().split('\n')).toEqual([
+        `gateway start: ${rules.dir}/us.yaml:5: YAML syntax error: the mapping opened at line 5 is not closed by line 7 (Flow map in block collection must be sufficiently indented and end with a })`,
+      ]);
+      expect(r.stderr).not.toMatch(noStack);
+    } finally {
+      rules.remove();
+    }
   });
 });

@@ -46,6 +46,17 @@ const BAD_FILES: readonly { fixture: string; line: number; reason: RegExp }[] = 
   { fixture: 'bad-glob', line: 7, reason: /bad glob "\/runs\/\[abc"/ },
   { fixture: 'bad-template', line: 7, reason: /bad template "\/runs\/\{foo\}": unknown placeholder \{foo\}/ },
   { fixture: 'yaml-syntax', line: 7, reason: /^YAML syntax error: / },
+  // A `{` or a quote left open: the line that opened it, and the line where the parser noticed.
+  {
+    fixture: 'yaml-unclosed-map',
+    line: 7,
+    reason: /^YAML syntax error: the mapping opened at line 7 is not closed by line 10 \(Flow map in block collection/,
+  },
+  {
+    fixture: 'yaml-unclosed-quote',
+    line: 3,
+    reason: /^YAML syntax error: the double-quoted string opened at line 3 is never closed \(Missing closing "quote\)$/,
+  },
   { fixture: 'duplicate-key', line: 8, reason: /^YAML syntax error: Map keys must be unique/ },
   { fixture: 'no-limits', line: 7, reason: /a rule needs at least one limit, got an empty list/ },
   { fixture: 'missing-limits', line: 5, reason: /^rule "bad": missing "limits"$/ },

@@ -9,6 +9,7 @@ import {
   splitModuleSpec,
   type HttpConfig,
 } from '../shared/langgraph-config.ts';
+import { isUnlocatedSyntaxError, locateSyntaxErrors } from './syntax-error-location.ts';
 import { uiComponentFiles, UiFileError } from './ui/ui-files.ts';
 
 /**
@@ -168,8 +169,11 @@ export async function importExport(ref: ModuleRef, where: string): Promise<unkno
   try {
     mod = (await import(pathToFileURL(ref.file).href)) as Record<string, unknown>;
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    throw new GraphLoadError(key, message, { cause: err });
+    // Plain JavaScript's syntax errors say where as TypeScript's do (syntax-error-location.ts).
+    const located = isUnlocatedSyntaxError(err) ? await locateSyntaxErrors(ref.file) : null;
+    const cause = located ?? err;
+    const message = cause instanceof Error ? cause.message : String(cause);
+    throw new GraphLoadError(key, message, { cause });
   }
   if (!(ref.exportName in mod) || mod[ref.exportName] === undefined) {
     const exported = Object.keys(mod).filter((k) => k !== '__esModule');

@@ -1,6 +1,8 @@
 import { fileURLToPath } from 'node:url';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { checkAllowedHosts } from '../shared/outbound-address.ts';
+import { databaseSettings, type DatabaseSettings } from '../../settings/database.ts';
+import { redisUrlSetting } from '../../settings/key-registry.ts';
 import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
 import {
   bytes,
@@ -41,6 +43,13 @@ export interface AgentServerSettings {
    * `agent`).
    */
   readonly storePrefix: string;
+  /**
+   * DATABASE_URI and DATABASE_POOL_SIZE (settings/database.ts): the server keeps assistants, threads, runs, crons,
+   * store items and checkpoints in that PostgreSQL. Null: in Redis with REDIS_URL, else in memory.
+   */
+  readonly database: DatabaseSettings | null;
+  /** REDIS_URL (or its alias REDIS_URI). */
+  readonly redisUrl: string | null;
   readonly logLevel: string;
   /** Deepest nesting of a JSON request body (MAX_JSON_DEPTH, default 64): deeper answers 422 `json_too_deep`. */
   readonly maxJsonDepth: number;
@@ -79,6 +88,8 @@ export function loadAgentServerSettings(env: Env): AgentServerSettings {
     heartbeatMs: Math.round(heartbeatSeconds * 1000),
     ttlSweepMs: ttlSweepMs(env),
     storePrefix,
+    database: databaseSettings(env),
+    redisUrl: redisUrlSetting(env),
     logLevel,
     maxJsonDepth: integer(env, 'MAX_JSON_DEPTH', DEFAULT_MAX_JSON_DEPTH, 1, 1000),
     development: isDevelopment(env),

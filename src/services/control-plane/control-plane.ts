@@ -253,6 +253,10 @@ export async function createControlPlane(
     maxMemoryMb: settings.maxMemoryMb,
     logs: runtimeLogs,
     databases,
+    // Refused at create, not accepted and failed at build: the tenant cannot change the operator's Redis.
+    ...(redisUsers && {
+      servingRefusal: async (workspace: string) => redisUsers.refusalFor(await keys.workspaceOrg(workspace)),
+    }),
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 

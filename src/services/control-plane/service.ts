@@ -61,6 +61,11 @@ export interface ServiceOptions {
    * create, 503) and dropped with it; null = none.
    */
   readonly databases?: Pick<DeploymentDatabases, 'create' | 'remove'> | null;
+  /**
+   * Why this platform cannot run a deployment of the workspace's organisation (its Redis cannot keep it apart: one
+   * line saying what the operator must change), or null. Such a create answers 409 before anything is stored or built.
+   */
+  readonly servingRefusal?: (tenantId: string) => Promise<string | null>;
 }
 
 const DEFAULT_CONFIG_PATH = 'langgraph.json';
@@ -71,6 +76,14 @@ export class DeploymentService {
   async create(tenantId: string, body: CreateBody): Promise<DeploymentView> {
     checkMemoryMb(body.source_config.resource_spec, this.o.maxMemoryMb ?? 65_536);
     await this.checkRepoHost(body.source_config.repo_url);
+    const refused = (await this.o.servingRefusal?.(tenantId)) ?? null;
+    if (refused !== null) {
+      this.o.log.warn(
+        { tenantId, why: refused },
+        'deployment refused: this platform cannot keep its organisation apart',
+      );
+      throw conflict(`Deployments of this workspace's organisation cannot run here: ${refused}.`);
+    }
     const now = this.o.now().toISOString();
     const id = randomUUID();
     const git = isGitSource(body.source);

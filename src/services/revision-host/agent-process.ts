@@ -6,9 +6,8 @@ import { listen, type Listening } from '../../listen/listen.ts';
 import { createLogger } from '../../log.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
 import { createAgentServer, type AgentServer } from '../agent-server/app.ts';
-import { RedisAgentStore } from '../agent-server/store/redis-agent-store.ts';
-import { RedisCheckpointer } from '../agent-server/store/redis-checkpointer.ts';
-import { RedisItemStore } from '../agent-server/store/redis-item-store.ts';
+import { openAgentStorage } from '../agent-server/store/open-storage.ts';
+import { databaseSettings } from '../../settings/database.ts';
 import { GraphLoadError } from '../agent-server/app-config.ts';
 import { onMessages, openChildChannel, writeMessage } from './channel.ts';
 import { compileErrors, describeCompileErrors } from './compile-errors.ts';
@@ -25,7 +24,8 @@ import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
  * by the host over the channel (key-answers.ts remembers its answers briefly):
  * app code shares this process, so it holds no credential of the registry;
  * its Redis is a socket the host forwards as its deployment's own user, with
- * no credential here. SIGTERM, SIGINT or a
+ * no credential here. Its data is in the PostgreSQL of DATABASE_URI when its environment has one (the deployment's
+ * own database), else in that Redis, else in memory (open-storage.ts). SIGTERM, SIGINT or a
  * `stop` message close the listener, let open requests and streams finish
  * for up to the drain, then end the runs and exit; so does losing the parent.
  */
@@ -61,8 +61,9 @@ function oneLine(err: unknown, configPath: string, sourcePrefix: string): string
 async function main(control: ProcessControl): Promise<void> {
   const log = createLogger(control.logLevel, pino.destination({ sync: true }));
   let redis: Redis | null = null;
-  if (control.redisSocket !== null) {
-    redis = createRedisClient(
+  const redisClient = () => {
+    if (control.redisSocket === null) return null;
+    return (redis = createRedisClient(
       { path: control.redisSocket },
       {
         ...SERVICE_REDIS,
@@ -70,11 +71,18 @@ async function main(control: ProcessControl): Promise<void> {
         readyCheck: false,
         onError: (err) => log.warn({ err: err.message }, 'redis error'),
       },
-    );
-  }
+    ));
+  };
   const verifyApiKey = rememberedKeyAnswers(askHost());
   let server: AgentServer;
   try {
+    const storage = await openAgentStorage({
+      // The deployment's environment (its env and secrets, and the database the platform made for it).
+      database: databaseSettings(process.env),
+      redis: redisClient,
+      redisPrefix: control.dataPrefix,
+      log,
+    });
     server = await createAgentServer({
       configPath: control.configPath,
       // The host gave the app's env as its build read it (the revision's record): never the folder's again.
@@ -87,11 +95,9 @@ async function main(control: ProcessControl): Promise<void> {
       // The operator's, from the host: never the process environment, which the deployment's env and secrets fill.
       ttlSweepMs: control.ttlSweepMs,
       webhooks: { allowed: control.webhookHostsAllowed },
-      ...(redis && {
-        store: new RedisAgentStore(redis, { prefix: control.dataPrefix }),
-        checkpointer: new RedisCheckpointer(redis, { prefix: control.dataPrefix }),
-        items: new RedisItemStore(redis, { prefix: control.dataPrefix }),
-      }),
+      store: storage.store,
+      checkpointer: storage.checkpointer,
+      items: storage.items,
     });
   } catch (err) {
     send({ type: 'failed', reason: oneLine(err, control.configPath, control.sourcePrefix ?? '') });

@@ -25,6 +25,17 @@ function f() {
 }
 `;
 
+/** Line 11, column 2 (esbuild counts columns from 0): a missing comma, in plain JavaScript. */
+const BROKEN_PLAIN = `export const a = 1;
+${'\n'.repeat(6)}
+const b = {
+  c: 1
+  d: 2
+};
+export const graph = b;
+`;
+const plainConfig = (file: string) => JSON.stringify({ graphs: { echo: `./src/${file}:graph` } });
+
 let t: TestControlPlane;
 let tenant: Tenant;
 let repo: TestRepo;
@@ -34,6 +45,18 @@ beforeAll(async () => {
   repo.branches({
     'syntax-error': { 'graph.ts': BROKEN_GRAPH },
     'in-a-folder': { 'apps/agent/langgraph.json': CONFIG, 'apps/agent/graph.ts': BROKEN_GRAPH },
+    'plain-mjs': { 'langgraph.json': plainConfig('plain.mjs'), 'src/plain.mjs': BROKEN_PLAIN },
+    'plain-js': { 'langgraph.json': plainConfig('plain.js'), 'src/plain.js': BROKEN_PLAIN },
+    'plain-js-module': {
+      'langgraph.json': plainConfig('plain.js'),
+      'src/plain.js': BROKEN_PLAIN,
+      'package.json': JSON.stringify({ name: 'plain', private: true, type: 'module' }),
+    },
+    'plain-imported': {
+      'langgraph.json': plainConfig('entry.mjs'),
+      'src/entry.mjs': "export { graph } from './lib/plain.mjs';\n",
+      'src/lib/plain.mjs': BROKEN_PLAIN,
+    },
   });
   t = await startControlPlane({ BUILD_DELAY_SECONDS: '0.2' }, { host: undefined });
   tenant = await t.tenant();
@@ -75,6 +98,23 @@ describe('a build failure names file, line, column and the compiler message', { 
     const rev = await waitForRevision(api, d.id, d.latest_revision_id, undefined, 60_000);
     expect(rev.status_message).toBe('BUILD_FAILED: graphs.echo: apps/agent/graph.ts:3:14: Expected ";" but found "if"');
   });
+});
+
+describe('a syntax error in plain JavaScript: the same file:line:col: message', { timeout: 120_000 }, () => {
+  const expected = (file: string) => `BUILD_FAILED: graphs.echo: ${file}:11:2: Expected "}" but found "d"`;
+  for (const [branch, file] of [
+    ['plain-mjs', 'src/plain.mjs'],
+    ['plain-js', 'src/plain.js'],
+    ['plain-js-module', 'src/plain.js'],
+    ['plain-imported', 'src/lib/plain.mjs'],
+  ] as const)
+    it(`${branch}: ${file}:11:2`, async () => {
+      const api = client(t.url, tenant);
+      const body = deploymentBody(repo.url, { source_revision_config: { repo_ref: branch } });
+      const d = (await api.post('/deployments', body)).json;
+      const rev = await waitForRevision(api, d.id, d.latest_revision_id, undefined, 60_000);
+      expect(rev.status_message).toBe(expected(file));
+    });
 });
 
 describe('the build log streams its steps as the build runs', { timeout: 120_000 }, () => {

@@ -4,6 +4,7 @@ import { startRun } from '../api/runs/start-run.ts';
 import { findAssistant } from '../api/assistants/lookup.ts';
 import type { ProtocolCall } from './call.ts';
 import { CommandError } from './envelopes.ts';
+import { settleEarlyReaders } from './early-readers.ts';
 import { followRun } from './follow-run.ts';
 import { readableThread } from './thread-access.ts';
 
@@ -128,6 +129,11 @@ async function start(call: ProtocolCall, body: Params): Promise<{ run_id: string
   thread.events.newRun();
   void followRun(thread, handle, assistant?.graph_id ?? 'root', ctx.store).catch((err: unknown) =>
     ctx.log.error({ run_id: run.run_id, err: { message: (err as Error)?.message } }, 'protocol events of a run lost'),
+  );
+  // The run made the thread (or found it): readers that came before it are admitted (this run's events so far, then
+  // the live ones) or refused.
+  void settleEarlyReaders(ctx, thread).catch((err: unknown) =>
+    ctx.log.error({ run_id: run.run_id, err: { message: (err as Error)?.message } }, 'early readers not settled'),
   );
   return { run_id: run.run_id };
 }

@@ -6,7 +6,7 @@ import { DEFAULT_MAX_JSON_DEPTH, jsonNestingExceeds } from '../../shared/json-de
 import type { ProtocolCall } from './call.ts';
 import { parseCommand, runCommand, type CommandEnvelope } from './commands.ts';
 import { failure, success, type Answer } from './envelopes.ts';
-import { readableThread } from './thread-access.ts';
+import { applyVerdict, judgeEarlyReader, leaveThread, settleEarlyReader, waitForThread } from './early-readers.ts';
 import { matching, type EventMatch } from './thread-events.ts';
 
 /** Unsent bytes a socket may hold before it is closed as too slow (1013: the client reconnects and replays). */
@@ -40,11 +40,17 @@ export class SocketSession {
       this.alive = false;
       ws.ping();
     }, PING_MS).unref();
-    call.thread.events.follow(
+    // Every socket begins as a waiting reader (a socket may open on a thread its run.start makes): admitted at once if
+    // the thread exists (the handshake checked it is the caller's), else once a run made it (early-readers.ts).
+    waitForThread(
+      call.thread,
+      call.auth,
       this.live,
       (event) => [...this.subscriptions.values()].some((m) => m(event)),
-      () => this.close(4404, 'thread deleted'),
+      (reason) =>
+        this.close(4404, reason === 'deleted' ? 'thread deleted' : `Thread ${call.thread.threadId} not found`),
     );
+    void settleEarlyReader(call.ctx, call.thread, this.live).catch(() => ws.terminate());
   }
 
   close(code: number, reason: string): void {
@@ -54,7 +60,7 @@ export class SocketSession {
   private closed(): void {
     clearInterval(this.pinger);
     this.subscriptions.clear();
-    this.call.thread.events.detach(this.live);
+    leaveThread(this.call.thread, this.live);
   }
 
   private send(message: Answer | ProtocolEvent): void {
@@ -95,20 +101,23 @@ export class SocketSession {
         ? (p.namespaces as Namespace[])
         : undefined;
     const depth = typeof p.depth === 'number' && Number.isInteger(p.depth) && p.depth >= 0 ? p.depth : undefined;
-    // The thread must be the caller's by now (a socket may open before its run.start makes the thread).
-    if ((await readableThread(this.call.auth, this.call.ctx, this.call.thread.threadId)) === null)
-      return this.send(
-        failure(command.id, 'no_such_run', `Thread ${this.call.thread.threadId} has no run yet: run.start first.`),
-      );
+    // A thread that exists must be the caller's; one nobody made yet is followed until its run makes it.
+    const verdict = await judgeEarlyReader(this.call.ctx, this.call.thread, this.live);
+    if (verdict?.readable === false) applyVerdict(this.call.thread, this.live, verdict); // closes the socket (4404)
+    if (this.call.thread.events.readerState(this.live) === 'gone') return; // refused or closed meanwhile
     const match = matching({ channels: new Set(channels as string[]), namespaces, depth });
     const id = randomUUID();
     // Synchronous from here: nothing can come between the answer, the replay and the live events.
-    const replay = this.call.thread.events.replay(match);
+    const events = this.call.thread.events;
+    const replay =
+      events.readerState(this.live) === 'reading' || verdict?.readable === true ? events.replay(match) : [];
     const result: SubscribeResult = { subscription_id: id, replayed_events: replay.length };
     this.send(success(command.id, result));
-    for (const event of replay) this.send(event);
+    if (events.readerState(this.live) === 'reading') for (const event of replay) this.send(event);
     this.subscriptions.set(id, match);
-    this.call.thread.events.touch();
+    // Admitted now: the held events of every subscription (none was sent any before) come, then the live ones.
+    applyVerdict(this.call.thread, this.live, verdict);
+    events.touch();
   }
 
   private unsubscribe(command: CommandEnvelope): Answer {

@@ -23,6 +23,10 @@ export function matchesFilter(filter: EventFilter, event: ProtocolEvent): boolea
 
 /** Where a reader's events go; it must not throw (a closed connection drops them). */
 export type EventSink = (event: ProtocolEvent) => void;
+/** Why a reader's stream ends: its thread was deleted, or (a reader that came early) the thread is not theirs. */
+export type EndReason = 'deleted' | 'refused';
+/** Where a reader stands (readerState). */
+export type ReaderState = 'reading' | 'waiting' | 'gone';
 /** Which events a reader wants. */
 export type EventMatch = (event: ProtocolEvent) => boolean;
 
@@ -47,7 +51,10 @@ const HELD_EVENTS = 20_000;
 export class ThreadEvents {
   private seq = Date.now() * 1000;
   private held: ProtocolEvent[] = [];
-  private readonly readers = new Map<EventSink, { match: EventMatch; onEnd: () => void }>();
+  private readonly readers = new Map<
+    EventSink,
+    { match: EventMatch; onEnd: (reason: EndReason) => void; waiting: boolean }
+  >();
   /** When the last reader left or the last event came: an idle log can be dropped (threads.ts). */
   lastActive = Date.now();
   /** When a reader last came (an event stream, a WebSocket subscription): see settled. */
@@ -80,7 +87,7 @@ export class ThreadEvents {
     } as ProtocolEvent;
     this.held.push(event);
     if (this.held.length > HELD_EVENTS) this.held.splice(0, this.held.length - HELD_EVENTS);
-    for (const [sink, { match }] of this.readers) if (match(event)) sink(event);
+    for (const [sink, { match, waiting }] of this.readers) if (!waiting && match(event)) sink(event);
     return event;
   }
 
@@ -91,11 +98,37 @@ export class ThreadEvents {
 
   /**
    * From now on, every event `match` wants goes to `sink` (replay first, in the same tick, to miss nothing), until the
-   * reader leaves (detach) or the thread is deleted (`onEnd`).
+   * reader leaves (detach) or the thread is deleted (`onEnd`). A `waiting` reader (one that came before its thread
+   * existed: early-readers.ts) gets nothing until it is admitted, or is ended if refused.
    */
-  follow(sink: EventSink, match: EventMatch, onEnd: () => void): void {
-    this.readers.set(sink, { match, onEnd });
+  follow(sink: EventSink, match: EventMatch, onEnd: (reason: EndReason) => void, waiting = false): void {
+    this.readers.set(sink, { match, onEnd, waiting });
     this.touch();
+  }
+
+  /** Whether `sink` reads the thread, still waits to be admitted, or is no reader (left, refused, ended). */
+  readerState(sink: EventSink): ReaderState {
+    const reader = this.readers.get(sink);
+    return reader === undefined ? 'gone' : reader.waiting ? 'waiting' : 'reading';
+  }
+
+  /**
+   * A waiting reader may read the thread: it gets the held events it wants (those of the run that made the thread),
+   * then the live ones, in the same tick (nothing missed, nothing twice).
+   */
+  admit(sink: EventSink): void {
+    const reader = this.readers.get(sink);
+    if (reader === undefined || !reader.waiting) return;
+    for (const event of this.held) if (reader.match(event)) sink(event);
+    reader.waiting = false;
+  }
+
+  /** A waiting reader may not read the thread: its stream ends, having delivered nothing. */
+  refuse(sink: EventSink): void {
+    const reader = this.readers.get(sink);
+    if (reader === undefined || !reader.waiting) return;
+    this.readers.delete(sink);
+    reader.onEnd('refused');
   }
 
   /** The thread was deleted: nothing more is held or replayed, and every reader is ended. */
@@ -103,7 +136,7 @@ export class ThreadEvents {
     this.held = [];
     const readers = [...this.readers.values()];
     this.readers.clear();
-    for (const { onEnd } of readers) onEnd();
+    for (const { onEnd } of readers) onEnd('deleted');
   }
 
   /** A reader came or widened what it reads (a WebSocket subscription). */

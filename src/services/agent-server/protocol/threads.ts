@@ -1,5 +1,6 @@
+import type { RequestAuth } from '../auth/authenticate.ts';
 import { AgentTree } from './agent-tree.ts';
-import { ThreadEvents } from './thread-events.ts';
+import { ThreadEvents, type EventSink } from './thread-events.ts';
 
 /** A thread as the protocol sees it in this process: its events, its current run and that run's agent tree. */
 export interface ProtocolThread {
@@ -12,6 +13,8 @@ export interface ProtocolThread {
   assistantId?: string;
   /** Runs being followed (their frames turned into events): a thread with one is never dropped. */
   following: number;
+  /** Readers that came before the thread existed, with who they are: admitted or refused once it does. */
+  readonly early: Map<EventSink, RequestAuth>;
 }
 
 /** Threads kept; beyond, the ones idle longest (no reader, no run followed) are dropped first. */
@@ -29,7 +32,7 @@ export class ProtocolThreads {
     let thread = this.threads.get(threadId);
     if (thread === undefined) {
       this.prune();
-      thread = { threadId, events: new ThreadEvents(), tree: new AgentTree(), following: 0 };
+      thread = { threadId, events: new ThreadEvents(), tree: new AgentTree(), following: 0, early: new Map() };
       this.threads.set(threadId, thread);
     }
     return thread;

@@ -7,7 +7,7 @@ import type { Assistant, AssistantVersion, Cron, Run, Thread } from './records.t
  * Graph state itself lives in the LangGraph checkpointer, not here.
  */
 export interface AgentStore {
-  readonly kind: 'memory' | 'redis';
+  readonly kind: 'memory' | 'redis' | 'postgres';
   getAssistant(id: string): Promise<Assistant | null>;
   /** Stores the assistant, and it as its version `assistant.version`. */
   putAssistant(assistant: Assistant): Promise<void>;

@@ -24,7 +24,8 @@ export async function copyCheckpoints(saver: BaseCheckpointSaver, from: string, 
       target,
       checkpoint,
       copiedMetadata ?? { source: 'update', step: -1, parents: {} },
-      {},
+      // Every channel as new: a checkpointer that keeps values apart (PostgresSaver) writes them only then.
+      checkpoint.channel_versions,
     );
     const byTask = new Map<string, [string, unknown][]>();
     for (const [taskId, channel, value] of pendingWrites ?? [])

@@ -1,4 +1,5 @@
 import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
+import { AgentPostgresSaver } from './postgres/postgres-checkpointer.ts';
 import { RedisCheckpointer } from './redis-checkpointer.ts';
 import { StorageTally, utf8, type ThreadStorage } from './storage-tally.ts';
 
@@ -24,7 +25,8 @@ function measureMemorySaver(saver: MemorySaver, threadId: string): ThreadStorage
  * embedder passed in: `createAgentServer({checkpointer})`).
  */
 export function threadStorageReader(saver: BaseCheckpointSaver): ((threadId: string) => Promise<ThreadStorage>) | null {
-  if (saver instanceof RedisCheckpointer) return (threadId) => saver.storageOf(threadId);
+  if (saver instanceof RedisCheckpointer || saver instanceof AgentPostgresSaver)
+    return (threadId) => saver.storageOf(threadId);
   if (saver instanceof MemorySaver) return async (threadId) => measureMemorySaver(saver, threadId);
   return null;
 }

@@ -2,8 +2,9 @@ import type { BaseStore } from '@langchain/langgraph-checkpoint';
 
 /**
  * Store items counted as they are written, so a quota is checked without a scan: the server's items and bytes, and
- * each owner's (the user whose put last wrote the item; graphs' own writes have no owner). The memory and Redis item
- * stores keep the counters in the same atomic step as the write or delete (one contract suite covers both).
+ * each owner's (the user whose put last wrote the item; graphs' own writes have no owner). The memory, Redis and
+ * PostgreSQL item stores keep the counters in the same atomic step as the write or delete (one contract suite covers
+ * them all).
  */
 export interface ItemLimits {
   readonly items: number;
@@ -68,34 +69,57 @@ export function valueBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value));
 }
 
-interface Entry {
+/** What an item counts for: its bytes and its owner. */
+export interface ItemEntry {
   readonly bytes: number;
   readonly owner: string | null;
 }
 
+/** What a put is checked against: the item it replaces (null: none), the server's counts and the owner's (null: no owner). */
+export interface ItemCounts {
+  readonly old: ItemEntry | null;
+  readonly all: ItemUsage;
+  readonly mine: ItemUsage | null;
+}
+
+/**
+ * The refusal a put of `bytes` by `owner` meets, or null: every store checks with this, over counts it read in the
+ * same atomic step as the write.
+ */
+export function refusal(
+  { old, all, mine }: ItemCounts,
+  bytes: number,
+  owner: string | null,
+  limits: ItemLimits,
+): ItemRefusal | null {
+  if (old === null && all.items + 1 > limits.items) return { limit: 'store_items', used: all.items, max: limits.items };
+  const bytesAfter = all.bytes - (old?.bytes ?? 0) + bytes;
+  if (bytesAfter > limits.bytes && bytesAfter > all.bytes)
+    return { limit: 'store_bytes', used: all.bytes, max: limits.bytes };
+  if (owner === null || mine === null) return null;
+  const same = old !== null && old.owner === owner;
+  if (!same && mine.items + 1 > limits.userItems)
+    return { limit: 'store_items_per_user', used: mine.items, max: limits.userItems };
+  const mineAfter = mine.bytes - (same ? old.bytes : 0) + bytes;
+  if (mineAfter > limits.userBytes && mineAfter > mine.bytes)
+    return { limit: 'store_bytes_per_user', used: mine.bytes, max: limits.userBytes };
+  return null;
+}
+
 /** The counters of a store held in this process (memory-item-store.ts); each call is one synchronous step. */
 export class ItemLedger {
-  private readonly entries = new Map<string, Entry>();
+  private readonly entries = new Map<string, ItemEntry>();
   private readonly totals = new Map<string | null, { items: number; bytes: number }>();
 
   /** The refusal a put of `bytes` by `owner` meets, or null. */
   check(namespace: string[], key: string, bytes: number, owner: string | null, limits: ItemLimits): ItemRefusal | null {
-    const old = this.entries.get(id(namespace, key));
-    const all = this.usage(null);
-    if (old === undefined && all.items + 1 > limits.items)
-      return { limit: 'store_items', used: all.items, max: limits.items };
-    const bytesAfter = all.bytes - (old?.bytes ?? 0) + bytes;
-    if (bytesAfter > limits.bytes && bytesAfter > all.bytes)
-      return { limit: 'store_bytes', used: all.bytes, max: limits.bytes };
-    if (owner === null) return null;
-    const mine = this.usage(owner);
-    const same = old !== undefined && old.owner === owner;
-    if (!same && mine.items + 1 > limits.userItems)
-      return { limit: 'store_items_per_user', used: mine.items, max: limits.userItems };
-    const mineAfter = mine.bytes - (same ? old.bytes : 0) + bytes;
-    if (mineAfter > limits.userBytes && mineAfter > mine.bytes)
-      return { limit: 'store_bytes_per_user', used: mine.bytes, max: limits.userBytes };
-    return null;
+    const old = this.entries.get(id(namespace, key)) ?? null;
+    return refusal(
+      { old, all: this.usage(null), mine: owner === null ? null : this.usage(owner) },
+      bytes,
+      owner,
+      limits,
+    );
   }
 
   /** Counts a put (`bytes`) or a delete (null). */

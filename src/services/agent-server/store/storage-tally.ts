@@ -17,8 +17,9 @@ export interface ThreadStorage {
 }
 
 /**
- * Adds up stored rows. This server's checkpointers (MemorySaver and RedisCheckpointer) keep a checkpoint's channel
- * values inside its row, not in rows of their own: a checkpoint row is split into its channel values (one row per
+ * Adds up stored rows. PostgresSaver keeps a checkpoint's channel values in rows of their own (one per channel and
+ * version, shared by the checkpoints that hold that version): they are added as they are (`rows`). MemorySaver and
+ * RedisCheckpointer keep them inside the checkpoint's row: a checkpoint row is split into its channel values (one row per
  * channel the checkpoint holds, its value's serialized bytes) and the rest (`checkpoints`), so the sections add up to
  * what is stored. The serializer writes JSON with `JSON.stringify`, which `JSON.parse` then `JSON.stringify` gives back
  * unchanged, so a value's bytes are exactly its slice of the row.
@@ -46,6 +47,26 @@ export class StorageTally {
     }
     this.checkpoints.rows += 1;
     this.checkpoints.bytes += rowBytes - channelBytes;
+  }
+
+  /** `count` rows of `channel`'s values, stored apart from the checkpoints, of `bytes` in all. */
+  channelRows(channel: string, count: number, bytes: number): void {
+    const section = this.channels.get(channel) ?? { rows: 0, bytes: 0 };
+    section.rows += count;
+    section.bytes += bytes;
+    this.channels.set(channel, section);
+  }
+
+  /** `count` checkpoint rows (their channel values stored apart) of `bytes` in all. */
+  checkpointRows(count: number, bytes: number): void {
+    this.checkpoints.rows += count;
+    this.checkpoints.bytes += bytes;
+  }
+
+  /** `count` pending writes of `bytes` in all. */
+  writeRows(count: number, bytes: number): void {
+    this.writes.rows += count;
+    this.writes.bytes += bytes;
   }
 
   write(rowBytes: number): void {

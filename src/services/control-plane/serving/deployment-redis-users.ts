@@ -36,6 +36,18 @@ export interface RevisionRedis {
   readonly org: string | null;
 }
 
+/** What the operator changes so that every organisation's deployments run (said at start and to a refused tenant). */
+const OPERATOR_FIX =
+  'the operator gives Redis\u2019s default user a password (requirepass) and REDIS_URL a user that may run ACL SETUSER (Redis 6 or later), or sets TRUST_ALL_TENANTS=1 (tenants can then read each other\u2019s data)';
+
+/** The one line that refuses another organisation's deployment on a Redis that cannot keep it apart. */
+function sharedRefusal(why: string): string {
+  return (
+    `this gateway's Redis cannot give a deployment credentials of its own (${why}), so it runs only the ` +
+    `organisation "${DEFAULT_ORG}"'s deployments; to run others, ${OPERATOR_FIX}`
+  );
+}
+
 /** How long a deleted deployment's id is remembered, so a start racing the delete cannot make its user again. */
 const DELETED_FOR_MS = 10 * 60_000;
 
@@ -67,10 +79,7 @@ export class DeploymentRedisUsers {
     const mode = await this.known();
     if (mode.kind === 'shared') {
       if (r.org === DEFAULT_ORG || this.o.trustAllTenants) return this.o.platformUrl;
-      throw new RevisionLoadError(
-        `this gateway's Redis cannot give a deployment credentials of its own (${mode.why}), so it runs only its own ` +
-          'organisation\u2019s deployments; TRUST_ALL_TENANTS=1 runs every organisation',
-      );
+      throw new RevisionLoadError(sharedRefusal(mode.why));
     }
     return this.serially(r.deploymentId, async () => {
       if (this.deleted.has(r.deploymentId)) throw new RevisionLoadError('the deployment is deleted');
@@ -99,6 +108,17 @@ export class DeploymentRedisUsers {
     });
   }
 
+  /**
+   * Why a deployment of `org` cannot run on this Redis (one line saying what the operator must change), or null when
+   * it can, or when Redis cannot tell yet (the revision's start asks again). The API refuses such a deployment at
+   * create, before it is accepted and built.
+   */
+  async refusalFor(org: string | null): Promise<string | null> {
+    if (org === DEFAULT_ORG || this.o.trustAllTenants) return null;
+    const mode = await this.known().catch(() => null);
+    return mode?.kind === 'shared' ? sharedRefusal(mode.why) : null;
+  }
+
   close(): void {
     this.o.redis.off('ready', this.onReady);
   }
@@ -115,7 +135,7 @@ export class DeploymentRedisUsers {
         { redis: 'shared', why: mode.why, trustAllTenants: this.o.trustAllTenants },
         this.o.trustAllTenants
           ? 'deployments reach Redis with the platform\u2019s credentials, and TRUST_ALL_TENANTS=1 runs every organisation: tenants can read each other'
-          : `deployments cannot get Redis credentials of their own: only deployments of the organisation "${DEFAULT_ORG}" run (TRUST_ALL_TENANTS=1 runs all)`,
+          : `deployments cannot get Redis credentials of their own (${mode.why}): only deployments of the organisation "${DEFAULT_ORG}" are accepted; ${OPERATOR_FIX}`,
       );
     return mode;
   }

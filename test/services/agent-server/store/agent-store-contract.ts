@@ -5,7 +5,7 @@ import type { Assistant, Cron, Run, Thread } from '../../../../src/services/agen
 
 /**
  * What every Agent Server store must do, run against each implementation
- * (memory and Redis; a Redis store joins by calling this with its factory).
+ * (memory, Redis and PostgreSQL; a store joins by calling this with its factory).
  */
 export function storeContract(name: string, make: () => Promise<AgentStore>): void {
   describe(`${name} store contract`, () => {

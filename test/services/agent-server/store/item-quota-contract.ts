@@ -6,20 +6,20 @@ import {
 } from '../../../../src/services/agent-server/store/item-quota.ts';
 
 /**
- * The counts of a CountedItemStore (memory and Redis): kept with every put and delete, a graph's as much as a
+ * The counts of a CountedItemStore (memory, Redis, PostgreSQL): kept with every put and delete, a graph's as much as a
  * client's, and checked in the same step as the write.
  */
 const NONE: ItemLimits = { items: Infinity, bytes: Infinity, userItems: Infinity, userBytes: Infinity };
 
 export function itemQuotaContract(
   name: string,
-  make: () => CountedItemStore,
+  make: () => CountedItemStore | Promise<CountedItemStore>,
   /** A second store on the same storage (another server), when the backend has one. */
-  peerOf?: (store: CountedItemStore) => CountedItemStore,
+  peerOf?: (store: CountedItemStore) => CountedItemStore | Promise<CountedItemStore>,
 ): void {
   describe(`CountedItemStore: ${name}`, () => {
     it('counts puts, replacements and deletes, through putWithin and through the BaseStore calls graphs use', async () => {
-      const store = make();
+      const store = await make();
       const v = { text: 'hello' };
       expect(await store.putWithin(['a'], 'k1', v, 'alice', NONE)).toBeNull();
       await store.put(['a'], 'k2', { n: 1 });
@@ -40,7 +40,7 @@ export function itemQuotaContract(
     });
 
     it('a put past a limit writes nothing and says which; one that grows nothing passes; a delete frees', async () => {
-      const store = make();
+      const store = await make();
       const limits: ItemLimits = { items: 3, bytes: 1000, userItems: 2, userBytes: 100 };
       expect(await store.putWithin(['u'], 'a', { s: 'x'.repeat(30) }, 'alice', limits)).toBeNull();
       expect(await store.putWithin(['u'], 'b', { s: 'x'.repeat(30) }, 'alice', limits)).toBeNull();
@@ -76,15 +76,15 @@ export function itemQuotaContract(
     });
 
     it('refuses a namespace the store refuses, and counts nothing for it', async () => {
-      const store = make();
+      const store = await make();
       await expect(store.putWithin(['a:b'], 'k', { v: 1 }, null, NONE)).rejects.toThrow(/colon/i);
       await expect(store.putWithin(['langgraph'], 'k', { v: 1 }, null, NONE)).rejects.toThrow(/langgraph/);
       expect(await store.usage()).toEqual({ items: 0, bytes: 0 });
     });
 
     it('concurrent puts at the limit (from two servers on one storage): exactly the limit is stored', async () => {
-      const store = make();
-      const peer = peerOf?.(store) ?? store;
+      const store = await make();
+      const peer = (await peerOf?.(store)) ?? store;
       const limits: ItemLimits = { ...NONE, items: 5 };
       const answers = await Promise.all(
         Array.from({ length: 12 }, (_, i) => [store, peer][i % 2]!.putWithin(['r'], `k${i}`, { i }, 'u', limits)),

@@ -6,22 +6,25 @@ import {
 } from '../../../../src/services/agent-server/store/item-quota.ts';
 
 /**
- * Store item TTLs (issue 27, item 2) on a CountedItemStore (memory and Redis alike), on a clock the test moves: an
+ * Store item TTLs (issue 27, item 2) on a CountedItemStore (memory, Redis and PostgreSQL alike), on a clock the test moves: an
  * item expires `ttl` minutes after its put or its last refreshed read, is invisible from then on, and its counts go
  * with it.
  */
 const NONE: ItemLimits = { items: Infinity, bytes: Infinity, userItems: Infinity, userBytes: Infinity };
 const MINUTE = 60_000;
 
-export function itemTtlContract(name: string, make: (now: () => number) => CountedItemStore): void {
+export function itemTtlContract(
+  name: string,
+  make: (now: () => number) => CountedItemStore | Promise<CountedItemStore>,
+): void {
   describe(`item TTLs: ${name}`, () => {
-    const clocked = () => {
+    const clocked = async () => {
       const clock = { t: Date.UTC(2026, 0, 1) };
-      return { clock, store: make(() => clock.t) };
+      return { clock, store: await make(() => clock.t) };
     };
 
     it('an item put with a ttl is gone once it runs out: not read, not searched, not listed, not counted', async () => {
-      const { clock, store } = clocked();
+      const { clock, store } = await clocked();
       const v = { text: 'soon gone' };
       expect(await store.putWithin(['t', 'a'], 'brief', v, 'alice', NONE, 1)).toBeNull();
       expect(await store.putWithin(['t', 'b'], 'kept', { n: 1 }, 'alice', NONE)).toBeNull();
@@ -36,7 +39,7 @@ export function itemTtlContract(name: string, make: (now: () => number) => Count
     });
 
     it('a sweep removes expired items without a read, and frees their quota', async () => {
-      const { clock, store } = clocked();
+      const { clock, store } = await clocked();
       const limits = { ...NONE, items: 2 };
       await store.putWithin(['q'], 'a', { n: 1 }, null, limits, 0.5);
       await store.putWithin(['q'], 'b', { n: 2 }, null, limits, 0.5);
@@ -49,7 +52,7 @@ export function itemTtlContract(name: string, make: (now: () => number) => Count
     });
 
     it('a refreshed read starts the ttl again; a put without ttl (or a graph put) makes the item last', async () => {
-      const { clock, store } = clocked();
+      const { clock, store } = await clocked();
       await store.putWithin(['r'], 'read', { n: 1 }, null, NONE, 1);
       await store.putWithin(['r'], 'replaced', { n: 1 }, null, NONE, 1);
       await store.putWithin(['r'], 'graph', { n: 1 }, null, NONE, 1);
@@ -70,7 +73,7 @@ export function itemTtlContract(name: string, make: (now: () => number) => Count
     });
 
     it('an expired item is not brought back by a refresh, and a new put of it starts afresh', async () => {
-      const { clock, store } = clocked();
+      const { clock, store } = await clocked();
       await store.putWithin(['e'], 'k', { n: 1 }, 'bob', NONE, 1);
       clock.t += MINUTE;
       await store.refreshTtl([{ namespace: ['e'], key: 'k' }]);

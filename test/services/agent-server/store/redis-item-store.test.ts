@@ -1,23 +1,41 @@
 import { InMemoryStore, type BaseStore } from '@langchain/langgraph';
-import { afterAll, describe, expect, it } from 'vitest';
+import type pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryItemStore } from '../../../../src/services/agent-server/store/memory-item-store.ts';
 import { RedisItemStore } from '../../../../src/services/agent-server/store/redis-item-store.ts';
+import { PostgresItemStore } from '../../../../src/services/agent-server/store/postgres/postgres-item-store.ts';
+import { migratedSchema, ownDatabase, type OwnDatabase } from '../../../helpers/shared-postgres.ts';
 import { deleteByPrefix, keysByPrefix } from '../../../helpers/redis-keys.ts';
 import { sharedRedis, uniquePrefix } from '../../../helpers/shared-redis.ts';
 
 /**
  * One contract for the long-term memory store: LangGraph's own InMemoryStore
- * states the semantics, and the Redis store must answer every call the same.
+ * states the semantics, and the Redis and PostgreSQL stores must answer every call the same.
  */
 const redis = sharedRedis({ maxRetriesPerRequest: 2 });
 const prefix = uniquePrefix('test:items');
+let db: OwnDatabase;
+const pools: pg.Pool[] = [];
+beforeAll(async () => {
+  db = await ownDatabase();
+});
 afterAll(async () => {
   await deleteByPrefix(redis, prefix);
   await redis.quit();
+  await Promise.all(pools.map((p) => p.end()));
+  await db?.drop();
 });
 
 let made = 0;
-const stores: [string, () => BaseStore][] = [
+const stores: [string, () => BaseStore | Promise<BaseStore>][] = [
+  [
+    'PostgresItemStore',
+    async () => {
+      const { pool } = await migratedSchema(db.uri);
+      pools.push(pool);
+      return new PostgresItemStore(pool);
+    },
+  ],
   ['InMemoryStore (the reference)', () => new InMemoryStore()],
   ['RedisItemStore', () => new RedisItemStore(redis, { prefix: `${prefix}:${++made}` })],
   ['MemoryItemStore (InMemoryStore with counts)', () => new MemoryItemStore()],
@@ -25,7 +43,7 @@ const stores: [string, () => BaseStore][] = [
 
 describe.each(stores)('%s', (_, make) => {
   it('put, get, replace (created_at stays, updated_at moves), delete', async () => {
-    const store = make();
+    const store = await make();
     expect(await store.get(['users', 'u1'], 'prefs')).toBeNull();
     await store.put(['users', 'u1'], 'prefs', { theme: 'dark', size: 2 });
     const first = await store.get(['users', 'u1'], 'prefs');
@@ -43,7 +61,7 @@ describe.each(stores)('%s', (_, make) => {
   });
 
   it('search: by namespace prefix, value filters and paging', async () => {
-    const store = make();
+    const store = await make();
     await store.put(['docs', 'a'], 'k1', { n: 1, kind: 'note' });
     await store.put(['docs', 'a'], 'k2', { n: 2, kind: 'task' });
     await store.put(['docs', 'b'], 'k3', { n: 3, kind: 'note' });
@@ -63,7 +81,7 @@ describe.each(stores)('%s', (_, make) => {
   });
 
   it('listNamespaces: prefix, suffix, wildcards, depth and paging', async () => {
-    const store = make();
+    const store = await make();
     await store.put(['a', 'b', 'c'], 'k', { v: 1 });
     await store.put(['a', 'b', 'd'], 'k', { v: 1 });
     await store.put(['a', 'x'], 'k', { v: 1 });

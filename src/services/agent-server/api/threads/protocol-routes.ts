@@ -6,6 +6,7 @@ import { invalid, notFound } from '../../errors.ts';
 import { parseCommand, runCommand } from '../../protocol/commands.ts';
 import { handshakes } from '../../protocol/handshakes.ts';
 import { readableThread } from '../../protocol/thread-access.ts';
+import { attachReader, leaveThread } from '../../protocol/early-readers.ts';
 import { matching } from '../../protocol/thread-events.ts';
 import type { ProtocolThreads } from '../../protocol/threads.ts';
 import { Channel } from '../../runs/channel.ts';
@@ -83,25 +84,33 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
       operationId: 'protocol_events',
       summary: "Follow a thread's protocol events",
       description:
-        'Server-sent events of the thread: the events of its current run held so far (after `since`, a `seq`), then what comes, on the `channels` asked, under `namespaces` (at most `depth` below). The stream stays open between runs until the client leaves.',
+        "Server-sent events of the thread: the events of its current run held so far (after `since`, a `seq`), then what comes, on the `channels` asked, under `namespaces` (at most `depth` below). The stream stays open between runs until the client leaves. A thread that does not exist yet can be followed: the events of the run that makes it come (and the stream ends with nothing sent if that thread is not the caller's).",
       body: eventFilter,
       responses: { 200: { description: 'Server-sent events.', contentType: 'text/event-stream' }, ...errors },
       async handler(c, { body }) {
         const id = param(c, 'thread_id');
         const thread = threadOf(id);
-        if ((await readableThread(c.get('auth'), ctx, id)) === null) throw notFound('Thread', id);
         const frames = new Channel<Frame>();
         const sink = (e: ProtocolEvent) => frames.push({ event: e.method, data: JSON.stringify(e), id: e.event_id });
         const match = matching({ channels: new Set(body.channels), namespaces: body.namespaces, depth: body.depth });
-        for (const e of thread.events.replay(match, body.since)) sink(e);
-        thread.events.follow(sink, match, () => frames.close());
+        // A thread nobody made yet is followed as the official server does: its next run's events come once that
+        // run made it (and it is the caller's: early-readers.ts).
+        const attached = await attachReader(ctx, thread, c.get('auth'), {
+          sink,
+          match,
+          onEnd: () => frames.close(),
+          replay: () => {
+            for (const e of thread.events.replay(match, body.since)) sink(e);
+          },
+        });
+        if (attached === 'not_found') throw notFound('Thread', id);
         return sseResponse(frames, {
           headers: {},
           open: true,
           heartbeatMs: ctx.heartbeatMs,
           signal: c.req.raw.signal,
           onCancel: () => {
-            thread.events.detach(sink);
+            leaveThread(thread, sink);
             frames.detach();
           },
         });

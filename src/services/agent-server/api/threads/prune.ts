@@ -66,7 +66,8 @@ async function keepLatest(saver: BaseCheckpointSaver, threadId: string): Promise
       { configurable: { thread_id: threadId, checkpoint_ns: ns } },
       checkpoint,
       metadata ?? { source: 'update', step: -1, parents: {} },
-      {},
+      // Every channel as new: a checkpointer that keeps values apart (PostgresSaver) writes them only then.
+      checkpoint.channel_versions,
     );
     const byTask = new Map<string, [string, unknown][]>();
     for (const [taskId, channel, value] of pendingWrites ?? [])
