@@ -91,6 +91,17 @@ describe('a deployment reaches another deployment\u2019s database', { timeout: 6
     expect(seen.own).toBe(`${mine}@${mine}`);
     const names = (await query<{ datname: string }>('SELECT datname FROM pg_database')).map((r) => r.datname);
     expect(names).toEqual(expect.arrayContaining([mine, deploymentDatabaseName(a.victim.id)]));
+    // Its Agent Server keeps its data there (DATABASE_URI): its tables, owned by its role, made through the socket.
+    const c = new pg.Client({ connectionString: server.url.replace(/\/postgres$/, `/${mine}`) });
+    await c.connect();
+    try {
+      const { rows } = await c.query<{ owner: string }>(
+        "SELECT DISTINCT tableowner AS owner FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')",
+      );
+      expect(rows).toEqual([{ owner: mine }]);
+    } finally {
+      await c.end();
+    }
   });
 
   it('is refused as the victim\u2019s role, in the victim\u2019s database, as the superuser or the operator', () => {

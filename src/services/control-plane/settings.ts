@@ -14,6 +14,7 @@ import {
   type Env,
 } from '../../settings/env.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
+import { DEFAULT_DATABASE_POOL_SIZE } from '../../settings/database.ts';
 import { checkAllowedHosts } from '../shared/outbound-address.ts';
 import { ttlSweepMs, webhookHostsAllowed } from '../agent-server/settings.ts';
 import type { SandboxSetting } from '../../sandbox/probe.ts';
@@ -128,7 +129,10 @@ export interface ControlPlaneSettings {
    * deployment gets a database and a role of its own there (databases/deployment-databases.ts). null = none.
    */
   readonly deploymentsDatabaseUri: string | null;
-  /** DEPLOYMENT_DATABASE_POOL_SIZE (default 5): connections of one revision process at once (its role: twice). */
+  /**
+   * DEPLOYMENT_DATABASE_POOL_SIZE (default 5, 1-100): each revision process's DATABASE_POOL_SIZE; its forwarder lets
+   * one more through (the migration lock), its role's CONNECTION LIMIT is twice that (a redeploy's two processes).
+   */
   readonly deploymentDatabasePoolSize: number;
 }
 
@@ -188,7 +192,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     trustAllTenants: oneOf(env, 'TRUST_ALL_TENANTS', ['0', '1'], '0') === '1',
     maxDeploymentsPerTenant: integer(env, 'MAX_DEPLOYMENTS_PER_TENANT', 20, 1, 1_000_000),
     deploymentsDatabaseUri: postgresUri(env, 'DEPLOYMENTS_DATABASE_URI'),
-    deploymentDatabasePoolSize: integer(env, 'DEPLOYMENT_DATABASE_POOL_SIZE', 5, 1, 1000),
+    deploymentDatabasePoolSize: integer(env, 'DEPLOYMENT_DATABASE_POOL_SIZE', DEFAULT_DATABASE_POOL_SIZE, 1, 100),
     revisionRedis: Object.freeze({
       maxConnections: integer(env, 'DEPLOYMENT_REDIS_CONNECTIONS', 16, 1, 10_000),
       idleMs: Math.round(seconds(env, 'DEPLOYMENT_REDIS_IDLE_SECONDS', 300, 1, 86_400) * 1000),

@@ -10,8 +10,8 @@ export type { PostgresTarget } from './postgres-forward.ts';
  * A revision's way to its PostgreSQL database (DEPLOYMENTS_DATABASE_URI:
  * deployment-databases.ts): a folder the host makes for it (0700, the
  * host's) holding the socket of a forwarder (postgres-forward.ts) that lets
- * through only its deployment's role to its database, at most `poolSize`
- * connections at once. The process gets `DATABASE_URI` with its role's
+ * through only its deployment's role to its database, at most
+ * `maxConnections` at once (its pool, and one for the migration lock at start). The process gets `DATABASE_URI` with its role's
  * password and that folder as `host`, and `DATABASE_POOL_SIZE`; never the
  * operator's credentials. The sandbox gets the folder (launch.ts), removed
  * with the process.
@@ -23,8 +23,10 @@ export interface RevisionDatabaseAccess {
   readonly password: string;
   /** The operator's server. */
   readonly target: PostgresTarget;
-  /** Connections of one process at once: its pool, and its forwarder's bound. */
+  /** The process's pool size (DATABASE_POOL_SIZE). */
   readonly poolSize: number;
+  /** Connections of one process at once through its forwarder: its pool and its migration lock's. */
+  readonly maxConnections: number;
 }
 
 export interface RevisionDatabase {
@@ -44,7 +46,7 @@ export async function openRevisionDatabase(access: RevisionDatabaseAccess, log: 
       target: access.target,
       role: access.role,
       database: access.database,
-      maxConnections: access.poolSize,
+      maxConnections: access.maxConnections,
       log,
     });
     let closed: Promise<void> | null = null;

@@ -10,7 +10,8 @@ import { scramVerifier } from './scram-verifier.ts';
  * operator's DEPLOYMENTS_DATABASE_URI (a role that may CREATE DATABASE and
  * CREATE ROLE): the role LOGIN, NOSUPERUSER, with a password only the
  * deployment's processes get (database-names.ts), `CONNECTION LIMIT` twice
- * the pool size (a redeploy's new process starts while the old one drains),
+ * a process's bound (the pool size and one: a redeploy's new process starts
+ * while the old one drains),
  * owner of its database; CONNECT and TEMPORARY on the database and CREATE on
  * its `public` schema taken from PUBLIC, so no other role connects or
  * reads. Every step is idempotent (a retried create, two gateways at once,
@@ -25,7 +26,7 @@ export interface DeploymentDatabasesOptions {
   readonly adminUri: string;
   /** The key of the deployments' passwords (SecretBox.derive of SECRETS_KEY). */
   readonly passwordKey: Buffer;
-  /** DEPLOYMENT_DATABASE_POOL_SIZE: each revision process's pool, and its forwarder's bound. */
+  /** DEPLOYMENT_DATABASE_POOL_SIZE: each revision process's pool (its forwarder lets one more through). */
   readonly poolSize: number;
   readonly log: Logger;
 }
@@ -59,9 +60,14 @@ export class DeploymentDatabases {
     this.admin.on('error', (err) => o.log.warn({ err: err.message }, 'deployments database: admin connection error'));
   }
 
-  /** The role's connection bound: two processes' pools (a redeploy's old and new). */
+  /** One process's connections at once: its pool and, at start, its migration lock's (migrations.ts). */
+  get processConnections(): number {
+    return this.o.poolSize + 1;
+  }
+
+  /** The role's connection bound: two processes' (a redeploy's old one draining while the new one starts). */
   get connectionLimit(): number {
-    return 2 * this.o.poolSize;
+    return 2 * this.processConnections;
   }
 
   /** Says once, at start, whether DEPLOYMENTS_DATABASE_URI's role can do its job (never fails the start). */
@@ -117,6 +123,7 @@ export class DeploymentDatabases {
         password: deploymentDatabasePassword(this.o.passwordKey, deploymentId),
         target: this.target,
         poolSize: this.o.poolSize,
+        maxConnections: this.processConnections,
       };
     });
   }
