@@ -40,12 +40,21 @@ describe('operations kit: files', () => {
     expect(c.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
   });
 
-  it('the Deployment never holds a secret value: REDIS_URL, IDENTITY_SECRET, SECRETS_KEY, ADMIN_TOKEN are Secret refs', () => {
+  it('the Deployment never holds a secret value: the URIs, IDENTITY_SECRET, SECRETS_KEY, ADMIN_TOKEN are Secret refs', () => {
     const env = gatewayContainer().env as { name: string; value?: string; valueFrom?: unknown }[];
-    for (const name of ['REDIS_URL', 'IDENTITY_SECRET', 'SECRETS_KEY', 'ADMIN_TOKEN']) {
+    const urls = ['REDIS_URL', 'DATABASE_URI', 'DEPLOYMENTS_DATABASE_URI'];
+    for (const name of [...urls, 'IDENTITY_SECRET', 'SECRETS_KEY', 'ADMIN_TOKEN']) {
       const e = env.find((x) => x.name === name);
       expect(e?.valueFrom, name).toMatchObject({ secretKeyRef: { name: 'gateway-secrets', key: name } });
       expect(e?.value, name).toBeUndefined();
+    }
+    // The example Secret: a Redis with a password, PostgreSQL URLs with a role and a password each.
+    const example = manifest('secret.example.yaml').stringData as Record<string, string>;
+    expect(new URL(example.REDIS_URL!).password).not.toBe('');
+    for (const name of urls.slice(1)) {
+      const url = new URL(example[name]!);
+      expect(url.protocol, name).toBe('postgresql:');
+      expect(url.username && url.password, name).toBeTruthy();
     }
   });
 
@@ -60,15 +69,34 @@ describe('operations kit: files', () => {
     expect(hpa.minReplicas).toBeLessThanOrEqual(hpa.maxReplicas);
   });
 
-  it('compose: the gateway from the Dockerfile with Redis 7, both health-checked, builds on a named volume', () => {
+  it('compose: the gateway from the Dockerfile with PostgreSQL and Redis 7, all health-checked, on named volumes', () => {
     const c = compose();
     const gateway = c.services.gateway;
     expect(gateway.build).toBe('.');
     expect(c.services.redis.image).toBe('redis:7');
-    expect(c.services.redis.healthcheck.test).toEqual(['CMD', 'redis-cli', 'ping']);
-    expect(gateway.depends_on.redis.condition).toBe('service_healthy');
+    // Redis with a password (from .env), which the health check and REDIS_URL carry.
+    expect(c.services.redis.command.join(' ')).toContain('--requirepass "$$REDIS_PASSWORD"');
+    expect(c.services.redis.environment.REDIS_PASSWORD).toMatch(/^\$\{REDIS_PASSWORD:\?/);
+    expect(c.services.redis.healthcheck.test.join(' ')).toMatch(/REDISCLI_AUTH=.*redis-cli ping/);
+    expect(gateway.environment.REDIS_URL).toMatch(/^redis:\/\/:\$\{REDIS_PASSWORD:\?[^}]*\}@redis:6379$/);
+    // PostgreSQL 15 or later, scram for every connection, its data on a volume, health-checked.
+    const postgres = c.services.postgres;
+    expect(Number(/^postgres:(\d+)/.exec(postgres.image as string)?.[1])).toBeGreaterThanOrEqual(15);
+    expect(postgres.environment.POSTGRES_INITDB_ARGS).toContain('--auth-local=scram-sha-256');
+    expect(postgres.volumes).toContain('postgres-data:/var/lib/postgresql/data');
+    expect(postgres.healthcheck.test[1]).toBe('pg_isready');
+    expect(postgres.ports).toBeUndefined();
+    // The bundled Agent Server's database and the deployments' server, both that PostgreSQL.
+    const user = postgres.environment.POSTGRES_USER as string;
+    expect(gateway.environment.DATABASE_URI).toMatch(
+      new RegExp(
+        `^postgresql://${user}:\\$\\{POSTGRES_PASSWORD:\\?[^}]*\\}@postgres:5432/${postgres.environment.POSTGRES_DB}$`,
+      ),
+    );
+    expect(gateway.environment.DEPLOYMENTS_DATABASE_URI).toMatch(new RegExp(`^postgresql://${user}:.*@postgres:5432/`));
+    expect(Object.keys(c.volumes)).toEqual(expect.arrayContaining(['postgres-data', 'redis-data']));
+    for (const s of ['postgres', 'redis']) expect(gateway.depends_on[s].condition, s).toBe('service_healthy');
     expect(gateway.healthcheck.test.join(' ')).toContain('/healthz');
-    expect(gateway.environment.REDIS_URL).toBe('redis://redis:6379');
     // The volume is mounted where the image keeps its builds.
     const workDir = /^ENV BUILD_WORK_DIR=(\S+)$/m.exec(read('Dockerfile'))?.[1];
     expect(workDir).toBeDefined();

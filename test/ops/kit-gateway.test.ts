@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.ts';
 import { SHARED_REDIS_URL } from '../helpers/shared-redis.ts';
+import { ownDatabase, SHARED_POSTGRES_URL } from '../helpers/shared-postgres.ts';
 import {
   composeEnv,
   declaredMetrics,
@@ -27,18 +28,31 @@ const secrets = () => ({
   SECRETS_KEY: randomBytes(32).toString('base64'),
 });
 
-const setups: [string, () => { env: Record<string, string>; token: string | null; cleanup: () => void }][] = [
+/** PostgreSQL: the bundled Agent Server's in a database of this test's own, the deployments' on the shared server. */
+async function databases(): Promise<{ env: Record<string, string>; drop: () => Promise<void> }> {
+  const own = await ownDatabase();
+  return { env: { DATABASE_URI: own.uri, DEPLOYMENTS_DATABASE_URI: SHARED_POSTGRES_URL }, drop: () => own.drop() };
+}
+
+type Setup = { env: Record<string, string>; token: string | null; cleanup: () => Promise<void> };
+
+const setups: [string, () => Promise<Setup>][] = [
   [
     'compose.yaml',
-    () => {
+    async () => {
       const builds = mkdtempSync(join(tmpdir(), 'kit-builds-'));
-      const env = { ...composeEnv(), ...secrets(), REDIS_URL: SHARED_REDIS_URL, BUILD_WORK_DIR: builds };
-      return { env, token: null, cleanup: () => rmSync(builds, { recursive: true, force: true }) };
+      const db = await databases();
+      const env = { ...composeEnv(), ...secrets(), REDIS_URL: SHARED_REDIS_URL, ...db.env, BUILD_WORK_DIR: builds };
+      const cleanup = async () => {
+        rmSync(builds, { recursive: true, force: true });
+        await db.drop();
+      };
+      return { env, token: null, cleanup };
     },
   ],
   [
     'deploy/kubernetes/deployment.yaml',
-    () => {
+    async () => {
       const builds = mkdtempSync(join(tmpdir(), 'kit-builds-'));
       // RULES_DIR as the pod sees it: the ConfigMap's files.
       const rules = mkdtempSync(join(tmpdir(), 'kit-rules-'));
@@ -46,10 +60,19 @@ const setups: [string, () => { env: Record<string, string>; token: string | null
         writeFileSync(join(rules, name), text);
       const token = randomBytes(12).toString('hex');
       const { values, fromSecret } = deploymentEnv();
-      const fromTheSecret: Record<string, string> = { ...secrets(), REDIS_URL: SHARED_REDIS_URL, ADMIN_TOKEN: token };
+      const db = await databases();
+      const fromTheSecret: Record<string, string> = {
+        ...secrets(),
+        REDIS_URL: SHARED_REDIS_URL,
+        ...db.env,
+        ADMIN_TOKEN: token,
+      };
       expect(Object.keys(fromTheSecret).sort()).toEqual([...fromSecret].sort());
       const env = { ...values, ...fromTheSecret, RULES_DIR: rules, BUILD_WORK_DIR: builds };
-      const cleanup = () => [builds, rules].forEach((d) => rmSync(d, { recursive: true, force: true }));
+      const cleanup = async () => {
+        [builds, rules].forEach((d) => rmSync(d, { recursive: true, force: true }));
+        await db.drop();
+      };
       return { env, token, cleanup };
     },
   ],
@@ -59,10 +82,10 @@ describe.each(setups)('operations kit on a gateway started with the settings of 
   let gateway: TestGateway;
   let admin: string;
   let token: string | null;
-  let cleanup: () => void;
+  let cleanup: (() => Promise<void>) | undefined;
 
   beforeAll(async () => {
-    const s = setup();
+    const s = await setup();
     ({ token, cleanup } = s);
     gateway = await startTestGateway({
       ...s.env,
@@ -74,7 +97,7 @@ describe.each(setups)('operations kit on a gateway started with the settings of 
   }, 60_000);
   afterAll(async () => {
     await gateway?.close();
-    cleanup?.();
+    await cleanup?.();
   });
 
   it.each(probes())('$where: $path answers 200 on the admin listener', async ({ port, path }) => {
