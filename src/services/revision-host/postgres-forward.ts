@@ -46,16 +46,28 @@ const STARTUP_MS = 10_000;
 const INVALID_AUTHORIZATION = '28000';
 const PROTOCOL_VIOLATION = '08P01';
 
+/** At most one warning per this many ms (a tenant opening connections in a loop writes no flood of log lines). */
+const WARN_EVERY_MS = 10_000;
+
 export function startPostgresForward(o: PostgresForwardOptions): Promise<PostgresForward> {
   const sockets = new Set<Socket>();
+  let lastWarning = 0;
+  let unsaid = 0;
+  const warn = (why: string) => {
+    const now = Date.now();
+    if (now - lastWarning < WARN_EVERY_MS) return void unsaid++;
+    o.log.warn({ why, alsoRefusedSinceLastWarning: unsaid }, 'database connection refused');
+    lastWarning = now;
+    unsaid = 0;
+  };
   const server: Server = createServer({ allowHalfOpen: false }, (client) => {
     sockets.add(client);
     client.once('close', () => sockets.delete(client));
-    admit(client, o);
+    admit(client, o, warn);
   });
   // Beyond it, node closes a new connection as it is accepted.
   server.maxConnections = o.maxConnections;
-  server.on('drop', () => o.log.warn({ max: o.maxConnections }, 'database connection refused: over its bound'));
+  server.on('drop', () => warn(`over its bound of ${o.maxConnections} connections`));
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.socketPath, () => {
@@ -77,13 +89,13 @@ export function startPostgresForward(o: PostgresForwardOptions): Promise<Postgre
 }
 
 /** Reads the client's first packet(s), then refuses it or joins it to the server. */
-function admit(client: Socket, o: PostgresForwardOptions): void {
+function admit(client: Socket, o: PostgresForwardOptions, warn: (why: string) => void): void {
   let buf = Buffer.alloc(0);
   const timer = setTimeout(() => client.destroy(), o.startupMs ?? STARTUP_MS);
   const refuse = (code: string, message: string) => {
     clearTimeout(timer);
     client.off('data', onData);
-    o.log.warn({ why: message }, 'database connection refused');
+    warn(message);
     client.end(errorResponse(code, message));
   };
   const onData = (chunk: Buffer) => {
@@ -110,7 +122,7 @@ function admit(client: Socket, o: PostgresForwardOptions): void {
       }
       clearTimeout(timer);
       client.off('data', onData);
-      return join(client, buf, o);
+      return join(client, buf, o, warn);
     }
   };
   client.on('data', onData);
@@ -118,7 +130,7 @@ function admit(client: Socket, o: PostgresForwardOptions): void {
   client.once('close', () => clearTimeout(timer));
 }
 
-function join(client: Socket, head: Buffer, o: PostgresForwardOptions): void {
+function join(client: Socket, head: Buffer, o: PostgresForwardOptions, warn: (why: string) => void): void {
   client.pause();
   const t = o.target;
   const server = 'path' in t ? connect(t.path) : connect({ host: t.host, port: t.port });
@@ -128,7 +140,7 @@ function join(client: Socket, head: Buffer, o: PostgresForwardOptions): void {
     server.destroy();
   };
   server.on('error', (err) => {
-    o.log.warn({ err: err.message }, 'the deployments\u2019 PostgreSQL cannot be reached');
+    warn(`the deployments\u2019 PostgreSQL cannot be reached: ${err.message}`);
     end();
   });
   server.once('connect', () => {
