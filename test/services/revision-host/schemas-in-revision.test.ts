@@ -1,0 +1,56 @@
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pino from 'pino';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_ORG } from '../../../src/keys/bootstrap.ts';
+import { LocalProcessHost } from '../../../src/services/revision-host/local-process-host.ts';
+import type { RunningRevision } from '../../../src/services/revision-host/revision-host.ts';
+import { httpUrl } from '../../helpers/target-url.ts';
+import { sdk } from '../agent-server/helpers.ts';
+
+/**
+ * A deployment's process reads an `Annotation` graph's schemas from its TypeScript source as the bundled server does
+ * (issue 35, item 2): the parser's worker thread runs in the revision's sandbox (bubblewrap where it works here, its
+ * app folder read-only) within the default deployment's memory bound.
+ */
+const APP_DIR = dirname(fileURLToPath(new URL('../agent-server/fixtures/schemas-app/langgraph.json', import.meta.url)));
+const SLOW = 600_000;
+
+describe('graph schemas in a revision process', () => {
+  let host: LocalProcessHost;
+  let revision: RunningRevision;
+  beforeAll(async () => {
+    host = new LocalProcessHost({
+      log: pino({ level: 'silent' }),
+      redis: null,
+      verifyKey: async () => DEFAULT_ORG,
+      loadTimeoutMs: SLOW,
+    });
+    revision = await host.start({
+      deploymentId: 'schemas',
+      revisionId: 'r1',
+      appDir: APP_DIR,
+      configPath: 'langgraph.json',
+      org: DEFAULT_ORG,
+      env: { LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS: String(SLOW) },
+      memoryMb: 512,
+      dataPrefix: 'schemas-test',
+    });
+  }, SLOW);
+  afterAll(async () => {
+    await revision?.stop(1000);
+    await host?.close();
+  });
+
+  it("answers an Annotation graph's schemas and its subgraphs' from the source", { timeout: SLOW }, async () => {
+    const client = sdk(await httpUrl(revision.target), 'any-key').client;
+    const schemas = await client.assistants.getSchemas('annotated');
+    expect(schemas.input_schema).toMatchObject({
+      type: 'object',
+      properties: { topic: { type: 'string' }, tags: { type: 'array', items: { type: 'string' } } },
+    });
+    const subgraphs = await client.assistants.getSubgraphs('parent', { recurse: true });
+    expect(Object.keys(subgraphs).sort()).toEqual(['outer', 'outer|inner']);
+    expect(await revision.health()).toBe(true);
+  });
+});
