@@ -15,11 +15,14 @@ describe('apps load and run as on the official server', () => {
   beforeAll(async () => {
     // The server's own environment wins over the app's env block.
     process.env.FIDELITY_PRESET = 'from the server';
+    // Reading an Annotation graph's schemas from its source may take long on a loaded machine: no time limit that bites.
+    process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS = '600000';
     stack = await startStack({ configPath: FIDELITY_APP, log: logs.log });
   });
   afterAll(async () => {
     await stack.close();
     delete process.env.FIDELITY_PRESET;
+    delete process.env.LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS;
   });
 
   const as = (user: string, headers: Record<string, string> = {}) =>
