@@ -3,8 +3,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SchemaParser } from '../../../../src/services/agent-server/api/assistants/schema-parser.ts';
 
 /**
- * The worker that reads graphs' schemas from their TypeScript source: one job at a time, a job over its time fails
- * alone (the next one gets a fresh worker), a source it cannot read fails its job, and closing fails what waits.
+ * The worker that reads graphs' schemas from their TypeScript source: one job at a time, a job over its time or its
+ * memory fails alone (the next one gets a fresh worker), a source it cannot read fails its job, and closing fails what
+ * waits.
  */
 const source = (file: string) => fileURLToPath(new URL(`../fixtures/schemas-app/${file}`, import.meta.url));
 const PARENT = { sourceFile: source('subgraphs.ts'), exportSymbol: 'parent' };
@@ -18,7 +19,7 @@ describe('the source schema parser', () => {
   });
 
   it('parses queued graphs one after the other, each with its subgraphs', { timeout: SLOW }, async () => {
-    parser = new SchemaParser(() => SLOW);
+    parser = new SchemaParser({ timeoutMs: () => SLOW });
     const [parent, annotated] = await Promise.all([
       parser.parse(PARENT),
       parser.parse({ sourceFile: source('annotation.ts'), exportSymbol: 'annotated' }),
@@ -32,14 +33,20 @@ describe('the source schema parser', () => {
 
   it('fails a job that runs over its time, and the next job still runs', { timeout: SLOW }, async () => {
     let timeoutMs = 1;
-    parser = new SchemaParser(() => timeoutMs);
+    parser = new SchemaParser({ timeoutMs: () => timeoutMs });
     await expect(parser.parse(PARENT)).rejects.toThrow('timed out after 1 ms');
     timeoutMs = SLOW;
     expect(Object.keys(await parser.parse(PARENT))).toContain('parent|outer');
   });
 
+  it('fails a job that runs out of its heap, and the process lives on', { timeout: SLOW }, async () => {
+    parser = new SchemaParser({ timeoutMs: () => SLOW, heapMb: 16 });
+    await expect(parser.parse(PARENT)).rejects.toThrow('the parser ran out of memory');
+    await expect(parser.parse(PARENT)).rejects.toThrow('the parser ran out of memory');
+  });
+
   it('fails the job of a source it cannot read, with the reason', { timeout: SLOW }, async () => {
-    parser = new SchemaParser(() => SLOW);
+    parser = new SchemaParser({ timeoutMs: () => SLOW });
     await expect(parser.parse({ sourceFile: source('plain.mjs'), exportSymbol: 'untyped' })).rejects.toThrow(/./);
     await expect(parser.parse({ sourceFile: source('annotation.ts'), exportSymbol: 'missing' })).rejects.toThrow(
       'Failed to find export "missing"',
@@ -47,7 +54,7 @@ describe('the source schema parser', () => {
   });
 
   it('fails what waits when it closes, and takes no more jobs', { timeout: SLOW }, async () => {
-    parser = new SchemaParser(() => SLOW);
+    parser = new SchemaParser({ timeoutMs: () => SLOW });
     const outcomes = [parser.parse(PARENT), parser.parse(PARENT)].map((job) =>
       job.then(
         () => 'parsed',

@@ -44,7 +44,15 @@ export class SchemaParser {
   private nextId = 0;
   private closed = false;
 
-  constructor(private readonly timeoutMs: () => number = timeoutFromEnv) {}
+  private readonly timeoutMs: () => number;
+  private readonly heapMb: number;
+
+  /** `timeoutMs` is read as each job starts; `heapMb` bounds the worker's heap (default: half the process's, ≤ 512). */
+  constructor(options: { timeoutMs?: () => number; heapMb?: number } = {}) {
+    this.timeoutMs = options.timeoutMs ?? timeoutFromEnv;
+    const half = Math.round(getHeapStatistics().heap_size_limit / 1024 / 1024 / 2);
+    this.heapMb = options.heapMb ?? Math.min(512, Math.max(128, half));
+  }
 
   parse(spec: GraphSpec): Promise<SourceSchemas> {
     if (this.closed) return Promise.reject(new Error('the server is closing'));
@@ -90,9 +98,8 @@ export class SchemaParser {
 
   private startWorker(): Worker {
     if (this.worker !== null) return this.worker;
-    const heapMb = Math.round(getHeapStatistics().heap_size_limit / 1024 / 1024 / 2);
     const worker = new Worker(WORKER, {
-      resourceLimits: { maxOldGenerationSizeMb: Math.min(512, Math.max(128, heapMb)) },
+      resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
       stdout: true,
       stderr: true,
       // The worker needs no loader of the parent's (tsx): its file and the parser are plain JavaScript.
