@@ -18,7 +18,7 @@ export default defineConfig(globalIgnores(['bench/results/', 'dist/', 'coverage/
   languageOptions: {
     parser: tseslint.parser,
     parserOptions: {
-      // The JavaScript files (the `gateway` program, a module hook, the schema parser's worker) are outside tsconfig.json.
+      // The JavaScript files (the `gateway` program, a module hook, the schema parser's child) are outside tsconfig.json.
       projectService: {
         allowDefaultProject: [
           'bin/*.js',

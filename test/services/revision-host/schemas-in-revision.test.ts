@@ -10,8 +10,8 @@ import { sdk } from '../agent-server/helpers.ts';
 
 /**
  * A deployment's process reads an `Annotation` graph's schemas from its TypeScript source as the bundled server does
- * (issue 35, item 2): the parser's worker thread runs in the revision's sandbox (bubblewrap where it works here, its
- * app folder read-only) within the default deployment's memory bound.
+ * (issue 35, item 2): the parser's child process runs in the revision's sandbox (bubblewrap where it works here, its
+ * app folder read-only), one parse after another, within the default deployment's memory bound.
  */
 const APP_DIR = dirname(fileURLToPath(new URL('../agent-server/fixtures/schemas-app/langgraph.json', import.meta.url)));
 const SLOW = 600_000;
@@ -51,6 +51,14 @@ describe('graph schemas in a revision process', () => {
     });
     const subgraphs = await client.assistants.getSubgraphs('parent', { recurse: true });
     expect(Object.keys(subgraphs).sort()).toEqual(['outer', 'outer|inner']);
+    // One parse after another within the bound: on Node 24 a worker thread kept ~300 MB after each, and the second
+    // parse put the process over its memory (killed); a child process gives all of it back.
+    expect((await client.assistants.getSchemas('configured')).config_schema).toMatchObject({
+      properties: { temperature: { type: 'number' } },
+    });
+    expect((await client.assistants.getSchemas('mixed')).state_schema).toMatchObject({
+      properties: { note: { type: 'string' } },
+    });
     expect(await revision.health()).toBe(true);
   });
 });

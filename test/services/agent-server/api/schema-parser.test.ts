@@ -3,8 +3,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SchemaParser } from '../../../../src/services/agent-server/api/assistants/schema-parser.ts';
 
 /**
- * The worker that reads graphs' schemas from their TypeScript source: one job at a time, a job over its time or its
- * memory fails alone (the next one gets a fresh worker), a source it cannot read fails its job, and closing fails what
+ * The child process that reads graphs' schemas from their TypeScript source: one job at a time, a job over its time or its
+ * memory fails alone (the next one gets a fresh process), a source it cannot read fails its job, and closing fails what
  * waits.
  */
 const source = (file: string) => fileURLToPath(new URL(`../fixtures/schemas-app/${file}`, import.meta.url));
@@ -39,7 +39,7 @@ describe('the source schema parser', () => {
     expect(Object.keys(await parser.parse(PARENT))).toContain('parent|outer');
   });
 
-  it('fails a job that runs out of its heap, and the process lives on', { timeout: SLOW }, async () => {
+  it('fails a job that runs out of its heap, and the server lives on', { timeout: SLOW }, async () => {
     parser = new SchemaParser({ timeoutMs: () => SLOW, heapMb: 16 });
     await expect(parser.parse(PARENT)).rejects.toThrow('the parser ran out of memory');
     await expect(parser.parse(PARENT)).rejects.toThrow('the parser ran out of memory');

@@ -1,14 +1,17 @@
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { getHeapStatistics } from 'node:v8';
-import { Worker } from 'node:worker_threads';
 
 /**
- * Reads graphs' JSON schemas from their TypeScript source with the official server's parser, in one worker thread
- * (schema-parser-worker.mjs) so the server's event loop never waits on the compiler. The worker starts on the first
- * job, parses one graph at a time, and ends when no job is left (the compiler's memory goes with it). Its heap is
- * bounded (half the process's, at most 512 MB): a source too big to parse fails its job, not the server. A job that
- * runs longer than the timeout (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS as the official server reads it, 30 s by
- * default) fails and the worker is ended. The compiler's diagnostics (the worker's output) are dropped, as they
- * describe the app's types, not this server.
+ * Reads graphs' JSON schemas from their TypeScript source with the official server's parser, in a child process
+ * (schema-parser-child.mjs) so the server's event loop never waits on the compiler. A process, not a worker thread
+ * (the official server's choice): a worker's memory is not all given back when it ends (Node 24 keeps ~300 MB), and a
+ * second parse then put a 512 MB deployment over its memory bound, which kills the whole server; an exited process
+ * gives back all of it. The child starts on the first job, parses one graph at a time, and ends when no job is left.
+ * Its heap is bounded (half the server's, at most 512 MB): a source too big to parse fails its job, not the server. A
+ * job that runs longer than the timeout (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS as the official server reads it, 30 s by
+ * default) fails and the child is killed. The compiler's diagnostics (the child's output) are dropped: they describe
+ * the app's types, not this server.
  */
 export interface GraphSchema {
   readonly state?: unknown;
@@ -34,20 +37,20 @@ interface Job {
 
 type Answer = { id: number; schemas: SourceSchemas } | { id: number; error: string };
 
-const WORKER = new URL('./schema-parser-worker.mjs', import.meta.url);
+const CHILD = fileURLToPath(new URL('./schema-parser-child.mjs', import.meta.url));
 const DEFAULT_TIMEOUT_MS = 30_000;
+const CLOSING = 'the server is closing';
 
 export class SchemaParser {
   private readonly queue: Job[] = [];
-  private worker: Worker | null = null;
+  private child: ChildProcess | null = null;
   private current: { job: Job; timer: NodeJS.Timeout } | null = null;
   private nextId = 0;
   private closed = false;
-
   private readonly timeoutMs: () => number;
   private readonly heapMb: number;
 
-  /** `timeoutMs` is read as each job starts; `heapMb` bounds the worker's heap (default: half the process's, ≤ 512). */
+  /** `timeoutMs` is read as each job starts; `heapMb` bounds the child's heap (default: half the server's, ≤ 512). */
   constructor(options: { timeoutMs?: () => number; heapMb?: number } = {}) {
     this.timeoutMs = options.timeoutMs ?? timeoutFromEnv;
     const half = Math.round(getHeapStatistics().heap_size_limit / 1024 / 1024 / 2);
@@ -55,35 +58,35 @@ export class SchemaParser {
   }
 
   parse(spec: GraphSpec): Promise<SourceSchemas> {
-    if (this.closed) return Promise.reject(new Error('the server is closing'));
+    if (this.closed) return Promise.reject(new Error(CLOSING));
     return new Promise((resolve, reject) => {
       this.queue.push({ id: ++this.nextId, spec, resolve, reject });
       this.pump();
     });
   }
 
-  /** Fails what is queued and ends the worker. */
+  /** Fails what is queued and ends the child. */
   async close(): Promise<void> {
     this.closed = true;
-    for (const job of this.queue.splice(0)) job.reject(new Error('the server is closing'));
-    this.finish(new Error('the server is closing'));
-    await this.stopWorker();
+    for (const job of this.queue.splice(0)) job.reject(new Error(CLOSING));
+    this.finish(new Error(CLOSING));
+    await this.stopChild();
   }
 
   private pump(): void {
     if (this.current !== null) return;
     const job = this.queue.shift();
     if (job === undefined) {
-      void this.stopWorker();
+      void this.stopChild();
       return;
     }
     const timeoutMs = this.timeoutMs();
     const timer = setTimeout(() => {
       this.finish(new Error(`timed out after ${timeoutMs} ms`));
-      void this.stopWorker().then(() => this.pump());
+      void this.stopChild().then(() => this.pump());
     }, timeoutMs);
     this.current = { job, timer };
-    this.startWorker().postMessage({ id: job.id, spec: { ...job.spec } });
+    this.startChild().send({ id: job.id, spec: { ...job.spec } });
   }
 
   /** Settles the running job (with `err`, or with `schemas`). */
@@ -96,44 +99,47 @@ export class SchemaParser {
     else current.job.resolve(schemas ?? {});
   }
 
-  private startWorker(): Worker {
-    if (this.worker !== null) return this.worker;
-    const worker = new Worker(WORKER, {
-      resourceLimits: { maxOldGenerationSizeMb: this.heapMb },
-      stdout: true,
-      stderr: true,
-      // The worker needs no loader of the parent's (tsx): its file and the parser are plain JavaScript.
-      execArgv: [],
+  private startChild(): ChildProcess {
+    if (this.child !== null) return this.child;
+    const child = fork(CHILD, [], {
+      // None of the server's own flags (its loader, its heap bound): the child's file and the parser are JavaScript.
+      execArgv: [`--max-old-space-size=${this.heapMb}`],
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
-    worker.stdout.resume();
-    worker.stderr.resume();
-    worker.on('message', (answer: Answer) => {
+    // The start of its error output: V8 says it ran out of memory there, before a long native stack.
+    let stderrHead = '';
+    child.stdout?.resume();
+    child.stderr?.on('data', (d: Buffer) => {
+      if (stderrHead.length < 4000) stderrHead += d.toString();
+    });
+    child.on('message', (answer: Answer) => {
       if (this.current?.job.id !== answer.id) return;
       if ('error' in answer) this.finish(new Error(answer.error));
       else this.finish(null, answer.schemas);
       this.pump();
     });
-    worker.on('error', (err) => {
-      if (this.worker !== worker) return;
-      this.worker = null;
-      this.finish(err.message.includes('memory') ? new Error('the parser ran out of memory') : err);
+    child.on('error', () => {
+      // Reported again by 'close' when the process ends; a failed start ends it too.
+    });
+    // 'close', not 'exit': by then its stderr is read whole (what says it ran out of memory).
+    child.on('close', (code, signal) => {
+      if (this.child !== child) return;
+      this.child = null;
+      const outOfMemory = /heap out of memory|Allocation failed/i.test(stderrHead);
+      this.finish(new Error(outOfMemory ? 'the parser ran out of memory' : `the parser stopped (${signal ?? code})`));
       this.pump();
     });
-    worker.on('exit', () => {
-      if (this.worker !== worker) return;
-      this.worker = null;
-      this.finish(new Error('the parser stopped'));
-      this.pump();
-    });
-    worker.unref();
-    this.worker = worker;
-    return worker;
+    this.child = child;
+    return child;
   }
 
-  private async stopWorker(): Promise<void> {
-    const worker = this.worker;
-    this.worker = null;
-    if (worker !== null) await worker.terminate();
+  private async stopChild(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (child === null || child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGKILL');
+    await exited;
   }
 }
 
