@@ -21,7 +21,7 @@ describe('graph schemas in a revision process', () => {
   let revision: RunningRevision;
   beforeAll(async () => {
     host = new LocalProcessHost({
-      log: pino({ level: 'silent' }),
+      log: pino({ level: process.env.DEBUG_REVISION_LOG ?? 'silent' }),
       redis: null,
       verifyKey: async () => DEFAULT_ORG,
       loadTimeoutMs: SLOW,
@@ -51,6 +51,9 @@ describe('graph schemas in a revision process', () => {
     });
     const subgraphs = await client.assistants.getSubgraphs('parent', { recurse: true });
     expect(Object.keys(subgraphs).sort()).toEqual(['outer', 'outer|inner']);
+    expect((subgraphs as unknown as Record<string, { state?: unknown }>).outer!.state).toMatchObject({
+      properties: { level: { type: 'string' } },
+    });
     // One parse after another within the bound: on Node 24 a worker thread kept ~300 MB after each, and the second
     // parse put the process over its memory (killed); a child process gives all of it back.
     expect((await client.assistants.getSchemas('configured')).config_schema).toMatchObject({

@@ -8,7 +8,8 @@ import { getHeapStatistics } from 'node:v8';
  * (the official server's choice): a worker's memory is not all given back when it ends (Node 24 keeps ~300 MB), and a
  * second parse then put a 512 MB deployment over its memory bound, which kills the whole server; an exited process
  * gives back all of it. The child starts on the first job, parses one graph at a time, and ends when no job is left.
- * Its heap is bounded (half the server's, at most 512 MB): a source too big to parse fails its job, not the server. A
+ * Its heap is bounded by the server's own bound (at most 1 GB), and it asks the kernel to kill it first when the
+ * deployment goes over its memory (schema-parser-child.mjs): a source too big to parse fails its job, not the server. A
  * job that runs longer than the timeout (LANGGRAPH_SCHEMA_RESOLVE_TIMEOUT_MS as the official server reads it, 30 s by
  * default) fails and the child is killed. The compiler's diagnostics (the child's output) are dropped: they describe
  * the app's types, not this server.
@@ -50,11 +51,11 @@ export class SchemaParser {
   private readonly timeoutMs: () => number;
   private readonly heapMb: number;
 
-  /** `timeoutMs` is read as each job starts; `heapMb` bounds the child's heap (default: half the server's, ≤ 512). */
+  /** `timeoutMs` is read as each job starts; `heapMb` bounds the child's heap (default: the server's, ≤ 1024). */
   constructor(options: { timeoutMs?: () => number; heapMb?: number } = {}) {
     this.timeoutMs = options.timeoutMs ?? timeoutFromEnv;
-    const half = Math.round(getHeapStatistics().heap_size_limit / 1024 / 1024 / 2);
-    this.heapMb = options.heapMb ?? Math.min(512, Math.max(128, half));
+    const serverMb = Math.round(getHeapStatistics().heap_size_limit / 1024 / 1024);
+    this.heapMb = options.heapMb ?? Math.min(1024, Math.max(256, serverMb));
   }
 
   parse(spec: GraphSpec): Promise<SourceSchemas> {
