@@ -18,8 +18,14 @@ export default defineConfig(globalIgnores(['bench/results/', 'dist/', 'coverage/
   languageOptions: {
     parser: tseslint.parser,
     parserOptions: {
-      // The two JavaScript files (the `gateway` program, a module hook) are outside tsconfig.json.
-      projectService: { allowDefaultProject: ['bin/*.js', 'src/services/revision-host/*.mjs'] },
+      // The JavaScript files (the `gateway` program, a module hook, the schema parser's child) are outside tsconfig.json.
+      projectService: {
+        allowDefaultProject: [
+          'bin/*.js',
+          'src/services/revision-host/*.mjs',
+          'src/services/agent-server/api/assistants/*.mjs',
+        ],
+      },
       tsconfigRootDir: import.meta.dirname,
     },
   },

@@ -10,6 +10,8 @@ import { registerSdkLogger } from './sdk-logger.ts';
 import { graphDefaults } from './graph-defaults.ts';
 import { ensureDefaultAssistants } from './api/assistants/lookup.ts';
 import { assistantOperations } from './api/assistants/assistants.ts';
+import { SchemaParser } from './api/assistants/schema-parser.ts';
+import { GraphSourceSchemas } from './api/assistants/source-schemas.ts';
 import { authenticate, type AgentEnv, type ApiKeyVerifier } from './auth/authenticate.ts';
 import type { ServerContext } from './context.ts';
 import { DEFAULT_AGENT_QUOTAS, type AgentQuotas } from './quotas.ts';
@@ -174,6 +176,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     quotas: { ...DEFAULT_AGENT_QUOTAS, ...options.quotas },
     webhooks,
     protocolThreads: new ProtocolThreads(),
+    sourceSchemas: new GraphSourceSchemas(config.graphs, new SchemaParser(), log),
   };
   const orphaned = await settleOrphans(ctx);
   if (orphaned > 0)
@@ -243,6 +246,7 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       await sweeper.stop();
       await runner.close();
       webhooks.close();
+      await ctx.sourceSchemas.close();
       await store.close();
     },
   };

@@ -1,6 +1,7 @@
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
 import type { Logger } from 'pino';
 import type { HeaderFilter } from './api/runs/configurable-headers.ts';
+import type { GraphSourceSchemas } from './api/assistants/source-schemas.ts';
 import type { GraphRegistry } from './graphs.ts';
 import type { AgentQuotas } from './quotas.ts';
 import type { Runner } from './runs/runner.ts';
@@ -29,4 +30,6 @@ export interface ServerContext {
   readonly webhooks: Webhooks;
   /** The threads the thread-centric protocol serves in this process (their events and readers). */
   readonly protocolThreads: ProtocolThreads;
+  /** Each graph's JSON schemas as its TypeScript source declares them, read once on first need. */
+  readonly sourceSchemas: GraphSourceSchemas;
 }

@@ -1,62 +1,76 @@
-import { runtimeSchema } from './runtime-schema.ts';
+import { getRuntimeGraphSchema } from '@langchain/langgraph-api/schema';
+import type { GraphSchema, SourceSchemas } from './schema-parser.ts';
 
 /**
- * The JSON schemas of a graph (`GET /assistants/{id}/schemas`), in the shape of the public client's `GraphSchema`,
- * read from the graph as the official JS server reads them (runtime-schema.ts): exact for zod and `StateSchema`
- * states, and the runtime context schema (`new StateGraph(State, ContextSchema)`) as `config_schema`. Where the
- * official server falls back to parsing the TypeScript source (an `Annotation` state), this server makes the
- * schemas, best effort, from the state's channels: an object with one property of any type per channel.
- * `config_schema` and `context_schema` are the same schema: from JS the two cannot be told apart, as the official
- * server says; null when the graph declares none.
+ * The JSON schemas of a graph and of its subgraphs, composed as the official JS server's routes compose them
+ * (`api/assistants.mts`), with its own functions: first what the graph itself carries at runtime
+ * (`getRuntimeGraphSchema`: a `StateSchema` state, zod through LangGraph's registry, then zod converted directly, the
+ * runtime context schema as `config`); else what its TypeScript source declares (source-schemas.ts), the root graph
+ * under its export name and each subgraph under `<export>|<namespace>` (the root's when the parser found none).
+ * A schema neither gives is absent from the answer, as the official server's JSON leaves it out.
  */
-export interface GraphSchemas {
+export interface GraphSchemasAnswer {
   readonly graph_id: string;
   readonly input_schema: unknown;
   readonly output_schema: unknown;
   readonly state_schema: unknown;
   readonly config_schema: unknown;
+  /** From JS a config schema and a context schema cannot be told apart: the same schema (the official server's). */
   readonly context_schema: unknown;
 }
 
-export function graphSchemas(graphId: string, graph: unknown): GraphSchemas {
-  const found = runtimeSchema(graph);
-  const channels = channelsSchema(graphId, graph);
-  const config = found?.config ?? null;
+type FromSource = () => Promise<SourceSchemas>;
+
+interface WithSubgraphs {
+  getSubgraphsAsync?(namespace?: string, recurse?: boolean): AsyncIterable<[string, unknown]>;
+  getSubgraphs?(namespace?: string, recurse?: boolean): Iterable<[string, unknown]>;
+}
+
+export async function graphSchemas(
+  graphId: string,
+  graph: unknown,
+  fromSource: FromSource,
+): Promise<GraphSchemasAnswer> {
+  const schema = (await runtimeSchema(graph)) ?? rootOf(await fromSource()).schema;
   return {
     graph_id: graphId,
-    input_schema: found?.input ?? channels,
-    output_schema: found?.output ?? channels,
-    state_schema: found?.state ?? channels,
-    config_schema: config,
-    context_schema: config,
+    input_schema: schema.input,
+    output_schema: schema.output,
+    state_schema: schema.state,
+    config_schema: schema.config,
+    context_schema: schema.config,
   };
 }
 
-/**
- * A subgraph's entry of `/assistants/{id}/subgraphs`: the official JS server answers `{state, input, output,
- * config}` per namespace; the public client's type (and the Python server) name them `state_schema` and so on. Both
- * sets of keys are given, so either client reads what it expects.
- */
-export function subgraphSchemas(namespace: string, graph: unknown): Record<string, unknown> {
-  const schemas = graphSchemas(namespace, graph);
-  return {
-    state: schemas.state_schema,
-    input: schemas.input_schema,
-    output: schemas.output_schema,
-    config: schemas.config_schema,
-    ...schemas,
-  };
+/** Each subgraph under `namespace` (all of them with `recurse`) by its namespace, with its schemas. */
+export async function subgraphSchemas(
+  graph: unknown,
+  namespace: string | undefined,
+  recurse: boolean,
+  fromSource: FromSource,
+): Promise<Record<string, GraphSchema>> {
+  const g = graph as WithSubgraphs;
+  const found: Iterable<[string, unknown]> | AsyncIterable<[string, unknown]> =
+    g.getSubgraphsAsync?.(namespace, recurse) ?? g.getSubgraphs?.(namespace, recurse) ?? [];
+  const out: Record<string, GraphSchema> = {};
+  for await (const [ns, subgraph] of found) {
+    const runtime = await runtimeSchema(subgraph);
+    if (runtime !== undefined) {
+      out[ns] = runtime;
+      continue;
+    }
+    const { name, schema, all } = rootOf(await fromSource());
+    out[ns] = all[`${name}|${ns}`] ?? schema;
+  }
+  return out;
 }
 
-/** `{type: object, properties: {<channel>: {}}}` from the graph's state channels; null when it has none. */
-function channelsSchema(title: string, graph: unknown): unknown {
-  const builder = (graph as { builder?: { channels?: Record<string, unknown> } } | null)?.builder;
-  const names = Object.keys(builder?.channels ?? {}).filter((n) => !n.startsWith('__') && !n.startsWith('branch:'));
-  if (names.length === 0) return null;
-  return {
-    title,
-    type: 'object',
-    properties: Object.fromEntries(names.map((n) => [n, {}])),
-    $schema: 'http://json-schema.org/draft-07/schema#',
-  };
+function runtimeSchema(graph: unknown): Promise<GraphSchema | undefined> {
+  return getRuntimeGraphSchema(graph as Parameters<typeof getRuntimeGraphSchema>[0]);
+}
+
+/** The root graph's entry: the one name without `|` (none when the source could not be parsed). */
+function rootOf(all: SourceSchemas): { name: string; schema: GraphSchema; all: SourceSchemas } {
+  const name = Object.keys(all).find((k) => !k.includes('|')) ?? '';
+  return { name, schema: all[name] ?? {}, all };
 }

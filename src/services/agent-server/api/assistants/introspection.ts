@@ -10,8 +10,8 @@ import { operation, param, type Operation } from '../operations.ts';
 
 /**
  * What forms and the design studio read about an assistant's graph: its JSON schemas (`assistants.getSchemas`) and
- * its subgraphs' (`assistants.getSubgraphs`, optionally under a namespace and recursively). See graph-schemas.ts for
- * how exact the schemas are.
+ * its subgraphs' (`assistants.getSubgraphs`, optionally under a namespace and recursively), as the official JS server
+ * gives them (graph-schemas.ts).
  */
 const graphSchemaSchema = z.object({
   graph_id: z.string(),
@@ -25,14 +25,16 @@ const answers = {
   401: { description: 'Not authenticated.', schema: errorSchema },
   404: { description: 'Unknown assistant.', schema: errorSchema },
 };
+/** A subgraph's schemas under the official JS server's keys (the public client's type says `state_schema`, ...). */
+const subgraphSchemaSchema = z.object({
+  state: z.unknown(),
+  input: z.unknown(),
+  output: z.unknown(),
+  config: z.unknown(),
+});
 const subgraphsQuery = z.object({
   recurse: flag().default(false).describe('Also the subgraphs of subgraphs, with their full namespaces (a|b).'),
 });
-
-interface WithSubgraphs {
-  getSubgraphsAsync?(namespace?: string, recurse?: boolean): AsyncIterable<[string, unknown]>;
-  getSubgraphs?(namespace?: string, recurse?: boolean): Iterable<[string, unknown]>;
-}
 
 export function assistantIntrospectionOperations(ctx: ServerContext): Operation[] {
   /** The assistant's graph, built with the assistant's config (a factory may depend on it). */
@@ -43,24 +45,17 @@ export function assistantIntrospectionOperations(ctx: ServerContext): Operation[
       assistant_id: assistant.assistant_id,
       graph_id: assistant.graph_id,
     };
-    return { assistant, graph: await ctx.graphs.get(assistant.graph_id, { configurable }) };
+    const graph = await ctx.graphs.get(assistant.graph_id, { configurable });
+    return { assistant, graph, fromSource: () => ctx.sourceSchemas.of(assistant.graph_id) };
   };
   const subgraphs = async (c: Context<AgentEnv>, namespace: string | undefined, recurse: boolean) => {
-    const { graph } = await graphOf(c);
-    const g = graph as unknown as WithSubgraphs;
-    const found: Iterable<[string, unknown]> | AsyncIterable<[string, unknown]> =
-      g.getSubgraphsAsync?.(namespace, recurse) ?? g.getSubgraphs?.(namespace, recurse) ?? [];
-    const out: Record<string, unknown> = {};
-    for await (const [ns, subgraph] of found) out[ns] = subgraphSchemas(ns, subgraph);
-    return c.json(out);
+    const { graph, fromSource } = await graphOf(c);
+    return c.json(await subgraphSchemas(graph, namespace, recurse, fromSource));
   };
   const subgraphsAnswer = {
     200: {
-      description: 'Each subgraph by its namespace, with its schemas.',
-      schema: z.record(
-        z.string(),
-        graphSchemaSchema.extend({ state: z.unknown(), input: z.unknown(), output: z.unknown(), config: z.unknown() }),
-      ),
+      description: 'Each subgraph by its namespace, with its schemas (`state`, `input`, `output`, `config`).',
+      schema: z.record(z.string(), subgraphSchemaSchema),
     },
     ...answers,
   };
@@ -71,12 +66,12 @@ export function assistantIntrospectionOperations(ctx: ServerContext): Operation[
       operationId: 'get_assistant_schemas',
       summary: 'Get the JSON schemas of an assistant',
       description:
-        "Input, output, state, config and context schemas of the assistant's graph: exact for a zod state schema, one untyped property per channel for an Annotation state.",
+        "Input, output, state, config and context schemas of the assistant's graph: from its runtime schemas (StateSchema, zod), else read from its TypeScript source (an Annotation state). A schema the graph does not declare is absent.",
       tag: 'Assistants',
       responses: { 200: { description: 'The schemas.', schema: graphSchemaSchema }, ...answers },
       async handler(c) {
-        const { assistant, graph } = await graphOf(c);
-        return c.json(graphSchemas(assistant.graph_id, graph));
+        const { assistant, graph, fromSource } = await graphOf(c);
+        return c.json(await graphSchemas(assistant.graph_id, graph, fromSource));
       },
     }),
     operation({
