@@ -15,18 +15,12 @@ import {
 import { queuedRevision } from './revision-state.ts';
 import type { CreateBody, ListDeploymentsQuery, ListRevisionsQuery, PatchBody } from './api/schemas.ts';
 import type { RepoHostPolicy } from './builds/repo-hosts.ts';
-import { storeRepoUrl } from './builds/repo-url.ts';
+import { newDeployment, patchedDeployment } from './deployment-record.ts';
 import { secretOwner, type SecretBox } from './store/secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
 import type { RuntimeLogs } from './serving/runtime-logs.ts';
 import { DatabaseProvisionError, type DeploymentDatabases } from './databases/deployment-databases.ts';
-import {
-  isGitSource,
-  type SourceRevisionConfig,
-  type StoredDeployment,
-  type StoredRevision,
-  type StoredSecret,
-} from './types.ts';
+import { isGitSource, type StoredDeployment, type StoredRevision } from './types.ts';
 import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './api/views.ts';
 
 /**
@@ -68,8 +62,6 @@ export interface ServiceOptions {
   readonly servingRefusal?: (tenantId: string) => Promise<string | null>;
 }
 
-const DEFAULT_CONFIG_PATH = 'langgraph.json';
-
 export class DeploymentService {
   constructor(private readonly o: ServiceOptions) {}
 
@@ -86,39 +78,7 @@ export class DeploymentService {
     }
     const now = this.o.now().toISOString();
     const id = randomUUID();
-    const git = isGitSource(body.source);
-    const src = body.source_revision_config;
-    const sourceRevisionConfig: SourceRevisionConfig = {
-      repo_ref: src.repo_ref ?? null,
-      langgraph_config_path: src.langgraph_config_path ?? (git ? DEFAULT_CONFIG_PATH : null),
-      image_uri: src.image_uri ?? null,
-    };
-    const repo = storeRepoUrl(this.o.box, id, body.source_config.repo_url ?? null);
-    const deployment: StoredDeployment = {
-      id,
-      name: body.name,
-      tenant_id: tenantId,
-      region: this.o.store.region,
-      source: body.source,
-      source_config: {
-        integration_id: body.source_config.integration_id ?? null,
-        repo_url: repo.repo_url,
-        deployment_type: body.source_config.deployment_type ?? 'dev',
-        build_on_push: body.source_config.build_on_push ?? false,
-        custom_url: body.source_config.custom_url ?? null,
-        resource_spec: body.source_config.resource_spec ?? null,
-      },
-      source_revision_config: sourceRevisionConfig,
-      secrets: this.seal(id, body.secrets),
-      repo_url_sealed: repo.repo_url_sealed,
-      created_at: now,
-      updated_at: now,
-      status: 'AWAITING_DATABASE',
-      latest_revision_id: '',
-      active_revision_id: null,
-      image_version: null,
-      revision_count: 1,
-    };
+    const deployment = newDeployment(id, tenantId, this.o.store.region, body, this.o.box, now);
     const first = queuedRevision(deployment, 1, now);
     const stored = { ...deployment, latest_revision_id: first.id };
     const max = this.o.maxDeploymentsPerTenant ?? Infinity;
@@ -169,20 +129,9 @@ export class DeploymentService {
         throw badRequest(`Field "name" cannot be changed (deployment ${d.id} is named "${d.name}").`);
       if (body.source !== undefined && body.source !== d.source)
         throw badRequest(`Field "source" cannot be changed (deployment ${d.id} has source "${d.source}").`);
-      const sc = body.source_config;
       const src = body.source_revision_config;
-      if (sc === undefined && (src === undefined || src === null) && body.secrets === undefined) return null;
-      const repo = sc?.repo_url === undefined ? null : storeRepoUrl(this.o.box, d.id, sc.repo_url, d);
-      const next: StoredDeployment = {
-        ...d,
-        source_config: { ...d.source_config, ...defined(sc ?? {}), ...(repo && { repo_url: repo.repo_url }) },
-        ...(repo && { repo_url_sealed: repo.repo_url_sealed }),
-        // In source_revision_config a null means "not given" (clients send the whole object with nulls).
-        source_revision_config: { ...d.source_revision_config, ...given(src ?? {}) },
-        secrets: body.secrets === undefined ? d.secrets : this.seal(d.id, body.secrets),
-        updated_at: now,
-      };
-      checkBuildable(next);
+      if (body.source_config === undefined && !src && body.secrets === undefined) return null;
+      const next = patchedDeployment(d, body, this.o.box, now);
       if (!src || (src.repo_ref == null && src.image_uri == null)) return { deployment: next };
       const revision = queuedRevision(next, d.revision_count + 1, now);
       return {
@@ -272,13 +221,6 @@ export class DeploymentService {
     if (refused) throw invalid({ loc: ['body', 'source_config', 'repo_url'], msg: refused, type: 'value_error' });
   }
 
-  private seal(deploymentId: string, secrets: readonly { name: string; value: string }[]): StoredSecret[] {
-    return secrets.map((s) => ({
-      name: s.name,
-      ciphertext: this.o.box.seal(s.value, secretOwner(deploymentId, s.name)),
-    }));
-  }
-
   /**
    * Serves an older DEPLOYED revision again. Its build kept: the revision becomes the latest (unfinished ones are
    * superseded) and its process starts from that build, then takes the traffic. Its build gone: a new revision of the
@@ -327,43 +269,6 @@ export class DeploymentService {
       url = deploymentUrl(d.id, this.o.addressing());
     return deploymentView(d, url);
   }
-}
-
-/** A patch may not leave a deployment unable to build its next revision. */
-function checkBuildable(d: StoredDeployment): void {
-  if (isGitSource(d.source)) {
-    if (!d.source_config.repo_url)
-      throw invalid({
-        loc: ['body', 'source_config', 'repo_url'],
-        msg: `cannot be null for source "${d.source}"`,
-        type: 'value_error',
-      });
-    if (!d.source_revision_config.repo_ref) {
-      throw invalid({
-        loc: ['body', 'source_revision_config', 'repo_ref'],
-        msg: `cannot be null for source "${d.source}"`,
-        type: 'value_error',
-      });
-    }
-  } else if (!d.source_revision_config.image_uri) {
-    throw invalid({
-      loc: ['body', 'source_revision_config', 'image_uri'],
-      msg: `cannot be null for source "${d.source}"`,
-      type: 'value_error',
-    });
-  }
-}
-
-/** The fields actually given (undefined = not given; null is a value). */
-function defined<T extends object>(o: T): Partial<T> {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
-}
-
-/** The fields given with a value (undefined and null = not given). */
-function given<T extends object>(o: T): { [K in keyof T]?: NonNullable<T[K]> } {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined && v !== null)) as {
-    [K in keyof T]?: NonNullable<T[K]>;
-  };
 }
 
 /** The operator's PostgreSQL refused or is away: 503 with what to fix (not the client's mistake). */
