@@ -13,6 +13,7 @@ import { createAgentServer } from './agent-server/app.ts';
 import { registryKeyVerifier } from './agent-server/auth/authenticate.ts';
 import { RedisCheckpointer } from './agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from './agent-server/store/redis-item-store.ts';
+import { RedisRunRelay } from './agent-server/relay/redis-run-relay.ts';
 import { RedisAgentStore } from './agent-server/store/redis-agent-store.ts';
 import { registerDefaultDeployment } from './control-plane/serving/default-deployment.ts';
 import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
@@ -86,6 +87,7 @@ export class BundledServices {
         store: new RedisAgentStore(redis, { prefix: settings.storePrefix }),
         checkpointer: new RedisCheckpointer(redis, { prefix: settings.storePrefix }),
         items: new RedisItemStore(redis, { prefix: settings.storePrefix }),
+        relay: new RedisRunRelay(redis, { prefix: settings.storePrefix, log: this.log }),
       }),
       log: this.log.child({ component: 'agent-server' }),
     });

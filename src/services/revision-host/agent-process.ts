@@ -9,6 +9,7 @@ import { createAgentServer, type AgentServer } from '../agent-server/app.ts';
 import { RedisAgentStore } from '../agent-server/store/redis-agent-store.ts';
 import { RedisCheckpointer } from '../agent-server/store/redis-checkpointer.ts';
 import { RedisItemStore } from '../agent-server/store/redis-item-store.ts';
+import { RedisRunRelay } from '../agent-server/relay/redis-run-relay.ts';
 import { GraphLoadError } from '../agent-server/app-config.ts';
 import { onMessages, openChildChannel, writeMessage } from './channel.ts';
 import { compileErrors, describeCompileErrors } from './compile-errors.ts';
@@ -91,6 +92,7 @@ async function main(control: ProcessControl): Promise<void> {
         store: new RedisAgentStore(redis, { prefix: control.dataPrefix }),
         checkpointer: new RedisCheckpointer(redis, { prefix: control.dataPrefix }),
         items: new RedisItemStore(redis, { prefix: control.dataPrefix }),
+        relay: new RedisRunRelay(redis, { prefix: control.dataPrefix, log: log }),
       }),
     });
   } catch (err) {

@@ -2,17 +2,21 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisCheckpointer } from '../../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
+import { RedisRunRelay } from '../../../src/services/agent-server/relay/redis-run-relay.ts';
 import type { Run, Thread } from '../../../src/services/agent-server/store/records.ts';
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { registry } from './fixtures/app/graphs.ts';
 import { collect, eventually, newKey, sdk, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';
 import { sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
+import type { Chunk } from './lifecycle/context.ts';
 
 /**
- * Agent Servers sharing one Redis store (replicas of a deployment, or one
- * server restarted): a run on one server can be waited for and cancelled
- * from the other, and a run whose server died (no lease) is settled as
- * `error` instead of staying `running` forever.
+ * Agent Servers sharing one Redis store and run relay (replicas of a
+ * deployment, or one server restarted): a run on one server is followed,
+ * resumed, waited for and cancelled from the other, and a run whose server
+ * died (no lease) is settled as `error` instead of staying `running` forever:
+ * when it is read, at a server's start, and by every server's periodic sweep
+ * (a server killed with SIGKILL, in a process of its own).
  */
 const redis = sharedRedis({ maxRetriesPerRequest: 2 });
 const prefix = uniquePrefix('test:shared');
@@ -20,6 +24,7 @@ const start = () =>
   startAgentServer({
     store: new RedisAgentStore(redis, { prefix }),
     checkpointer: new RedisCheckpointer(redis, { prefix }),
+    relay: new RedisRunRelay(redis, { prefix }),
   });
 const waitFor = (check: () => boolean) => eventually(async () => (check() ? true : undefined), 8000);
 
@@ -38,7 +43,41 @@ describe('two servers on one store', () => {
     await Promise.all([a?.close(), b?.close()]);
   });
 
-  it('waits for and cancels a run of the other server; its events can be followed only there (409)', async () => {
+  it('follows on one server a run of the other: joined, and resumed after a frame from the middle', async () => {
+    const key = newKey();
+    const onA = sdk(a.url, key).client;
+    const onB = sdk(b.url, key).client;
+    const thread = await onA.threads.create();
+    let runId = '';
+    const own: Chunk[] = [];
+    const streamed = (async () => {
+      for await (const chunk of onA.runs.stream(thread.thread_id, 'agent', {
+        input: userInput('follow me from the other server'),
+        streamMode: ['values', 'messages-tuple'],
+        config: { configurable: { token_delay_ms: 80 } },
+        onRunCreated: (m) => (runId = m.run_id),
+      }))
+        own.push(chunk);
+    })();
+    await waitFor(() => own.length >= 4);
+    const middle = own[3]!.id!;
+    const [resumed, joined] = await Promise.all([
+      collect(onB.runs.joinStream(thread.thread_id, runId, { lastEventId: middle })) as Promise<Chunk[]>,
+      collect(onB.runs.joinStream(thread.thread_id, runId)) as Promise<Chunk[]>,
+    ]);
+    await streamed;
+    expect(a.server).not.toBe(b.server);
+    expect(own.length).toBeGreaterThan(8);
+    // Every frame after the one given, each once, in order, as the run's own stream had them.
+    expect(resumed).toEqual(own.slice(4));
+    // Joined from now: the tail of the run, ending as the run's own stream ends.
+    expect(joined.length).toBeGreaterThan(0);
+    expect(joined).toEqual(own.slice(own.length - joined.length));
+    // Ended: the frames stay a while for resuming readers of either server.
+    expect(await collect(onB.runs.joinStream(thread.thread_id, runId, { lastEventId: middle }))).toEqual(own.slice(4));
+  }, 30_000);
+
+  it('cancels on one server a run of the other at once; its followers there see the cancel', async () => {
     const key = newKey();
     const onA = sdk(a.url, key).client;
     const onB = sdk(b.url, key).client;
@@ -54,16 +93,17 @@ describe('two servers on one store', () => {
     await waitFor(() => runId !== '' && registry.started.has(runId));
 
     expect((await onB.runs.get(thread.thread_id, runId)).status).toBe('running');
-    await expect(collect(onB.runs.joinStream(thread.thread_id, runId))).rejects.toMatchObject({
-      status: 409,
-      message: expect.stringContaining('another server'),
-    });
+    const followed = collect(onB.runs.joinStream(thread.thread_id, runId)) as Promise<Chunk[]>;
     const joined = onB.runs.join(thread.thread_id, runId);
-    await onB.runs.cancel(thread.thread_id, runId, true);
-    expect(registry.cancelled.has(runId)).toBe(true);
-    expect((await onB.runs.get(thread.thread_id, runId)).status).toBe('interrupted');
+    const asked = Date.now();
+    await onB.runs.cancel(thread.thread_id, runId);
+    await waitFor(() => registry.cancelled.has(runId));
+    // Through the relay, not the lease renewal (every LEASE_MS / 5 = 2 s).
+    expect(Date.now() - asked).toBeLessThan(1000);
     await joined;
+    expect((await onB.runs.get(thread.thread_id, runId)).status).toBe('interrupted');
     expect((await streamed).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
+    expect((await followed).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
   }, 20_000);
 
   it('settles a run whose server died: at start for every run, and when a run is read', async () => {

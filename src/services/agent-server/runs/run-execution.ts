@@ -11,6 +11,7 @@ import { LEASE_MS } from './run-leases.ts';
 import { rollBack } from './rollback.ts';
 import type { ThreadQueues } from './thread-queues.ts';
 import type { Webhooks } from './webhooks.ts';
+import type { RunRelay } from '../relay/run-relay.ts';
 
 /** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
 export interface RunEvents {
@@ -29,6 +30,8 @@ export interface RunnerDeps {
   readonly log: Logger;
   /** Calls runs' webhooks once they end. */
   readonly webhooks: Webhooks;
+  /** Where the runs' frames and cancels go to and come from the other servers sharing the store. */
+  readonly relay: RunRelay;
 }
 
 /**

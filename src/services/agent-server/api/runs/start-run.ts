@@ -125,6 +125,8 @@ export async function startRun(
       context: body.context ?? {},
       stream_mode: modes,
       ...(body.webhook ? { webhook: body.webhook } : {}),
+      // Read by a server that follows the run from elsewhere (a join without Last-Event-ID replays such a run).
+      ...(background || body.stream_resumable ? { stream_resumable: true } : {}),
     },
     multitask_strategy: strategy,
   };
