@@ -1,8 +1,12 @@
+import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisCheckpointer } from '../../../src/services/agent-server/store/redis-checkpointer.ts';
 import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
 import { RedisRunRelay } from '../../../src/services/agent-server/relay/redis-run-relay.ts';
+import { LEASE_MS } from '../../../src/services/agent-server/runs/run-leases.ts';
+import { ORPHAN_SWEEP_MS } from '../../../src/services/agent-server/runs/orphan-sweep.ts';
 import type { Run, Thread } from '../../../src/services/agent-server/store/records.ts';
 import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { registry } from './fixtures/app/graphs.ts';
@@ -26,6 +30,10 @@ const start = () =>
     checkpointer: new RedisCheckpointer(redis, { prefix }),
     relay: new RedisRunRelay(redis, { prefix }),
   });
+/** How soon a run whose server died is settled: its lease lapses, then the next sweep of a server finds it. */
+const RECOVERY_MS = LEASE_MS + ORPHAN_SWEEP_MS;
+const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+const RELAY_SERVER = fileURLToPath(new URL('./fixtures/relay-server.ts', import.meta.url));
 const waitFor = (check: () => boolean) => eventually(async () => (check() ? true : undefined), 8000);
 
 afterAll(async () => {
@@ -105,6 +113,51 @@ describe('two servers on one store', () => {
     expect((await streamed).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
     expect((await followed).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
   }, 20_000);
+
+  it('settles a run whose server was killed (SIGKILL) mid-run, read from another server, within the bound', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', RELAY_SERVER], {
+      cwd: ROOT,
+      env: { ...process.env, RELAY_PREFIX: prefix },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        let out = '';
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const line = /\{"url":"[^"]+"\}/.exec(out)?.[0];
+          if (line) resolve((JSON.parse(line) as { url: string }).url);
+        });
+        child.once('exit', (code) => reject(new Error(`the server exited (${code})`)));
+      });
+      const key = newKey();
+      const onChild = sdk(url, key).client;
+      const onB = sdk(b.url, key).client;
+      const thread = await onChild.threads.create();
+      const run = await onChild.runs.create(thread.thread_id, 'slow', {
+        input: userInput('x'),
+        config: { configurable: { wait_ms: 120_000 } },
+      });
+      const store = new RedisAgentStore(redis, { prefix });
+      await eventually(async () => ((await store.getRun(run.run_id))?.status === 'running' ? true : undefined), 8000);
+      expect((await onB.threads.get(thread.thread_id)).status).toBe('busy');
+      child.kill('SIGKILL');
+      const killed = Date.now();
+      // Read in the store, not through a server (a read settles an orphan by itself): the sweep of A or B settles it.
+      await eventually(
+        async () => ((await store.getRun(run.run_id))?.status === 'error' ? true : undefined),
+        RECOVERY_MS + 5000,
+      );
+      expect(Date.now() - killed).toBeLessThanOrEqual(RECOVERY_MS + 1000);
+      expect((await onB.runs.get(thread.thread_id, run.run_id)).status).toBe('error');
+      expect((await onB.threads.get(thread.thread_id)).status).toBe('error');
+      // The thread runs again, on another server.
+      await onB.runs.wait(thread.thread_id, 'agent', { input: userInput('again') });
+      expect((await onB.threads.get(thread.thread_id)).status).toBe('idle');
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 40_000);
 
   it('settles a run whose server died: at start for every run, and when a run is read', async () => {
     const now = new Date().toISOString();
