@@ -114,6 +114,74 @@ describe('two servers on one store', () => {
     expect((await followed).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
   }, 20_000);
 
+  it('a second run on one server of a thread busy on the other obeys its multitask strategy', async () => {
+    const key = newKey();
+    const onA = sdk(a.url, key).client;
+    const onB = sdk(b.url, key).client;
+    const thread = await onA.threads.create();
+    const slowOnA = async (waitMs: number) => {
+      const run = await onA.runs.create(thread.thread_id, 'slow', {
+        input: userInput('x'),
+        config: { configurable: { wait_ms: waitMs } },
+        multitaskStrategy: 'enqueue',
+      });
+      await waitFor(() => registry.started.has(run.run_id));
+      return run;
+    };
+
+    // reject: 409, as for a run on the same server.
+    const first = await slowOnA(30_000);
+    await expect(
+      onB.runs.create(thread.thread_id, 'agent', { input: userInput('no'), multitaskStrategy: 'reject' }),
+    ).rejects.toMatchObject({ status: 409 });
+
+    // interrupt: the other server's run is cancelled at once, then this one runs.
+    const asked = Date.now();
+    const interrupting = await onB.runs.create(thread.thread_id, 'agent', {
+      input: userInput('interrupting'),
+      multitaskStrategy: 'interrupt',
+    });
+    await waitFor(() => registry.cancelled.has(first.run_id));
+    expect(Date.now() - asked).toBeLessThan(1000);
+    await onB.runs.join(thread.thread_id, interrupting.run_id);
+    expect((await onB.runs.get(thread.thread_id, first.run_id)).status).toBe('interrupted');
+    expect((await onB.runs.get(thread.thread_id, interrupting.run_id)).status).toBe('success');
+
+    // enqueue: waits for the other server's run to end, then runs.
+    const ahead = await slowOnA(3000);
+    const queued = await onB.runs.create(thread.thread_id, 'agent', {
+      input: userInput('after you'),
+      multitaskStrategy: 'enqueue',
+    });
+    expect((await onB.runs.get(thread.thread_id, queued.run_id)).status).toBe('pending');
+    await onB.runs.join(thread.thread_id, queued.run_id);
+    expect(registry.finished.has(ahead.run_id)).toBe(true);
+    expect((await onB.runs.get(thread.thread_id, ahead.run_id)).status).toBe('success');
+    expect((await onB.runs.get(thread.thread_id, queued.run_id)).status).toBe('success');
+    expect((await onA.threads.get(thread.thread_id)).status).toBe('idle');
+  }, 30_000);
+
+  it('two servers racing for one idle thread: one run starts, the other is rejected', async () => {
+    const key = newKey();
+    const onA = sdk(a.url, key).client;
+    const onB = sdk(b.url, key).client;
+    const thread = await onA.threads.create();
+    const create = (c: typeof onA) =>
+      c.runs.create(thread.thread_id, 'slow', {
+        input: userInput('x'),
+        config: { configurable: { wait_ms: 30_000 } },
+        multitaskStrategy: 'reject',
+      });
+    const outcomes = await Promise.allSettled([create(onA), create(onB)]);
+    const started = outcomes.filter((o) => o.status === 'fulfilled');
+    const rejected = outcomes.filter((o) => o.status === 'rejected');
+    expect(started).toHaveLength(1);
+    expect(rejected).toHaveLength(1);
+    expect((rejected[0] as PromiseRejectedResult).reason).toMatchObject({ status: 409 });
+    const run = (started[0] as PromiseFulfilledResult<{ run_id: string }>).value;
+    await onB.runs.cancel(thread.thread_id, run.run_id, true);
+  }, 20_000);
+
   it('settles a run whose server was killed (SIGKILL) mid-run, read from another server, within the bound', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', RELAY_SERVER], {
       cwd: ROOT,

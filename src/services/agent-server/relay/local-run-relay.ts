@@ -3,7 +3,7 @@ import type { FollowOptions, RelayedCancel, RunRelay } from './run-relay.ts';
 
 /**
  * The relay of a server alone (memory store, or a store no other server shares): its runs are all here, so there is
- * nothing to publish and nobody else to tell; following a run of another server is not possible (null).
+ * nothing to publish and nobody else to tell (every thread is its own to claim); following a run of another server is not possible (null).
  */
 export class LocalRunRelay implements RunRelay {
   readonly shared = false;
@@ -15,6 +15,11 @@ export class LocalRunRelay implements RunRelay {
   }
   async cancel(_runId: string, _reason: RelayedCancel): Promise<void> {}
   onCancel(_handler: (runId: string, reason: RelayedCancel) => void): void {}
+  async claimThread(_threadId: string): Promise<boolean> {
+    return true;
+  }
+  async awaitThread(_threadId: string, _signal: AbortSignal): Promise<void> {}
+  releaseThread(_threadId: string): void {}
   async live(): Promise<string[]> {
     return [];
   }

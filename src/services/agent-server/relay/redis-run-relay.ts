@@ -1,7 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Frame } from '../runs/frames.ts';
 import { RETAINED_MS } from '../runs/frame-retention.ts';
+import { LEASE_MS } from '../runs/run-leases.ts';
 import type { FollowOptions, RelayedCancel, RunRelay } from './run-relay.ts';
 
 /** Frames a run's stream keeps (about: `MAXLEN ~`), as many as a run holds in memory (frame-retention.ts). */
@@ -14,6 +16,14 @@ const REFRESH_EVERY = 256;
 const BLOCK_MS = 2000;
 /** Frames read at once: a slow reader holds at most this many (the next batch is read when it has taken these). */
 const BATCH = 256;
+/** How often a server renews its threads' claims (each lasts LEASE_MS), and a waiter tries again unwoken. */
+const CLAIM_RENEW_MS = LEASE_MS / 5;
+/** Renews (PEXPIRE) or releases (DEL) a thread's claim only if this server holds it. */
+const IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then
+  if ARGV[2] == 'del' then return redis.call('del', KEYS[1]) end
+  return redis.call('pexpire', KEYS[1], ARGV[2])
+end
+return 0`;
 /** The entry after a run's last frame: frame `n` is entry `1-n`, so this one sorts after every frame. */
 const END_ID = '2-0';
 
@@ -25,6 +35,9 @@ const END_ID = '2-0';
  *   `Last-Event-ID`, one batch at a time, on a connection of the reader's own;
  * - cancels go through PUBLISH on `<prefix>:relay:cancel`, which every server SUBSCRIBEs to: the run's server cancels
  *   it at once (the `cancel:<id>` lease stays the fallback if a message is lost);
+ * - one server at a time runs a thread's runs: it claims `<prefix>:relay:thread:<thread id>` (SET NX PX LEASE_MS, its
+ *   own id as the value), renews it while it has runs of the thread and releases it after the last, PUBLISHing the
+ *   thread's id on `<prefix>:relay:free`, which wakes the runs of other servers waiting for the thread;
  * - the runs going on anywhere are the fields of the hash `<prefix>:relay:live`, which every server's sweep reads to
  *   settle the runs of a server that died (runs/orphan-sweep.ts).
  * Every key and channel is under the prefix: a deployment's Redis user (restricted to its prefix) reaches all of them.
@@ -34,6 +47,14 @@ export class RedisRunRelay implements RunRelay {
   private subscriber: Redis | null = null;
   private readonly readers = new Set<Redis>();
   private warned = false;
+  /** This server's id, the value of the thread claims it holds. */
+  private readonly id = randomUUID();
+  /** Threads this server has claimed (renewed every CLAIM_RENEW_MS). */
+  private readonly claimed = new Set<string>();
+  /** Waiters for a thread another server holds, woken when it is released. */
+  private readonly waiting = new Map<string, Set<() => void>>();
+  private renewer: NodeJS.Timeout | undefined;
+  private cancelHandler: ((runId: string, reason: RelayedCancel) => void) | null = null;
 
   constructor(
     private readonly redis: Redis,
@@ -50,6 +71,14 @@ export class RedisRunRelay implements RunRelay {
 
   private get cancelChannel(): string {
     return `${this.options.prefix}:relay:cancel`;
+  }
+
+  private get freeChannel(): string {
+    return `${this.options.prefix}:relay:free`;
+  }
+
+  private threadKey(threadId: string): string {
+    return `${this.options.prefix}:relay:thread:${threadId}`;
   }
 
   started(runId: string, threadId: string): void {
@@ -120,19 +149,82 @@ export class RedisRunRelay implements RunRelay {
   }
 
   onCancel(handler: (runId: string, reason: RelayedCancel) => void): void {
-    if (this.subscriber !== null) throw new Error('the relay has a cancel handler already');
+    if (this.cancelHandler !== null) throw new Error('the relay has a cancel handler already');
+    this.cancelHandler = handler;
+    this.subscribe();
+  }
+
+  /** One subscribed connection for the cancels and the threads released, made at the first need. */
+  private subscribe(): void {
+    if (this.subscriber !== null) return;
     const subscriber = (this.subscriber = this.redis.duplicate());
     subscriber.on('message', (channel: string, message: string) => {
-      if (channel !== this.cancelChannel) return;
+      if (channel === this.freeChannel) {
+        for (const wake of this.waiting.get(message) ?? []) wake();
+        return;
+      }
+      if (channel !== this.cancelChannel || this.cancelHandler === null) return;
       try {
         const { run_id, reason } = JSON.parse(message) as { run_id: unknown; reason: unknown };
-        if (typeof run_id === 'string' && (reason === 'cancel' || reason === 'cancel-rollback'))
-          handler(run_id, reason);
+        if (typeof run_id === 'string' && isRelayedCancel(reason)) this.cancelHandler(run_id, reason);
       } catch {
         // not a message of ours
       }
     });
-    subscriber.subscribe(this.cancelChannel).catch((err) => this.failed(err));
+    subscriber.subscribe(this.cancelChannel, this.freeChannel).catch((err) => this.failed(err));
+  }
+
+  async claimThread(threadId: string): Promise<boolean> {
+    const key = this.threadKey(threadId);
+    const got =
+      (await this.redis.set(key, this.id, 'PX', LEASE_MS, 'NX')) === 'OK' || (await this.redis.get(key)) === this.id;
+    if (got) this.holds(threadId);
+    return got;
+  }
+
+  async awaitThread(threadId: string, signal: AbortSignal): Promise<void> {
+    this.subscribe();
+    while (!signal.aborted) {
+      if (await this.claimThread(threadId)) {
+        if (signal.aborted) this.releaseThread(threadId); // claimed as the waiter gave up: let it go
+        return;
+      }
+      await new Promise<void>((resolve) => {
+        const wakers = this.waiting.get(threadId) ?? new Set<() => void>();
+        this.waiting.set(threadId, wakers);
+        const wake = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', wake);
+          wakers.delete(wake);
+          if (wakers.size === 0) this.waiting.delete(threadId);
+          resolve();
+        };
+        const timer = setTimeout(wake, CLAIM_RENEW_MS); // a lost message, or a server that died: try again anyway
+        signal.addEventListener('abort', wake, { once: true });
+        wakers.add(wake);
+      });
+    }
+  }
+
+  releaseThread(threadId: string): void {
+    if (!this.claimed.delete(threadId)) return;
+    if (this.claimed.size === 0) {
+      clearInterval(this.renewer);
+      this.renewer = undefined;
+    }
+    this.redis
+      .eval(IF_HELD, 1, this.threadKey(threadId), this.id, 'del')
+      .then(() => this.redis.publish(this.freeChannel, threadId))
+      .catch((err) => this.failed(err));
+  }
+
+  /** The thread is claimed here: renewed every CLAIM_RENEW_MS until released. */
+  private holds(threadId: string): void {
+    this.claimed.add(threadId);
+    this.renewer ??= setInterval(() => {
+      for (const thread of this.claimed)
+        this.redis.eval(IF_HELD, 1, this.threadKey(thread), this.id, LEASE_MS).catch((err) => this.failed(err));
+    }, CLAIM_RENEW_MS).unref();
   }
 
   async live(): Promise<string[]> {
@@ -144,6 +236,7 @@ export class RedisRunRelay implements RunRelay {
   }
 
   async close(): Promise<void> {
+    for (const thread of [...this.claimed]) this.releaseThread(thread);
     for (const reader of this.readers) reader.disconnect();
     this.readers.clear();
     this.subscriber?.disconnect();
@@ -157,6 +250,9 @@ export class RedisRunRelay implements RunRelay {
     this.options.log?.warn({ err: (err as Error)?.message }, 'the run relay could not reach Redis');
   }
 }
+
+const isRelayedCancel = (reason: unknown): reason is RelayedCancel =>
+  reason === 'cancel' || reason === 'cancel-rollback' || reason === 'interrupt' || reason === 'rollback';
 
 function fieldsOf(list: string[]): Record<string, string> {
   const out: Record<string, string> = {};

@@ -1,7 +1,10 @@
 import type { Frame } from '../runs/frames.ts';
 
-/** What a cancel from another server asks: stop the run, or stop it and roll it back (`action=rollback`). */
-export type RelayedCancel = 'cancel' | 'cancel-rollback';
+/**
+ * What a cancel from another server asks: stop the run, or stop it and roll it back (`action=rollback`); or a newer run
+ * of its thread, started on another server, interrupts it (or rolls it back).
+ */
+export type RelayedCancel = 'cancel' | 'cancel-rollback' | 'interrupt' | 'rollback';
 
 /** Reading a run of another server: where to start, and how to tell that it still goes on. */
 export interface FollowOptions {
@@ -40,6 +43,16 @@ export interface RunRelay {
   cancel(runId: string, reason: RelayedCancel): Promise<void>;
   /** Where the cancels asked on other servers arrive (one handler: the runner's). */
   onCancel(handler: (runId: string, reason: RelayedCancel) => void): void;
+  /**
+   * Claims the thread for this server (true), or finds it claimed by another server (false): one server at a time runs
+   * a thread's runs. Held (and renewed) until released; it lapses within LEASE_MS when its server dies. True again on
+   * the server that holds it.
+   */
+  claimThread(threadId: string): Promise<boolean>;
+  /** Waits until this server has claimed the thread (woken when another server releases it), or `signal` aborts. */
+  awaitThread(threadId: string, signal: AbortSignal): Promise<void>;
+  /** No run of the thread is left on this server: another server may claim it (and its waiters are woken). */
+  releaseThread(threadId: string): void;
   /** Runs recorded as going on somewhere (on any server), to check for orphans; ids. */
   live(): Promise<string[]>;
   /** The run is no longer going on anywhere (settled by the sweep). */

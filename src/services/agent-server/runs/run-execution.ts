@@ -79,7 +79,10 @@ export class RunExecution {
       await recorded;
       // A queued run waits for the runs ahead of it (and a delayed run, `after_seconds`, for its time too), unless it is
       // cancelled first.
-      await Promise.race([Promise.all([before, delay(spec.afterMs, signal), spec.gate]), whenAborted(signal)]);
+      await Promise.race([
+        Promise.all([before, delay(spec.afterMs, signal), spec.gate, spec.turn?.(signal)]),
+        whenAborted(signal),
+      ]);
       if (signal.aborted) throw signal.reason;
       events.begin();
       await this.setRun(run, 'running');

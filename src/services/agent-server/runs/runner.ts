@@ -154,6 +154,8 @@ export class Runner {
           : undefined;
       this.finished.retain(handle, events, forgetRecord);
       this.queues.remove(threadId, handle);
+      // The thread's last run here: another server sharing the store may run it now.
+      if (!spec.threadless && !this.queues.busy(threadId)) this.deps.relay.releaseThread(threadId);
       // After the run's end is recorded, in the background: nothing waits for the call.
       if (spec.webhook) this.deps.webhooks.send(spec.webhook, webhookPayload(spec, outcome, startedAt), handle.runId);
     });

@@ -12,6 +12,7 @@ import type { RunCreate } from './schemas.ts';
 import { configurableHeaders } from './configurable-headers.ts';
 import { createThread } from '../threads/thread-access.ts';
 import { checkWebhook } from './webhook-check.ts';
+import { takeThreadTurn, type ThreadTurn } from '../../relay/thread-elsewhere.ts';
 
 interface Started {
   readonly run: Run;
@@ -146,7 +147,9 @@ export async function startRun(
     ...(body.after_seconds ? { afterMs: Math.round(body.after_seconds * 1000) } : {}),
     ...(body.webhook ? { webhook: body.webhook } : {}),
   };
-  const handle = runner.start(spec);
+  // With no run of the thread here, the thread is claimed from the other servers sharing the store (or waited for).
+  const turn = threadId !== null && !runner.busy(threadId) ? await takeThreadTurn(ctx, threadId, strategy) : undefined;
+  const handle = startOnThread(ctx, spec, turn);
   await handle.recorded;
   return {
     run,
@@ -155,6 +158,17 @@ export async function startRun(
     // As the official server today: the client leaving no longer cancels the run unless it asked for that.
     onDisconnect: body.on_disconnect ?? 'continue',
   };
+}
+
+/** Starts the run (waiting for its `turn` on a thread another server runs); a thread claimed for nothing is let go. */
+function startOnThread(ctx: ServerContext, spec: RunSpec, turn: ThreadTurn): RunHandle {
+  try {
+    return ctx.runner.start(turn ? { ...spec, turn } : spec);
+  } catch (err) {
+    const threadId = spec.run.thread_id;
+    if (!spec.threadless && !ctx.runner.busy(threadId)) ctx.relay.releaseThread(threadId);
+    throw err;
+  }
 }
 
 /** The checkpoint a run starts from (`checkpoint`, or `checkpoint_id`), as configurable keys; none: the latest. */
