@@ -18,12 +18,6 @@ const BLOCK_MS = 2000;
 const BATCH = 256;
 /** How often a server renews its threads' claims (each lasts LEASE_MS), and a waiter tries again unwoken. */
 const CLAIM_RENEW_MS = LEASE_MS / 5;
-/** Renews (PEXPIRE) or releases (DEL) a thread's claim only if this server holds it. */
-const IF_HELD = `if redis.call('get', KEYS[1]) == ARGV[1] then
-  if ARGV[2] == 'del' then return redis.call('del', KEYS[1]) end
-  return redis.call('pexpire', KEYS[1], ARGV[2])
-end
-return 0`;
 /** The entry after a run's last frame: frame `n` is entry `1-n`, so this one sorts after every frame. */
 const END_ID = '2-0';
 
@@ -212,18 +206,23 @@ export class RedisRunRelay implements RunRelay {
       clearInterval(this.renewer);
       this.renewer = undefined;
     }
-    this.redis
-      .eval(IF_HELD, 1, this.threadKey(threadId), this.id, 'del')
-      .then(() => this.redis.publish(this.freeChannel, threadId))
-      .catch((err) => this.failed(err));
+    // GET then DEL, not one script: a deployment's Redis user may run no EVAL (redis-acl-rules.ts). The claim is this
+    // server's unless its renewals failed for LEASE_MS (Redis away) and another took it in the instant between the two.
+    const key = this.threadKey(threadId);
+    void (async () => {
+      if ((await this.redis.get(key)) === this.id) await this.redis.del(key);
+      await this.redis.publish(this.freeChannel, threadId);
+    })().catch((err) => this.failed(err));
   }
 
   /** The thread is claimed here: renewed every CLAIM_RENEW_MS until released. */
   private holds(threadId: string): void {
     this.claimed.add(threadId);
     this.renewer ??= setInterval(() => {
+      // PEXPIRE, not a compare-and-expire script (no EVAL for a deployment): a claim this server lost while Redis was
+      // away is another server's now, and renewing it only keeps it a little longer.
       for (const thread of this.claimed)
-        this.redis.eval(IF_HELD, 1, this.threadKey(thread), this.id, LEASE_MS).catch((err) => this.failed(err));
+        this.redis.pexpire(this.threadKey(thread), LEASE_MS).catch((err) => this.failed(err));
     }, CLAIM_RENEW_MS).unref();
   }
 
