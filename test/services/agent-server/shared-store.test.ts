@@ -85,6 +85,92 @@ describe('two servers on one store', () => {
     expect(await collect(onB.runs.joinStream(thread.thread_id, runId, { lastEventId: middle }))).toEqual(own.slice(4));
   }, 30_000);
 
+  it('follows on one server the thread stream and the protocol events of a run of the other', async () => {
+    const key = newKey();
+    const onA = sdk(a.url, key).client;
+    const onB = sdk(b.url, key).client;
+    // The thread's stream (threads.joinStream) on B, of a run on A.
+    const thread = await onA.threads.create();
+    let runId = '';
+    const own = collect(
+      onA.runs.stream(thread.thread_id, 'agent', {
+        input: userInput('the thread stream elsewhere'),
+        streamMode: ['values', 'messages-tuple'],
+        config: { configurable: { token_delay_ms: 80 } },
+        onRunCreated: (m) => (runId = m.run_id),
+      }),
+    ) as Promise<Chunk[]>;
+    await eventually(
+      async () =>
+        runId !== '' && (await onB.runs.get(thread.thread_id, runId)).status === 'running' ? true : undefined,
+      8000,
+    );
+    const seen: Chunk[] = [];
+    const ac = new AbortController();
+    for await (const chunk of onB.threads.joinStream(thread.thread_id, { signal: ac.signal })) {
+      seen.push(chunk);
+      if (chunk.event === 'run_done') break;
+    }
+    ac.abort();
+    const ran = await own;
+    expect(seen.at(-1)).toMatchObject({ event: 'run_done', data: { run_id: runId, status: 'success' } });
+    expect(seen.filter((ch) => ch.event === 'messages').length).toBeGreaterThan(3);
+    // The run's last state, as its own stream ended.
+    expect(seen.filter((ch) => ch.event === 'values').at(-1)?.data).toEqual(
+      ran.filter((ch) => ch.event === 'values').at(-1)?.data,
+    );
+
+    // The protocol's events (POST /threads/{id}/stream/events) on B, of a protocol run started on A.
+    const protocolThread = randomUUID();
+    const headers = { 'x-api-key': key, 'content-type': 'application/json' };
+    const started = await fetch(`${a.url}/threads/${protocolThread}/commands`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({
+        id: 1,
+        method: 'run.start',
+        params: {
+          assistant_id: 'agent',
+          input: userInput('protocol elsewhere'),
+          config: { configurable: { token_delay_ms: 80 } },
+        },
+      }),
+    });
+    const { result } = (await started.json()) as { result: { run_id: string } };
+    await eventually(
+      async () => ((await onB.runs.get(protocolThread, result.run_id)).status === 'running' ? true : undefined),
+      8000,
+    );
+    const events = await fetch(`${b.url}/threads/${protocolThread}/stream/events`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ channels: ['lifecycle', 'messages'] }),
+    });
+    expect(events.status).toBe(200);
+    const got: { method: string; params: { namespace: string[]; data: { event?: string } } }[] = [];
+    const reader = events.body!.getReader();
+    let text = '';
+    const rootEnded = () =>
+      got.some((e) => e.method === 'lifecycle' && e.params.namespace.length === 0 && e.params.data.event !== 'running');
+    while (!rootEnded()) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+      const parts = text.split('\n\n');
+      text = parts.pop()!;
+      for (const part of parts) {
+        const data = part.split('\n').find((l) => l.startsWith('data: '));
+        if (data) got.push(JSON.parse(data.slice(6)));
+      }
+    }
+    await reader.cancel();
+    const root = got
+      .filter((e) => e.method === 'lifecycle' && e.params.namespace.length === 0)
+      .map((e) => e.params.data.event);
+    expect(root).toEqual(['running', 'completed']);
+    expect(got.filter((e) => e.method === 'messages').length).toBeGreaterThan(3);
+  }, 30_000);
+
   it('cancels on one server a run of the other at once; its followers there see the cancel', async () => {
     const key = newKey();
     const onA = sdk(a.url, key).client;
@@ -101,7 +187,10 @@ describe('two servers on one store', () => {
     await waitFor(() => runId !== '' && registry.started.has(runId));
 
     expect((await onB.runs.get(thread.thread_id, runId)).status).toBe('running');
-    const followed = collect(onB.runs.joinStream(thread.thread_id, runId)) as Promise<Chunk[]>;
+    const { client: watcher, seen } = sdk(b.url, key);
+    const followed = collect(watcher.runs.joinStream(thread.thread_id, runId)) as Promise<Chunk[]>;
+    // Joined (from now) before the cancel is asked: its stream is open.
+    await waitFor(() => seen.some((s) => s.url.includes(`/runs/${runId}/stream`) && s.status === 200));
     const joined = onB.runs.join(thread.thread_id, runId);
     const asked = Date.now();
     await onB.runs.cancel(thread.thread_id, runId);

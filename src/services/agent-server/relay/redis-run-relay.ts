@@ -100,16 +100,25 @@ export class RedisRunRelay implements RunRelay {
   }
 
   follow(runId: string, options: FollowOptions): AsyncIterable<Frame> {
-    return this.read(this.runKey(runId), options);
+    const key = this.runKey(runId);
+    const { seen } = options;
+    // "From now" is now, as the reader asks, not when it first pulls (after its response's headers went out).
+    const start = seen === undefined ? this.lastEntry(key) : Promise.resolve(seen === 0 ? '0-0' : `1-${seen - 1}`);
+    start.catch(() => undefined); // read (and thrown) by the reader
+    return this.read(key, start, options);
   }
 
-  private async *read(key: string, { seen, signal, stillGoing }: FollowOptions): AsyncGenerator<Frame> {
+  private async *read(
+    key: string,
+    start: Promise<string>,
+    { signal, stillGoing }: FollowOptions,
+  ): AsyncGenerator<Frame> {
     const conn = this.redis.duplicate(); // XREAD BLOCK holds its connection: one per reader
     this.readers.add(conn);
     const stop = () => conn.disconnect();
     signal.addEventListener('abort', stop, { once: true });
     try {
-      let cursor = seen === undefined ? await this.lastEntry(conn, key) : seen === 0 ? '0-0' : `1-${seen - 1}`;
+      let cursor = await start;
       while (cursor !== END_ID && !signal.aborted) {
         const got = await conn.xread('COUNT', BATCH, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor);
         if (got === null || got.length === 0) {
@@ -133,8 +142,8 @@ export class RedisRunRelay implements RunRelay {
   }
 
   /** Where a reader from now starts: after the stream's last entry (END_ID if the run has ended; the start if none). */
-  private async lastEntry(conn: Redis, key: string): Promise<string> {
-    const last = await conn.xrevrange(key, '+', '-', 'COUNT', 1);
+  private async lastEntry(key: string): Promise<string> {
+    const last = await this.redis.xrevrange(key, '+', '-', 'COUNT', 1);
     return last[0]?.[0] ?? '0-0';
   }
 

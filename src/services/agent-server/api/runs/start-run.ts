@@ -128,6 +128,8 @@ export async function startRun(
       ...(body.webhook ? { webhook: body.webhook } : {}),
       // Read by a server that follows the run from elsewhere (a join without Last-Event-ID replays such a run).
       ...(background || body.stream_resumable ? { stream_resumable: true } : {}),
+      // A protocol run: a server following it from elsewhere turns its frames into protocol events (relay/remote-runs.ts).
+      ...(protocol ? { protocol: true } : {}),
     },
     multitask_strategy: strategy,
   };
