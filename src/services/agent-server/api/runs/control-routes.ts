@@ -53,7 +53,7 @@ const joinStream = {
     ...errors,
     409: {
       description:
-        'The run is going on in another server process of this deployment: its events can be followed only there.',
+        'The run is going on in another server process of this deployment, and the servers share no run relay (no Redis): its events can be followed only there.',
       schema: errorSchema,
     },
   },
