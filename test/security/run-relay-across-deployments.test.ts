@@ -29,7 +29,7 @@ const log = pino({ level: 'silent' });
 const forwards: RedisForward[] = [];
 const clients: Redis[] = [];
 
-async function deployment(id: string): Promise<{ prefix: string; client: () => Redis }> {
+async function deployment(id: string): Promise<{ prefix: string; forward: RedisForward; client: () => Redis }> {
   const password = randomBytes(16).toString('hex');
   const prefix = `deployment:${id}`;
   await admin.call('ACL', 'SETUSER', deploymentUserName(id), ...deploymentUserRules(prefix, password));
@@ -45,6 +45,7 @@ async function deployment(id: string): Promise<{ prefix: string; client: () => R
   forwards.push(forward);
   return {
     prefix,
+    forward,
     client() {
       const c = new Redis({ path: forward.socketPath, maxRetriesPerRequest: 1, enableReadyCheck: false });
       clients.push(c);
@@ -106,6 +107,28 @@ describe('the run relay through the forwarder, as the deployment user', () => {
     a.releaseThread(threadId);
     await waited;
     expect(await a.claimThread(threadId)).toBe(false);
+    await Promise.all([a.close(), b.close()]);
+  });
+});
+
+describe('many readers of runs of another server', () => {
+  it('get every frame, with at most 8 connections of their own (the others poll the shared one)', async () => {
+    const own = await deployment('d3'); // a forwarder of its own: its connections are this test's only
+    const a = new RedisRunRelay(own.client(), { prefix: own.prefix });
+    const b = new RedisRunRelay(own.client(), { prefix: own.prefix });
+    const runId = randomUUID();
+    a.started(runId, randomUUID());
+    const ac = new AbortController();
+    const readers = Array.from({ length: 12 }, () =>
+      readAll(b.follow(runId, { seen: 0, signal: ac.signal, stillGoing: async () => true })),
+    );
+    const sent = frames(40);
+    for (const f of sent.slice(0, 20)) a.publish(runId, f);
+    await expect.poll(() => own.forward.connections()).toBe(2 + 8); // a's and b's, and 8 readers'
+    for (const f of sent.slice(20)) a.publish(runId, f);
+    a.ended(runId);
+    for (const got of await Promise.all(readers)) expect(got).toEqual(sent);
+    await expect.poll(() => own.forward.connections()).toBe(2);
     await Promise.all([a.close(), b.close()]);
   });
 });

@@ -14,6 +14,12 @@ const IDLE_TTL_MS = 10 * 60_000;
 const REFRESH_EVERY = 256;
 /** How long a reader blocks on a quiet run before asking the store whether the run still goes on. */
 const BLOCK_MS = 2000;
+/**
+ * Readers of other servers' runs with a connection of their own (XREAD BLOCK); the next ones poll every POLL_MS on the
+ * shared connection. A deployment's revision has DEPLOYMENT_REDIS_CONNECTIONS (16 by default) for everything.
+ */
+const MAX_BLOCKING_READERS = 8;
+const POLL_MS = 100;
 /** Frames read at once: a slow reader holds at most this many (the next batch is read when it has taken these). */
 const BATCH = 256;
 /** How often a server renews its threads' claims (each lasts LEASE_MS), and a waiter tries again unwoken. */
@@ -113,18 +119,30 @@ export class RedisRunRelay implements RunRelay {
     start: Promise<string>,
     { signal, stillGoing }: FollowOptions,
   ): AsyncGenerator<Frame> {
-    const conn = this.redis.duplicate(); // XREAD BLOCK holds its connection: one per reader
-    this.readers.add(conn);
-    const stop = () => conn.disconnect();
+    // XREAD BLOCK holds its connection: one per reader, up to MAX_BLOCKING_READERS; the readers beyond poll on the
+    // shared connection (no BLOCK) every POLL_MS, so a revision's few Redis connections are never all readers'.
+    const conn = this.readers.size < MAX_BLOCKING_READERS ? this.redis.duplicate() : null;
+    if (conn !== null) this.readers.add(conn);
+    const stop = () => conn?.disconnect();
     signal.addEventListener('abort', stop, { once: true });
     try {
       let cursor = await start;
+      let quiet = 0;
       while (cursor !== END_ID && !signal.aborted) {
-        const got = await conn.xread('COUNT', BATCH, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor);
+        const got =
+          conn !== null
+            ? await conn.xread('COUNT', BATCH, 'BLOCK', BLOCK_MS, 'STREAMS', key, cursor)
+            : await this.redis.xread('COUNT', BATCH, 'STREAMS', key, cursor);
         if (got === null || got.length === 0) {
+          if (conn === null) {
+            await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+            if ((quiet += POLL_MS) < BLOCK_MS) continue;
+          }
+          quiet = 0;
           if (!(await stillGoing())) return;
           continue;
         }
+        quiet = 0;
         for (const [id, fields] of got[0]![1]) {
           cursor = id;
           if (id === END_ID) return;
@@ -136,8 +154,10 @@ export class RedisRunRelay implements RunRelay {
       if (!signal.aborted) throw err;
     } finally {
       signal.removeEventListener('abort', stop);
-      this.readers.delete(conn);
-      conn.disconnect();
+      if (conn !== null) {
+        this.readers.delete(conn);
+        conn.disconnect();
+      }
     }
   }
 
