@@ -203,6 +203,25 @@ describe('two servers on one store', () => {
     expect((await followed).at(-1)).toMatchObject({ event: 'error', data: { error: 'CancelledError' } });
   }, 20_000);
 
+  it('deletes on one server a thread whose run goes on on the other: the run stops first, nothing comes back', async () => {
+    const key = newKey();
+    const onA = sdk(a.url, key).client;
+    const onB = sdk(b.url, key).client;
+    const thread = await onA.threads.create();
+    const run = await onA.runs.create(thread.thread_id, 'slow', {
+      input: userInput('x'),
+      config: { configurable: { wait_ms: 30_000 } },
+    });
+    await waitFor(() => registry.started.has(run.run_id));
+    await onB.threads.delete(thread.thread_id);
+    expect(registry.cancelled.has(run.run_id)).toBe(true);
+    const store = new RedisAgentStore(redis, { prefix });
+    await new Promise((resolve) => setTimeout(resolve, 300)); // anything A would still write has landed
+    expect(await store.getRun(run.run_id)).toBeNull();
+    expect(await store.getThread(thread.thread_id)).toBeNull();
+    await expect(onA.threads.get(thread.thread_id)).rejects.toMatchObject({ status: 404 });
+  }, 20_000);
+
   it('a second run on one server of a thread busy on the other obeys its multitask strategy', async () => {
     const key = newKey();
     const onA = sdk(a.url, key).client;

@@ -3,7 +3,7 @@ import { matchesFilter } from '../../auth/filters.ts';
 import type { ServerContext } from '../../context.ts';
 import { invalid } from '../../errors.ts';
 import { isUnfinished } from '../../runs/orphans.ts';
-import { cancelElsewhere } from './control-routes.ts';
+import { cancelElsewhere } from '../../relay/cancel-elsewhere.ts';
 import type { Run, Thread } from '../../store/records.ts';
 import { errorSchema } from '../common-schemas.ts';
 import { operation, type Operation } from '../operations.ts';

@@ -8,7 +8,7 @@ import { frame, onlyModes, type Frame } from '../../runs/frames.ts';
 import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
 import { isUnfinished, settleIfOrphaned } from '../../runs/orphans.ts';
 import { operation, param, type Operation } from '../operations.ts';
-import { LEASE_MS } from '../../runs/run-leases.ts';
+import { cancelElsewhere } from '../../relay/cancel-elsewhere.ts';
 import { errorSchema } from '../common-schemas.ts';
 import { runCancel, runJoinStream, runSchema } from './schemas.ts';
 import { STREAM_MODES } from '../../runs/stream-modes.ts';
@@ -130,12 +130,6 @@ function followElsewhere(
 
 /** Started with `stream_resumable` (recorded in its kwargs): a join without Last-Event-ID replays it from its start. */
 const resumable = (run: Run) => (run.kwargs as { stream_resumable?: unknown } | null)?.stream_resumable === true;
-
-/** Cancels a run of another server: through the relay at once, and through the store (the fallback at lease renewal). */
-export async function cancelElsewhere(ctx: ServerContext, runId: string, rollback: boolean): Promise<void> {
-  await ctx.store.lease(`${rollback ? 'rollback' : 'cancel'}:${runId}`, LEASE_MS);
-  await ctx.relay.cancel(runId, rollback ? 'cancel-rollback' : 'cancel');
-}
 
 /** Waits until a run on another server has ended (or lost its server, or the client left), polling the store. */
 async function untilFinished(ctx: ServerContext, run: Run, signal: AbortSignal): Promise<void> {
