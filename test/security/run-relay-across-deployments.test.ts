@@ -118,9 +118,8 @@ describe('many readers of runs of another server', () => {
     const b = new RedisRunRelay(own.client(), { prefix: own.prefix });
     const runId = randomUUID();
     a.started(runId, randomUUID());
-    const ac = new AbortController();
     const readers = Array.from({ length: 12 }, () =>
-      readAll(b.follow(runId, { seen: 0, signal: ac.signal, stillGoing: async () => true })),
+      readAll(b.follow(runId, { seen: 0, signal: new AbortController().signal, stillGoing: async () => true })),
     );
     const sent = frames(40);
     for (const f of sent.slice(0, 20)) a.publish(runId, f);
