@@ -89,6 +89,7 @@ export class BundledServices {
       store: storage.store,
       checkpointer: storage.checkpointer,
       items: storage.items,
+      relay: storage.relay,
       log,
     }).catch(async (err: unknown) => {
       await storage.close();

@@ -26,6 +26,9 @@ import { MemoryItemStore } from './store/memory-item-store.ts';
 import type { CountedItemStore } from './store/item-quota.ts';
 import { openApiDocument } from './api/meta/openapi.ts';
 import { settleOrphans } from './runs/orphans.ts';
+import { OrphanSweep } from './runs/orphan-sweep.ts';
+import { LocalRunRelay } from './relay/local-run-relay.ts';
+import type { RunRelay } from './relay/run-relay.ts';
 import { TtlSweeper } from './ttl-sweeper.ts';
 import { mount, type Operation } from './api/operations.ts';
 import { Runner } from './runs/runner.ts';
@@ -95,6 +98,11 @@ export interface AgentServerOptions {
   readonly quotas?: Partial<AgentQuotas>;
   /** Runs' webhooks: the hosts allowed although private (WEBHOOK_HOSTS_ALLOWED), the timeout and retries. */
   readonly webhooks?: WebhookOptions;
+  /**
+   * What the servers sharing the store tell each other about runs (frames, cancels, runs going on): a RedisRunRelay
+   * when several servers may share the store. Default: the in-process relay of a server alone.
+   */
+  readonly relay?: RunRelay;
 }
 
 export interface AgentServer {
@@ -163,7 +171,8 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
   const store = options.store ?? new MemoryAgentStore();
   await ensureDefaultAssistants(store, graphs, graphDefaults(config.descriptions));
   const webhooks = new Webhooks(log, options.webhooks);
-  const runner = new Runner({ store, graphs, checkpointer, log, webhooks });
+  const relay = options.relay ?? new LocalRunRelay();
+  const runner = new Runner({ store, graphs, checkpointer, log, webhooks, relay });
   const ctx: ServerContext = {
     store,
     graphs,
@@ -175,12 +184,15 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
     configurableHeaders: configurableHeaderFilter(config.configurableHeaders),
     quotas: { ...DEFAULT_AGENT_QUOTAS, ...options.quotas },
     webhooks,
+    relay,
     protocolThreads: new ProtocolThreads(),
     sourceSchemas: new GraphSourceSchemas(config.graphs, new SchemaParser(), log),
   };
   const orphaned = await settleOrphans(ctx);
   if (orphaned > 0)
     log.warn({ runs: orphaned }, 'runs left unfinished by a server that stopped were recorded as error');
+  const orphanSweep = new OrphanSweep(ctx);
+  orphanSweep.start();
   const scheduler = new CronScheduler(ctx, options.cronTickMs);
   const sweeper = new TtlSweeper(ctx, options.ttlSweepMs);
   const ops = served(
@@ -244,7 +256,9 @@ export async function createAgentServer(options: AgentServerOptions): Promise<Ag
       sockets.close();
       await scheduler.stop();
       await sweeper.stop();
+      await orphanSweep.stop();
       await runner.close();
+      await relay.close();
       webhooks.close();
       await ctx.sourceSchemas.close();
       await store.close();

@@ -8,6 +8,7 @@ import type { Runner } from './runs/runner.ts';
 import type { AgentStore } from './store/agent-store.ts';
 import type { CountedItemStore } from './store/item-quota.ts';
 import type { Webhooks } from './runs/webhooks.ts';
+import type { RunRelay } from './relay/run-relay.ts';
 import type { ProtocolThreads } from './protocol/threads.ts';
 
 /** What the route modules share. */
@@ -28,6 +29,8 @@ export interface ServerContext {
   readonly quotas: AgentQuotas;
   /** Runs' webhooks: where they may point (checked as a run is created) and the calls. */
   readonly webhooks: Webhooks;
+  /** Runs' frames and cancels to and from the other servers sharing the store (relay/run-relay.ts). */
+  readonly relay: RunRelay;
   /** The threads the thread-centric protocol serves in this process (their events and readers). */
   readonly protocolThreads: ProtocolThreads;
   /** Each graph's JSON schemas as its TypeScript source declares them, read once on first need. */

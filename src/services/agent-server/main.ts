@@ -90,6 +90,7 @@ export async function runAgentServer(
       store: storage.store,
       checkpointer: storage.checkpointer,
       items: storage.items,
+      relay: storage.relay,
       configPath: settings.appConfig,
       verifyApiKey: fixedKeyVerifier(keys, settings.org),
       org: settings.org,

@@ -98,6 +98,7 @@ async function main(control: ProcessControl): Promise<void> {
       store: storage.store,
       checkpointer: storage.checkpointer,
       items: storage.items,
+      relay: storage.relay,
     });
   } catch (err) {
     send({ type: 'failed', reason: oneLine(err, control.configPath, control.sourcePrefix ?? '') });

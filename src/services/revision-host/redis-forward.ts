@@ -71,6 +71,14 @@ const READS = new Set([
   'ping',
   'echo',
   'quit',
+  // the run relay's reads and messages (agent-server/relay/redis-run-relay.ts)
+  'xread',
+  'xrevrange',
+  'hkeys',
+  'pexpire',
+  'publish',
+  'subscribe',
+  'unsubscribe',
   'multi',
   'exec',
   'discard',
@@ -128,7 +136,10 @@ export function startRedisForward(o: RedisForwardOptions): Promise<RedisForward>
   });
 }
 
-type Pending = { kind: 'redis'; n: number } | { kind: 'drop' } | { kind: 'local'; data: Buffer };
+type Pending =
+  { kind: 'redis'; n: number } | { kind: 'drop' } | { kind: 'local'; data: Buffer } | { kind: 'subscribe' };
+/** What a subscribed connection may still send (as Redis allows in RESP2). */
+const WHILE_SUBSCRIBED = new Set(['subscribe', 'unsubscribe', 'ping', 'quit']);
 
 function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisForwardOptions): void {
   const frames = new RequestFrames(o.maxRequestBytes);
@@ -138,6 +149,11 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
   let multiRefused = false;
   /** A refused stream: the connection ends once Redis answered what came before. */
   let closing = false;
+  /**
+   * SUBSCRIBEd (once Redis confirmed it): Redis now sends messages nobody asked for, so what it sends passes through
+   * uncounted, and the client may send only WHILE_SUBSCRIBED (none grows the deployment's data).
+   */
+  let subscribed = false;
   const end = () => {
     client.destroy();
     redis.destroy();
@@ -179,6 +195,10 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
   let growing = false;
   const sink: FrameSink = {
     head(command, arg1) {
+      if (subscribed) {
+        if (WHILE_SUBSCRIBED.has(command)) return ((growing = false), true);
+        return (local(`ERR ${command.toUpperCase()} on a subscribed connection`), false);
+      }
       if (OWN.has(command)) return (local(`ERR ${command.toUpperCase()} is the gateway's on this connection`), false);
       if (command === 'exec' && inMulti && multiRefused) {
         inMulti = false;
@@ -193,7 +213,8 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
       if (growing) o.budget?.wrote(PER_KEY);
       if (command === 'multi') [inMulti, multiRefused] = [true, false];
       else if (command === 'exec' || command === 'discard') inMulti = false;
-      expect('redis');
+      if (command === 'subscribe' && !inMulti) pending.push({ kind: 'subscribe' });
+      else expect('redis');
       return true;
     },
     data(bytes) {
@@ -217,6 +238,7 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
   });
 
   redis.on('data', (chunk: Buffer) => {
+    if (subscribed) return void toClient(client.write(chunk));
     client.cork();
     try {
       answer(chunk);
@@ -227,8 +249,16 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
   const answer = (chunk: Buffer) => {
     let start = 0;
     const error = replies.feed(chunk, (at, type) => {
+      if (subscribed) return; // the rest of the chunk passes through below
       const head = pending[0];
       if (!head || head.kind === 'local') return void end(); // a reply nobody asked for
+      if (head.kind === 'subscribe') {
+        pending.shift();
+        if (type !== '-') return void (subscribed = true); // from this reply on, everything passes through
+        toClient(client.write(chunk.subarray(start, at))); // refused (a channel not its own): not subscribed
+        start = at;
+        return;
+      }
       if (head.kind === 'drop') {
         if (type === '-') {
           o.log.error(
@@ -246,6 +276,7 @@ function forwardOne(client: Socket, redis: Socket, setup: string[][], o: RedisFo
       while (pending[0]?.kind === 'local') toClient(client.write((pending.shift() as { data: Buffer }).data));
       if (closing && pending.length === 0) client.end();
     });
+    if (subscribed) return void toClient(client.write(chunk.subarray(start)));
     if (error !== null) {
       o.log.warn({ err: error }, 'redis forwarder: unreadable reply');
       return end();

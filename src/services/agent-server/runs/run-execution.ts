@@ -11,6 +11,7 @@ import { LEASE_MS } from './run-leases.ts';
 import { rollBack } from './rollback.ts';
 import type { ThreadQueues } from './thread-queues.ts';
 import type { Webhooks } from './webhooks.ts';
+import type { RunRelay } from '../relay/run-relay.ts';
 
 /** Where a run's frames go: numbered, held, and to every reader of the run and of its thread. */
 export interface RunEvents {
@@ -29,6 +30,8 @@ export interface RunnerDeps {
   readonly log: Logger;
   /** Calls runs' webhooks once they end. */
   readonly webhooks: Webhooks;
+  /** Where the runs' frames and cancels go to and come from the other servers sharing the store. */
+  readonly relay: RunRelay;
 }
 
 /**
@@ -76,7 +79,10 @@ export class RunExecution {
       await recorded;
       // A queued run waits for the runs ahead of it (and a delayed run, `after_seconds`, for its time too), unless it is
       // cancelled first.
-      await Promise.race([Promise.all([before, delay(spec.afterMs, signal), spec.gate]), whenAborted(signal)]);
+      await Promise.race([
+        Promise.all([before, delay(spec.afterMs, signal), spec.gate, spec.turn?.(signal)]),
+        whenAborted(signal),
+      ]);
       if (signal.aborted) throw signal.reason;
       events.begin();
       await this.setRun(run, 'running');

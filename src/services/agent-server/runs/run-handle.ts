@@ -28,6 +28,11 @@ export interface RunSpec {
   readonly protocol?: boolean;
   /** The run begins once this settles too (a protocol run waits for its readers: protocol/run-commands.ts). */
   readonly gate?: Promise<unknown>;
+  /**
+   * The run begins once this settles too: its thread is busy on another server sharing the store, and this waits until
+   * that server has released it and this one has claimed it (relay/thread-elsewhere.ts).
+   */
+  readonly turn?: (signal: AbortSignal) => Promise<void>;
   /** `after_seconds`: the run waits this long (pending, cancellable) before its turn. */
   readonly afterMs?: number;
   /** Called (POST, the run with its outcome) once the run's end is recorded (webhooks.ts). */

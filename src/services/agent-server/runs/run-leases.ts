@@ -6,8 +6,8 @@ import type { RunHandle } from './run-handle.ts';
  * How long a run's lease lasts; its server renews it (and looks for a cancel from another server) every LEASE_MS /
  * RENEWALS.
  */
-export const LEASE_MS = 30_000;
-const RENEWALS = 6;
+export const LEASE_MS = 10_000;
+const RENEWALS = 5;
 
 /**
  * Renews the lease of every run going on here (`run:<id>` in the store, so other servers see the run has a server),

@@ -25,8 +25,10 @@ import { webhookPayload } from './webhook-payload.ts';
  * Several servers may share one store. While a run goes on, its server
  * renews the run's lease in the store (`run:<id>`, see LEASE_MS): a run
  * recorded as running without a lease has lost its server (orphans.ts).
- * A cancel asked on another server reaches the run as a `cancel:<id>`
- * lease, which its server looks for at each renewal.
+ * Its frames also go to the relay (relay/run-relay.ts), so any server of
+ * the deployment can follow it, and a cancel asked on another server
+ * arrives through the relay at once (and as a `cancel:<id>` lease, which
+ * its server looks for at each renewal, if the relay lost it).
  *
  * The jobs live apart: the queue per thread (thread-queues.ts), running a
  * graph and recording its outcome (run-execution.ts), the frames held for
@@ -47,6 +49,7 @@ export class Runner {
   constructor(private readonly deps: RunnerDeps) {
     this.leases = new LeaseRenewals(deps.store, deps.log, () => this.all.values());
     this.execution = new RunExecution(deps, this.queues);
+    deps.relay.onCancel((runId, reason) => this.all.get(runId)?.cancel(reason));
   }
 
   /** True while a run is active or queued on the thread. */
@@ -89,7 +92,9 @@ export class Runner {
     if (!spec.threadless) this.threads.runStarted(threadId);
     const numbered: RunEvents = {
       push: (f) => {
-        events.push({ ...f, id: String(events.count) }); // ids from 0, as the official server
+        const numberedFrame = { ...f, id: String(events.count) }; // ids from 0, as the official server
+        events.push(numberedFrame);
+        this.deps.relay.publish(spec.run.run_id, numberedFrame);
         if (thread !== null) this.threads.publish(thread, f);
       },
       begin: () => {
@@ -103,6 +108,7 @@ export class Runner {
       },
       close: (status) => {
         events.close();
+        this.deps.relay.ended(spec.run.run_id);
         if (thread !== null) this.threads.publish(thread, frame('run_done', { run_id: spec.run.run_id, status }));
         if (!spec.threadless) this.threads.runEnded(threadId);
       },
@@ -110,6 +116,7 @@ export class Runner {
     const first = events.subscribe();
     const controller = new AbortController();
     let cancelReason: CancelReason | null = null;
+    this.deps.relay.started(spec.run.run_id, threadId);
     numbered.push(metadata);
     const recorded = this.execution.record(spec.run);
     // `done` never rejects: execute ends every failure as an `error` outcome, and this catch is the last guard (a
@@ -147,6 +154,8 @@ export class Runner {
           : undefined;
       this.finished.retain(handle, events, forgetRecord);
       this.queues.remove(threadId, handle);
+      // The thread's last run here: another server sharing the store may run it now.
+      if (!spec.threadless && !this.queues.busy(threadId)) this.deps.relay.releaseThread(threadId);
       // After the run's end is recorded, in the background: nothing waits for the call.
       if (spec.webhook) this.deps.webhooks.send(spec.webhook, webhookPayload(spec, outcome, startedAt), handle.runId);
     });

@@ -2,6 +2,9 @@ import { MemorySaver, type BaseCheckpointSaver } from '@langchain/langgraph';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { SettingsError } from '../../../settings/env.ts';
+import { LocalRunRelay } from '../relay/local-run-relay.ts';
+import { RedisRunRelay } from '../relay/redis-run-relay.ts';
+import type { RunRelay } from '../relay/run-relay.ts';
 import type { AgentStore } from './agent-store.ts';
 import type { CountedItemStore } from './item-quota.ts';
 import { MemoryAgentStore } from './memory-agent-store.ts';
@@ -11,11 +14,16 @@ import { RedisAgentStore } from './redis-agent-store.ts';
 import { RedisCheckpointer } from './redis-checkpointer.ts';
 import { RedisItemStore } from './redis-item-store.ts';
 
-/** Where an Agent Server keeps its records, its graph state and its store items: what createAgentServer takes. */
+/**
+ * Where an Agent Server keeps its records, its graph state and its store items, and how it reaches the other servers
+ * of its deployment: what createAgentServer takes.
+ */
 export interface AgentStorage {
   readonly store: AgentStore;
   readonly checkpointer: BaseCheckpointSaver;
   readonly items: CountedItemStore;
+  /** With a Redis, the run relay over it (runs followed, resumed and cancelled from any server); else in-process. */
+  readonly relay: RunRelay;
   /** Lets go of what was opened (the server's own close does it too, through its store): for a start that failed. */
   close(): Promise<void>;
 }
@@ -24,8 +32,8 @@ export interface StorageChoice {
   /** DATABASE_URI and DATABASE_POOL_SIZE: everything durable in PostgreSQL. */
   readonly database: { readonly uri: string; readonly poolSize: number } | null;
   /**
-   * Without a database: the Redis to keep it in (REDIS_URL, or a deployment's socket), made only when asked for, so
-   * a server with a database never opens it for its store; null for memory.
+   * The Redis (REDIS_URL, or a deployment's socket), made when asked for: what is ephemeral goes through it (the run
+   * relay), and without a database the records too; null for none.
    */
   readonly redis: (() => Redis | null) | null;
   /** Prefix of the Redis keys (AGENT_STORE_PREFIX, or a deployment's own). */
@@ -42,8 +50,30 @@ export interface StorageChoice {
  * - else a Redis (REDIS_URL): the Redis store and checkpointer. As durable as that Redis's persistence (append-only on
  *   in the shipped compose file); for development and small setups.
  * - else memory: nothing outlives the process.
+ *
+ * With a Redis, whatever keeps the records, runs' events, cancels and thread turns go through it (relay/), so every
+ * server of a deployment follows every run.
  */
-export async function openAgentStorage({ database, redis, redisPrefix, log }: StorageChoice): Promise<AgentStorage> {
+export async function openAgentStorage(choice: StorageChoice): Promise<AgentStorage> {
+  const client = choice.redis?.() ?? null;
+  const relay = client
+    ? new RedisRunRelay(client, { prefix: choice.redisPrefix, log: choice.log })
+    : new LocalRunRelay();
+  const records = await openRecords(choice, client);
+  return {
+    ...records,
+    relay,
+    close: async () => {
+      await relay.close();
+      await records.close();
+    },
+  };
+}
+
+async function openRecords(
+  { database, redisPrefix, log }: StorageChoice,
+  client: Redis | null,
+): Promise<Omit<AgentStorage, 'relay'>> {
   if (database !== null) {
     try {
       return await openPostgresStorage({ uri: database.uri, poolSize: database.poolSize, log });
@@ -54,7 +84,6 @@ export async function openAgentStorage({ database, redis, redisPrefix, log }: St
       );
     }
   }
-  const client = redis?.() ?? null;
   if (client !== null) {
     const store = new RedisAgentStore(client, { prefix: redisPrefix });
     return {

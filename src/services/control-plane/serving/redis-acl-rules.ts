@@ -5,8 +5,9 @@
  *
  * The commands are exactly those the Agent Server's Redis stores send
  * (agent-server/store/redis-agent-store.ts, redis-checkpointer.ts,
- * redis-item-store.ts and its functions); none of them publishes or
- * subscribes, so the user has no channel. Everything else is denied: KEYS,
+ * redis-item-store.ts and its functions) and its run relay
+ * (relay/redis-run-relay.ts), which publishes and subscribes on channels
+ * under the deployment's prefix only (`&<prefix>:*`). Everything else is denied: KEYS,
  * SCAN, FLUSHALL, CONFIG, ACL, INFO, CLIENT, DEBUG, MODULE, FUNCTION, and
  * EVAL/EVALSHA (a script of its own could loop forever and hold Redis BUSY for
  * every tenant). FCALL runs only functions the platform loaded
@@ -48,6 +49,16 @@ export const DEPLOYMENT_COMMANDS = [
   'multi',
   'exec',
   'discard',
+  // the run relay (agent-server/relay/redis-run-relay.ts): runs' frames in streams, claims that expire, messages on
+  // the deployment's channels (`&<prefix>:*`: cancels, threads released)
+  'xadd',
+  'xread',
+  'xrevrange',
+  'pexpire',
+  'hkeys',
+  'publish',
+  'subscribe',
+  'unsubscribe',
   // ioredis sends SELECT when REDIS_URL names a database (the pattern applies in every database)
   'select',
   'ping',
@@ -69,6 +80,7 @@ export function deploymentUserRules(dataPrefix: string, password: string): strin
     `>${password}`,
     `~${globEscape(dataPrefix)}:*`,
     'resetchannels',
+    `&${globEscape(dataPrefix)}:*`,
     '-@all',
     ...DEPLOYMENT_COMMANDS.map((c) => `+${c}`),
   ];

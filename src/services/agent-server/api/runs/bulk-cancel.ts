@@ -3,7 +3,7 @@ import { matchesFilter } from '../../auth/filters.ts';
 import type { ServerContext } from '../../context.ts';
 import { invalid } from '../../errors.ts';
 import { isUnfinished } from '../../runs/orphans.ts';
-import { LEASE_MS } from '../../runs/run-leases.ts';
+import { cancelElsewhere } from '../../relay/cancel-elsewhere.ts';
 import type { Run, Thread } from '../../store/records.ts';
 import { errorSchema } from '../common-schemas.ts';
 import { operation, type Operation } from '../operations.ts';
@@ -68,8 +68,8 @@ export function bulkCancelOperation(ctx: ServerContext): Operation {
         if (!(await visible(run))) continue;
         const handle = runner.find(run.run_id);
         if (handle !== undefined) handle.cancel(reason);
-        // A run on another server: its server sees the request when it next renews the run's lease.
-        else await store.lease(`${query.action === 'rollback' ? 'rollback' : 'cancel'}:${run.run_id}`, LEASE_MS);
+        // A run on another server: the relay tells its server at once (the lease is the fallback).
+        else await cancelElsewhere(ctx, run.run_id, query.action === 'rollback');
       }
       return c.body(null, 204);
     },

@@ -8,7 +8,7 @@ import { frame, onlyModes, type Frame } from '../../runs/frames.ts';
 import { LAST_EVENT_ID, lastEventId } from './last-event-id.ts';
 import { isUnfinished, settleIfOrphaned } from '../../runs/orphans.ts';
 import { operation, param, type Operation } from '../operations.ts';
-import { LEASE_MS } from '../../runs/run-leases.ts';
+import { cancelElsewhere } from '../../relay/cancel-elsewhere.ts';
 import { errorSchema } from '../common-schemas.ts';
 import { runCancel, runJoinStream, runSchema } from './schemas.ts';
 import { STREAM_MODES } from '../../runs/stream-modes.ts';
@@ -22,9 +22,10 @@ import type { Json, Run } from '../../store/records.ts';
  * through its thread, so the `threads` authorization handlers decide: a
  * thread the caller may not see answers 404, and so does a run of another
  * thread. A run on another server process sharing the store can be waited
- * for (`join`, polling the store) and cancelled (through the store, seen by
- * its server within LEASE_MS / 6), but its events can be followed only on
- * its own server (409 here). A run that has finished is answered from the
+ * for (`join`, polling the store), cancelled (through the relay, at once)
+ * and followed (its frames read from the relay, relay/run-relay.ts); only
+ * without a shared relay are its events followed on its own server alone
+ * (409 here). A run that has finished is answered from the
  * store; one that lost its server is settled as `error` when read
  * (runs/orphans.ts).
  *
@@ -52,7 +53,7 @@ const joinStream = {
     ...errors,
     409: {
       description:
-        'The run is going on in another server process of this deployment: its events can be followed only there.',
+        'The run is going on in another server process of this deployment, and the servers share no run relay (no Redis): its events can be followed only there.',
       schema: errorSchema,
     },
   },
@@ -107,6 +108,29 @@ async function visibleThreadlessRun(c: Context<AgentEnv>, ctx: ServerContext): P
 /** A run going on in another server process of this deployment (its lease is held there). */
 const elsewhere = (ctx: ServerContext, run: Run) => ctx.runner.find(run.run_id) === undefined && isUnfinished(run);
 
+/**
+ * The frames of a run that does not go on here, through the relay (from the entry after `seen`, or from now), until
+ * its end; null when the relay cannot follow runs of other servers.
+ */
+function followElsewhere(
+  ctx: ServerContext,
+  c: Context<AgentEnv>,
+  run: Run,
+  seen: number | undefined,
+): AsyncIterable<Frame> | null {
+  return ctx.relay.follow(run.run_id, {
+    seen,
+    signal: c.req.raw.signal,
+    async stillGoing() {
+      const now = await ctx.store.getRun(run.run_id);
+      return now !== null && isUnfinished(await settleIfOrphaned(ctx, now));
+    },
+  });
+}
+
+/** Started with `stream_resumable` (recorded in its kwargs): a join without Last-Event-ID replays it from its start. */
+const resumable = (run: Run) => (run.kwargs as { stream_resumable?: unknown } | null)?.stream_resumable === true;
+
 /** Waits until a run on another server has ended (or lost its server, or the client left), polling the store. */
 async function untilFinished(ctx: ServerContext, run: Run, signal: AbortSignal): Promise<void> {
   while (!signal.aborted) {
@@ -123,12 +147,23 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
     const seen = lastEventId(c);
     const headers = { 'Content-Location': location };
     const handle = runner.followable(run.run_id);
-    if (handle === undefined && elsewhere(ctx, run)) {
-      throw conflict(
-        `Run ${run.run_id} is running on another server of this deployment: its events can be followed only there. Wait for it with /join, or read the thread's state when it ends.`,
-      );
+    if (handle === undefined) {
+      const relayed = followElsewhere(ctx, c, run, seen ?? (resumable(run) ? 0 : undefined));
+      if (relayed === null && elsewhere(ctx, run)) {
+        throw conflict(
+          `Run ${run.run_id} is running on another server of this deployment: its events can be followed only there. Wait for it with /join, or read the thread's state when it ends.`,
+        );
+      }
+      const frames = relayed ?? noFrames();
+      return sseResponse(query.stream_mode ? onlyModes(frames, query.stream_mode) : frames, {
+        headers,
+        heartbeatMs,
+        signal: c.req.raw.signal,
+        onCancel() {
+          if (query.cancel_on_disconnect && elsewhere(ctx, run)) void ctx.relay.cancel(run.run_id, 'cancel');
+        },
+      });
     }
-    if (handle === undefined) return sseResponse(noFrames(), { headers, heartbeatMs, onCancel: () => undefined });
     const reader = handle.join(seen ?? (handle.resumable ? 0 : undefined));
     return sseResponse(query.stream_mode ? onlyModes(reader.frames, query.stream_mode) : reader.frames, {
       headers,
@@ -168,9 +203,9 @@ export function runControlOperations(ctx: ServerContext): Operation[] {
         const run = await visibleRun(c, ctx, 'update', { run_id: param(c, 'run_id'), action: query.action });
         const handle = runner.find(run.run_id);
         handle?.cancel(query.action === 'rollback' ? 'cancel-rollback' : 'cancel');
-        // A run on another server: its server sees the request when it next renews the run's lease.
-        const asked = query.action === 'rollback' ? 'rollback' : 'cancel';
-        if (elsewhere(ctx, run)) await store.lease(`${asked}:${run.run_id}`, LEASE_MS);
+        // A run on another server: the relay tells its server at once; the lease is the fallback it sees when it next
+        // renews the run's lease, should the relay's message be lost.
+        if (elsewhere(ctx, run)) await cancelElsewhere(ctx, run.run_id, query.action === 'rollback');
         if (!query.wait) return c.body(null, 202);
         if (handle !== undefined) await handle.done.catch(() => undefined);
         else if (elsewhere(ctx, run)) await untilFinished(ctx, run, c.req.raw.signal);

@@ -12,6 +12,7 @@ import type { RunCreate } from './schemas.ts';
 import { configurableHeaders } from './configurable-headers.ts';
 import { createThread } from '../threads/thread-access.ts';
 import { checkWebhook } from './webhook-check.ts';
+import { takeThreadTurn, type ThreadTurn } from '../../relay/thread-elsewhere.ts';
 
 interface Started {
   readonly run: Run;
@@ -125,6 +126,10 @@ export async function startRun(
       context: body.context ?? {},
       stream_mode: modes,
       ...(body.webhook ? { webhook: body.webhook } : {}),
+      // Read by a server that follows the run from elsewhere (a join without Last-Event-ID replays such a run).
+      ...(background || body.stream_resumable ? { stream_resumable: true } : {}),
+      // A protocol run: a server following it from elsewhere turns its frames into protocol events (relay/remote-runs.ts).
+      ...(protocol ? { protocol: true } : {}),
     },
     multitask_strategy: strategy,
   };
@@ -144,7 +149,9 @@ export async function startRun(
     ...(body.after_seconds ? { afterMs: Math.round(body.after_seconds * 1000) } : {}),
     ...(body.webhook ? { webhook: body.webhook } : {}),
   };
-  const handle = runner.start(spec);
+  // With no run of the thread here, the thread is claimed from the other servers sharing the store (or waited for).
+  const turn = threadId !== null && !runner.busy(threadId) ? await takeThreadTurn(ctx, threadId, strategy) : undefined;
+  const handle = startOnThread(ctx, spec, turn);
   await handle.recorded;
   return {
     run,
@@ -153,6 +160,17 @@ export async function startRun(
     // As the official server today: the client leaving no longer cancels the run unless it asked for that.
     onDisconnect: body.on_disconnect ?? 'continue',
   };
+}
+
+/** Starts the run (waiting for its `turn` on a thread another server runs); a thread claimed for nothing is let go. */
+function startOnThread(ctx: ServerContext, spec: RunSpec, turn: ThreadTurn): RunHandle {
+  try {
+    return ctx.runner.start(turn ? { ...spec, turn } : spec);
+  } catch (err) {
+    const threadId = spec.run.thread_id;
+    if (!spec.threadless && !ctx.runner.busy(threadId)) ctx.relay.releaseThread(threadId);
+    throw err;
+  }
 }
 
 /** The checkpoint a run starts from (`checkpoint`, or `checkpoint_id`), as configurable keys; none: the latest. */

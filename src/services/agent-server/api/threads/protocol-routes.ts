@@ -1,3 +1,4 @@
+import { followProtocolRunElsewhere } from '../../protocol/follow-elsewhere.ts';
 import { isSupportedChannel } from '@langchain/langgraph/stream';
 import type { Event as ProtocolEvent } from '@langchain/protocol';
 import { z } from 'zod';
@@ -90,6 +91,9 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
       async handler(c, { body }) {
         const id = param(c, 'thread_id');
         const thread = threadOf(id);
+        // A run of the thread going on on another server is followed here first, for a reader that may read it.
+        if ((await ctx.store.getThread(id)) !== null && (await readableThread(c.get('auth'), ctx, id)) !== null)
+          await followProtocolRunElsewhere(ctx, thread);
         const frames = new Channel<Frame>();
         const sink = (e: ProtocolEvent) => frames.push({ event: e.method, data: JSON.stringify(e), id: e.event_id });
         const match = matching({ channels: new Set(body.channels), namespaces: body.namespaces, depth: body.depth });
@@ -137,6 +141,7 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
         // A thread not made yet is fine: the socket's run.start makes it. One that exists must be the caller's.
         if ((await ctx.store.getThread(id)) !== null && (await readableThread(c.get('auth'), ctx, id)) === null)
           throw notFound('Thread', id);
+        await followProtocolRunElsewhere(ctx, threadOf(id));
         pending.auth = c.get('auth');
         return c.body(null, 200);
       },

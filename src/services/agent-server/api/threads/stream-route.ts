@@ -1,3 +1,4 @@
+import { bringToThreadStream } from '../../relay/remote-runs.ts';
 import type { ServerContext } from '../../context.ts';
 import { LAST_EVENT_ID, lastEventId } from '../runs/last-event-id.ts';
 import { operation, param, type Operation } from '../operations.ts';
@@ -11,7 +12,8 @@ import { visibleThread } from './thread-access.ts';
  * `GET /threads/{thread_id}/stream` (the JS client's `threads.joinStream`):
  * the events of the thread's runs, one run after the other, until the client
  * leaves or the thread is deleted (runs/thread-broadcasts.ts says what each mode
- * carries). It follows the runs of this server process, as run streams do.
+ * carries). It follows the runs of this server process, and the run of the
+ * thread going on on another server when the reader opens it (relay/remote-runs.ts).
  * It answers `Location` with itself, so the public client reconnects there
  * by itself with `Last-Event-ID` when the connection breaks.
  */
@@ -56,6 +58,7 @@ export function threadStreamOperation(ctx: ServerContext): Operation {
         query.stream_mode ?? query.stream_modes ?? ['run_modes'],
         seen,
       );
+      await bringToThreadStream(ctx, thread.thread_id); // a run of the thread on another server: its frames too
       return sseResponse(reader.frames, {
         headers: { Location: `/threads/${thread.thread_id}/stream` },
         heartbeatMs,

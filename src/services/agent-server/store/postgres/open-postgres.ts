@@ -26,7 +26,7 @@ export async function openPostgresStorage({
   poolSize,
   schema = 'public',
   log,
-}: PostgresStorageOptions): Promise<AgentStorage> {
+}: PostgresStorageOptions): Promise<Omit<AgentStorage, 'relay'>> {
   const pool = createPool(uri, {
     size: poolSize,
     schema,
