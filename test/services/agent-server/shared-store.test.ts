@@ -2,9 +2,9 @@ import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RedisCheckpointer } from '../../../src/services/agent-server/store/redis-checkpointer.ts';
-import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
-import { RedisRunRelay } from '../../../src/services/agent-server/relay/redis-run-relay.ts';
+import pino from 'pino';
+import { openAgentStorage } from '../../../src/services/agent-server/store/open-storage.ts';
+import type { AgentStore } from '../../../src/services/agent-server/store/agent-store.ts';
 import { LEASE_MS } from '../../../src/services/agent-server/runs/run-leases.ts';
 import { ORPHAN_SWEEP_MS } from '../../../src/services/agent-server/runs/orphan-sweep.ts';
 import type { Run, Thread } from '../../../src/services/agent-server/store/records.ts';
@@ -12,24 +12,25 @@ import { deleteByPrefix } from '../../helpers/redis-keys.ts';
 import { registry } from './fixtures/app/graphs.ts';
 import { collect, eventually, newKey, sdk, startAgentServer, userInput, type RunningAgentServer } from './helpers.ts';
 import { sharedRedis, uniquePrefix } from '../../helpers/shared-redis.ts';
+import { ownDatabase, type OwnDatabase } from '../../helpers/shared-postgres.ts';
 import type { Chunk } from './lifecycle/context.ts';
 
 /**
- * Agent Servers sharing one Redis store and run relay (replicas of a
- * deployment, or one server restarted): a run on one server is followed,
+ * Agent Servers sharing one store and one Redis run relay (replicas of a
+ * deployment, or one server restarted), the store in PostgreSQL (a database of
+ * this file's own) and in Redis, each server's storage opened as every server
+ * opens it (open-storage.ts): a run on one server is followed,
  * resumed, waited for and cancelled from the other, and a run whose server
  * died (no lease) is settled as `error` instead of staying `running` forever:
  * when it is read, at a server's start, and by every server's periodic sweep
  * (a server killed with SIGKILL, in a process of its own).
  */
 const redis = sharedRedis({ maxRetriesPerRequest: 2 });
-const prefix = uniquePrefix('test:shared');
-const start = () =>
-  startAgentServer({
-    store: new RedisAgentStore(redis, { prefix }),
-    checkpointer: new RedisCheckpointer(redis, { prefix }),
-    relay: new RedisRunRelay(redis, { prefix }),
-  });
+const log = pino({ level: 'silent' });
+let db: OwnDatabase;
+beforeAll(async () => {
+  db = await ownDatabase();
+});
 /** How soon a run whose server died is settled: its lease lapses, then the next sweep of a server finds it. */
 const RECOVERY_MS = LEASE_MS + ORPHAN_SWEEP_MS;
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -37,18 +38,27 @@ const RELAY_SERVER = fileURLToPath(new URL('./fixtures/relay-server.ts', import.
 const waitFor = (check: () => boolean) => eventually(async () => (check() ? true : undefined), 8000);
 
 afterAll(async () => {
-  await deleteByPrefix(redis, prefix);
+  await db?.drop();
   await redis.quit();
 });
 
-describe('two servers on one store', () => {
+describe.each(['PostgreSQL', 'Redis'] as const)('two servers on one store in %s', (kind) => {
+  const prefix = uniquePrefix('test:shared');
+  /** The records in PostgreSQL or in Redis; the run relay in Redis either way. */
+  const database = () => (kind === 'PostgreSQL' ? { uri: db.uri, poolSize: 3 } : null);
+  const open = () => openAgentStorage({ database: database(), redis: () => redis, redisPrefix: prefix, log });
+  const start = async () => startAgentServer(await open());
   let a: RunningAgentServer;
   let b: RunningAgentServer;
+  /** The store as a third party reads it (a read through a server settles an orphan by itself). */
+  let store: AgentStore;
   beforeAll(async () => {
     [a, b] = await Promise.all([start(), start()]);
+    store = (await open()).store;
   });
   afterAll(async () => {
-    await Promise.all([a?.close(), b?.close()]);
+    await Promise.all([a?.close(), b?.close(), store?.close()]);
+    await deleteByPrefix(redis, prefix);
   });
 
   it('follows on one server a run of the other: joined, and resumed after a frame from the middle', async () => {
@@ -215,7 +225,6 @@ describe('two servers on one store', () => {
     await waitFor(() => registry.started.has(run.run_id));
     await onB.threads.delete(thread.thread_id);
     expect(registry.cancelled.has(run.run_id)).toBe(true);
-    const store = new RedisAgentStore(redis, { prefix });
     await new Promise((resolve) => setTimeout(resolve, 300)); // anything A would still write has landed
     expect(await store.getRun(run.run_id)).toBeNull();
     expect(await store.getThread(thread.thread_id)).toBeNull();
@@ -293,7 +302,7 @@ describe('two servers on one store', () => {
   it('settles a run whose server was killed (SIGKILL) mid-run, read from another server, within the bound', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', RELAY_SERVER], {
       cwd: ROOT,
-      env: { ...process.env, RELAY_PREFIX: prefix },
+      env: { ...process.env, RELAY_PREFIX: prefix, ...(kind === 'PostgreSQL' && { RELAY_DATABASE_URI: db.uri }) },
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     try {
@@ -314,7 +323,6 @@ describe('two servers on one store', () => {
         input: userInput('x'),
         config: { configurable: { wait_ms: 120_000 } },
       });
-      const store = new RedisAgentStore(redis, { prefix });
       await eventually(async () => ((await store.getRun(run.run_id))?.status === 'running' ? true : undefined), 8000);
       expect((await onB.threads.get(thread.thread_id)).status).toBe('busy');
       child.kill('SIGKILL');
@@ -337,7 +345,6 @@ describe('two servers on one store', () => {
 
   it('settles a run whose server died: at start for every run, and when a run is read', async () => {
     const now = new Date().toISOString();
-    const store = new RedisAgentStore(redis, { prefix });
     const orphan = async (): Promise<{ thread: Thread; run: Run }> => {
       const thread: Thread = {
         thread_id: randomUUID(),
