@@ -70,8 +70,12 @@ process.once('exit', () => live.forEach((c) => c.kill('SIGKILL')));
  * A private `redis-server` on a port the caller names: the "restart on the same port" half of a restart test
  * (`startRedis()` always picks a fresh port).
  */
-export function startRedisOnPort(port: number, readyTimeoutMs = 5000): Promise<RedisProcess> {
-  return startOnce(port, { readyTimeoutMs });
+export function startRedisOnPort(
+  port: number,
+  readyTimeoutMs = 5000,
+  opts: Omit<StartRedisOptions, 'readyTimeoutMs'> = {},
+): Promise<RedisProcess> {
+  return startOnce(port, { ...opts, readyTimeoutMs });
 }
 
 async function startOnce(port: number, opts: StartRedisOptions): Promise<RedisProcess> {
@@ -139,13 +143,16 @@ async function waitForPing(port: number, child: ChildProcess, timeoutMs: number)
       maxRetriesPerRequest: 0,
       retryStrategy: () => null,
       connectTimeout: 500,
+      enableReadyCheck: false, // its INFO would fail on a server with a password, and close the connection
     });
     probe.on('error', () => {});
     try {
       await probe.connect();
       if ((await probe.ping()) === 'PONG') return;
-    } catch {
-      // not listening yet
+    } catch (err) {
+      // A server started with --requirepass answers, but not to a client without the password: it is up.
+      if (/NOAUTH/.test((err as Error).message)) return;
+      // else not listening yet
     } finally {
       probe.disconnect();
     }
