@@ -13,7 +13,7 @@ import type { ProtocolThread } from './threads.ts';
  */
 
 /** How `attachReader` went: following (at once or waiting), or the thread exists and is not the caller's. */
-export type Attached = 'following' | 'not_found';
+export type Attached = 'following' | 'refused';
 
 /**
  * Attaches `sink` to `thread`'s events for `auth`: at once if the thread exists and is readable, waiting if it does
@@ -27,7 +27,7 @@ export async function attachReader(
   reader: { sink: EventSink; match: EventMatch; onEnd: (reason: EndReason) => void; replay?: () => void },
 ): Promise<Attached> {
   if ((await ctx.store.getThread(thread.threadId)) !== null) {
-    if ((await readableThread(auth, ctx, thread.threadId)) === null) return 'not_found';
+    if ((await readableThread(auth, ctx, thread.threadId)) === null) return 'refused';
     reader.replay?.();
     thread.events.follow(reader.sink, reader.match, reader.onEnd);
     return 'following';

@@ -107,7 +107,7 @@ export function protocolOperations(ctx: ServerContext, threads: ProtocolThreads)
             for (const e of thread.events.replay(match, body.since)) sink(e);
           },
         });
-        if (attached === 'not_found') throw notFound('Thread', id);
+        if (attached === 'refused') throw notFound('Thread', id);
         return sseResponse(frames, {
           headers: {},
           open: true,
