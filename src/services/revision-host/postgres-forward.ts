@@ -1,6 +1,6 @@
-import { rmSync } from 'node:fs';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import type { Logger } from 'pino';
+import { listenForward, type SocketForward } from './socket-forward.ts';
 import { errorResponse, packetLength, parseFirstPacket } from './postgres-startup.ts';
 
 /**
@@ -35,12 +35,7 @@ export interface PostgresForwardOptions {
   readonly log: Logger;
 }
 
-export interface PostgresForward {
-  readonly socketPath: string;
-  /** Connections open now. */
-  connections(): number;
-  close(): Promise<void>;
-}
+export type PostgresForward = SocketForward;
 
 const STARTUP_MS = 10_000;
 const INVALID_AUTHORIZATION = '28000';
@@ -50,7 +45,6 @@ const PROTOCOL_VIOLATION = '08P01';
 const WARN_EVERY_MS = 10_000;
 
 export function startPostgresForward(o: PostgresForwardOptions): Promise<PostgresForward> {
-  const sockets = new Set<Socket>();
   let lastWarning = 0;
   let unsaid = 0;
   const warn = (why: string) => {
@@ -60,32 +54,12 @@ export function startPostgresForward(o: PostgresForwardOptions): Promise<Postgre
     lastWarning = now;
     unsaid = 0;
   };
-  const server: Server = createServer({ allowHalfOpen: false }, (client) => {
-    sockets.add(client);
-    client.once('close', () => sockets.delete(client));
-    admit(client, o, warn);
-  });
-  // Beyond it, node closes a new connection as it is accepted.
-  server.maxConnections = o.maxConnections;
-  server.on('drop', () => warn(`over its bound of ${o.maxConnections} connections`));
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.socketPath, () => {
-      server.off('error', reject);
-      resolve({
-        socketPath: o.socketPath,
-        connections: () => sockets.size,
-        close: () =>
-          new Promise<void>((done) => {
-            for (const s of sockets) s.destroy();
-            server.close(() => {
-              rmSync(o.socketPath, { force: true });
-              done();
-            });
-          }),
-      });
-    });
-  });
+  return listenForward(
+    o.socketPath,
+    o.maxConnections,
+    (client) => admit(client, o, warn),
+    () => warn(`over its bound of ${o.maxConnections} connections`),
+  );
 }
 
 /** Reads the client's first packet(s), then refuses it or joins it to the server. */

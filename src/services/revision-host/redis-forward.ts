@@ -1,8 +1,8 @@
-import { rmSync } from 'node:fs';
-import { connect as tcpConnect, createServer, type Server, type Socket } from 'node:net';
+import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Logger } from 'pino';
 import { isItemDelete } from '../agent-server/store/item-functions.ts';
+import { listenForward, type SocketForward } from './socket-forward.ts';
 import { ReplyCounter, RequestFrames, type FrameSink } from './resp-frames.ts';
 
 /**
@@ -46,12 +46,7 @@ export interface RedisForwardOptions {
   readonly log: Logger;
 }
 
-export interface RedisForward {
-  readonly socketPath: string;
-  /** Connections open now. */
-  connections(): number;
-  close(): Promise<void>;
-}
+export type RedisForward = SocketForward;
 
 /** Commands that never grow a deployment's data: always forwarded, never counted. */
 const READS = new Set([
@@ -108,32 +103,7 @@ export function startRedisForward(o: RedisForwardOptions): Promise<RedisForward>
     const host = url.hostname.replace(/^\[|\]$/g, '');
     return url.protocol === 'rediss:' ? tlsConnect({ host, port, servername: host }) : tcpConnect({ host, port });
   };
-  const sockets = new Set<Socket>();
-  const server: Server = createServer({ allowHalfOpen: false }, (client) => {
-    sockets.add(client);
-    client.once('close', () => sockets.delete(client));
-    forwardOne(client, open(), setup, o);
-  });
-  // Beyond it, node closes a new connection as it is accepted.
-  server.maxConnections = o.maxConnections;
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(o.socketPath, () => {
-      server.off('error', reject);
-      resolve({
-        socketPath: o.socketPath,
-        connections: () => sockets.size,
-        close: () =>
-          new Promise<void>((done) => {
-            for (const s of sockets) s.destroy();
-            server.close(() => {
-              rmSync(o.socketPath, { force: true });
-              done();
-            });
-          }),
-      });
-    });
-  });
+  return listenForward(o.socketPath, o.maxConnections, (client) => forwardOne(client, open(), setup, o));
 }
 
 type Pending =
