@@ -29,7 +29,15 @@ const TRY_EVERYTHING = `
   const socketDir = uri.searchParams.get('host');
   const port = Number(uri.port || 5432);
   const own = { user: decodeURIComponent(uri.username), password: decodeURIComponent(uri.password), database: uri.pathname.slice(1) };
-  const attempt = async (cfg: any) => {
+  // A connection just closed may still count against the socket's bound for a moment (its close not yet seen by the
+  // gateway): one over it is closed as accepted (ECONNRESET here), so an attempt so refused is made again.
+  const attempt = async (cfg: any, tries = 5): Promise<string> => {
+    const said = await attemptOnce(cfg);
+    if (tries <= 1 || !/ECONNRESET|Connection terminated unexpectedly/.test(said)) return said;
+    await new Promise((r) => setTimeout(r, 200));
+    return attempt(cfg, tries - 1);
+  };
+  const attemptOnce = async (cfg: any) => {
     const c = new pg.Client({ host: socketDir, port, connectionTimeoutMillis: 5000, ...cfg });
     c.on('error', () => {});
     try {
