@@ -253,10 +253,11 @@ export async function createControlPlane(
     maxMemoryMb: settings.maxMemoryMb,
     logs: runtimeLogs,
     databases,
-    // Refused at create, not accepted and failed at build: the tenant cannot change the operator's Redis.
-    ...(redisUsers && {
-      servingRefusal: async (workspace: string) => redisUsers.refusalFor(await keys.workspaceOrg(workspace)),
-    }),
+    // Refused at create, not accepted and failed at build: the tenant cannot change the operator's host or Redis.
+    servingRefusal: async (workspace: string) => {
+      const org = await keys.workspaceOrg(workspace);
+      return host?.refusalFor?.(org) ?? (await redisUsers?.refusalFor(org)) ?? null;
+    },
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 

@@ -130,14 +130,16 @@ export class LocalProcessHost implements RevisionHost {
     return this.sandbox === 'bwrap' && this.network.mode !== 'host';
   }
 
+  refusalFor(org: string | null): string | null {
+    if (this.isolated || this.o.trustAllTenants || org === DEFAULT_ORG) return null;
+    const missing =
+      this.sandbox === 'off' ? 'no sandbox for deployments (SANDBOX)' : 'no network of their own (SANDBOX_NETWORK)';
+    return `this gateway has ${missing} and runs only its own organisation\u2019s; TRUST_ALL_TENANTS=1 runs every organisation`;
+  }
+
   async start(spec: RevisionSpec, signal?: AbortSignal): Promise<RunningRevision> {
-    if (!this.isolated && !this.o.trustAllTenants && spec.org !== DEFAULT_ORG) {
-      const missing =
-        this.sandbox === 'off' ? 'no sandbox for deployments (SANDBOX)' : 'no network of their own (SANDBOX_NETWORK)';
-      throw new RevisionLoadError(
-        `this gateway has ${missing} and runs only its own organisation\u2019s; TRUST_ALL_TENANTS=1 runs every organisation`,
-      );
-    }
+    const refused = this.refusalFor(spec.org);
+    if (refused !== null) throw new RevisionLoadError(refused);
     const access = this.o.redis ? await this.o.redis(spec) : null;
     const dbAccess = this.o.database ? await this.o.database(spec) : null;
     // Its Redis: a socket of a forwarder this host runs (no URL, no password), in a folder bound into the sandbox.

@@ -63,6 +63,11 @@ export interface RevisionHost {
    * RevisionLoadError when the app fails to load (or does not get ready in time, or `signal` aborts: it is stopped).
    */
   start(spec: RevisionSpec, signal?: AbortSignal): Promise<RunningRevision>;
+  /**
+   * Why this host would not run a deployment of organisation `org` (what the operator must change), or null: asked at
+   * create, so the deployment is refused then rather than accepted and failed at its build.
+   */
+  refusalFor?(org: string | null): string | null;
   /** Stops every revision it started (no drain). */
   close(): Promise<void>;
 }

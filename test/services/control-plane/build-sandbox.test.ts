@@ -2,7 +2,6 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ORG } from '../../../src/keys/bootstrap.ts';
-import { NO_SANDBOX_REFUSAL } from '../../../src/services/control-plane/builds/build-sandbox.ts';
 import { PACKAGED_APP } from '../deployments/helpers.ts';
 import {
   client,
@@ -15,8 +14,9 @@ import {
 } from './helpers.ts';
 
 /**
- * Without a sandbox (SANDBOX=off) npm and the install scripts of a build would run as the gateway: a build of
- * another organisation than the gateway's own fails before npm, saying why, unless TRUST_ALL_TENANTS; the
+ * Without a sandbox (SANDBOX=off) npm and the install scripts of a build would run as the gateway: a deployment of
+ * another organisation than the gateway's own is refused at create (409), so nothing of it is built, unless
+ * TRUST_ALL_TENANTS (a build of one made earlier fails before npm: NO_SANDBOX_REFUSAL, builds/build-sandbox.ts); the
  * gateway's own organisation builds as before.
  */
 const SCRIPTED = {
@@ -49,11 +49,13 @@ async function deploy(tenant: { key: string; workspace: string }) {
 }
 
 describe('builds without a sandbox', { timeout: 90_000 }, () => {
-  it("another organisation's build fails before npm runs anything", async () => {
-    const { rev, folder } = await deploy(await t.tenant('other'));
-    expect(rev.status).toBe('BUILD_FAILED');
-    expect(rev.status_message).toBe(`BUILD_FAILED: ${NO_SANDBOX_REFUSAL}`);
-    expect(existsSync(join(folder, 'ran'))).toBe(false);
+  it("another organisation's deployment is refused at create: nothing is built, npm never runs", async () => {
+    const api = client(t.url, await t.tenant('other'));
+    const res = await api.post('/deployments', deploymentBody(repo.url));
+    expect(res.status).toBe(409);
+    expect(res.json.detail).toContain('no sandbox for deployments (SANDBOX)');
+    expect((await api.get('/deployments')).json.resources).toEqual([]);
+    expect(existsSync(join(t.workDir, 'us'))).toBe(false);
   });
 
   it("the gateway's own organisation builds and deploys", async () => {
