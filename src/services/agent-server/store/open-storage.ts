@@ -56,10 +56,10 @@ export interface StorageChoice {
  */
 export async function openAgentStorage(choice: StorageChoice): Promise<AgentStorage> {
   const client = choice.redis?.() ?? null;
+  const records = await openRecords(choice, client);
   const relay = client
     ? new RedisRunRelay(client, { prefix: choice.redisPrefix, log: choice.log })
     : new LocalRunRelay();
-  const records = await openRecords(choice, client);
   return {
     ...records,
     relay,
