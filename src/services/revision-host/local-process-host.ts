@@ -12,9 +12,11 @@ import { socketTarget } from '../../proxy/socket-target.ts';
 import { agentSocket, socketHealth, LISTEN_FD } from './agent-socket.ts';
 import { CHANNEL_FD, onMessages, writeMessage } from './channel.ts';
 import { channelBudget, FLOOD_REASON } from './channel-budget.ts';
+import { exitReason } from './exit-reason.ts';
 import { launchArgv } from './launch.ts';
 import { describe, parseFromChild } from './messages.ts';
 import { pipeOutput } from './output-log.ts';
+import { startMessage } from './start-message.ts';
 import type { ProcessControl, ToChild } from './protocol.ts';
 import {
   DEFAULT_REVISION_REDIS_LIMITS,
@@ -180,7 +182,7 @@ export class LocalProcessHost implements RevisionHost {
     const child = spawn(launch.command, launch.args, { cwd: spec.appDir, env: launch.env, stdio });
     // The child holds the listening socket now: the gateway never accepts on it.
     socket.handedOver();
-    const control = { ...this.control(spec, redis?.socketPath ?? null), listenFd: LISTEN_FD };
+    const control = { ...startMessage(spec, redis?.socketPath ?? null, this.o), listenFd: LISTEN_FD };
     const networked = network.mode === 'host' ? Promise.resolve() : releaseNetwork(child, network);
     return this.supervise(spec, child, launch.cgroup, cleanUp, socket.path, control, networked, signal);
   }
@@ -294,23 +296,6 @@ export class LocalProcessHost implements RevisionHost {
     });
   }
 
-  private control(spec: RevisionSpec, redisSocket: string | null): Omit<ProcessControl, 'listenFd'> {
-    return {
-      type: 'start',
-      deploymentId: spec.deploymentId,
-      revisionId: spec.revisionId,
-      configPath: join(spec.appDir, spec.configPath),
-      sourcePrefix: spec.sourcePrefix ?? '',
-      org: spec.org,
-      redisSocket,
-      dataPrefix: spec.dataPrefix,
-      logLevel: this.o.logLevel ?? 'info',
-      heartbeatMs: this.o.heartbeatMs ?? 10_000,
-      ttlSweepMs: this.o.ttlSweepMs ?? 60_000,
-      webhookHostsAllowed: this.o.webhookHostsAllowed ?? [],
-    };
-  }
-
   async close(): Promise<void> {
     const all = [...this.running];
     for (const child of all) child.kill('SIGKILL');
@@ -321,18 +306,4 @@ export class LocalProcessHost implements RevisionHost {
 
 function once(child: ChildProcess): Promise<void> {
   return new Promise((resolve) => child.once('exit', () => resolve()));
-}
-
-/** Why a process ended, for a person: over its memory (the cgroup says), its exit, and the last line that tells. */
-function exitReason(
-  code: number | null,
-  signal: NodeJS.Signals | null,
-  lines: readonly string[],
-  oomOfMb: number | null,
-): string {
-  const how = signal !== null ? `killed by ${signal}` : `exit code ${code}`;
-  if (oomOfMb !== null) return `${how}: out of memory (over its ${oomOfMb} MiB plus the runtime's)`;
-  if (lines.some((l) => /heap out of memory|Allocation failed/i.test(l))) return `${how}: out of memory`;
-  const telling = [...lines].reverse().find((l) => /error/i.test(l) && !l.startsWith('{') && !/^\s+at /.test(l));
-  return telling ? `${how}: ${telling.trim().slice(0, 300)}` : how;
 }
