@@ -1,5 +1,5 @@
 /**
- * A revision's Redis through the host's forwarder (src/services/revision-host/redis-forward.ts) beside a direct
+ * A revision's Redis through the host's forwarder (src/services/revision-host/local/redis-forward.ts) beside a direct
  * connection as the same deployment user: a store-heavy call, an item put (FCALL) and a get, from 32 concurrent
  * callers on one ioredis client, against a private redis-server. Correctness first (both sides read back what they
  * wrote), then alternating 1 s rounds per side; prints ops/s and the ratio. BENCH_BASELINE_STORE=<path of another
@@ -18,8 +18,8 @@ import pino from 'pino';
 import { loadItemFunctions } from '../src/services/agent-server/store/item-functions.ts';
 import { RedisItemStore } from '../src/services/agent-server/store/redis-item-store.ts';
 import { deploymentRedisUrl, deploymentUserRules } from '../src/services/control-plane/serving/redis-acl-rules.ts';
-import { RedisBudget, measureRedisBytes } from '../src/services/revision-host/redis-budget.ts';
-import { startRedisForward } from '../src/services/revision-host/redis-forward.ts';
+import { RedisBudget, measureRedisBytes } from '../src/services/revision-host/local/redis-budget.ts';
+import { startRedisForward } from '../src/services/revision-host/local/redis-forward.ts';
 import { startRedis } from '../support/redis-server.ts';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);

@@ -16,9 +16,9 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Pool } from 'undici';
-import { probeNetwork } from '../src/sandbox/network.ts';
+import { probeNetwork } from '../src/services/revision-host/local/sandbox/network.ts';
 import { targetSocketPath } from '../src/proxy/socket-target.ts';
-import { LocalProcessHost } from '../src/services/revision-host/local-process-host.ts';
+import { LocalProcessHost } from '../src/services/revision-host/local/local-process-host.ts';
 import type { RunningRevision } from '../src/services/revision-host/revision-host.ts';
 import { QUICK, RESULTS, runId } from './peers/edge-settings.ts';
 

@@ -1,5 +1,5 @@
 /**
- * An upstream reached on a Unix socket (a revision's Agent Server, revision-host/agent-socket.ts) is named
+ * An upstream reached on a Unix socket (a revision's Agent Server, revision-host/local/agent-socket.ts) is named
  * `unix:<absolute path>` wherever a URL names the others (route targets, createUpstream).
  */
 const PREFIX = 'unix:';

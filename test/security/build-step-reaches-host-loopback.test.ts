@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeNetwork } from '../../src/sandbox/network.ts';
+import { probeNetwork } from '../../src/services/revision-host/local/sandbox/network.ts';
 import { installDependencies } from '../../src/services/control-plane/builds/install.ts';
 import type { RedisProcess } from '../../support/redis-server.ts';
 import { weakHostRedis } from './fixtures/weak-host-redis.ts';

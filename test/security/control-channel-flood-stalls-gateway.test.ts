@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FLOOD_REASON } from '../../src/services/revision-host/channel-budget.ts';
+import { FLOOD_REASON } from '../../src/services/revision-host/local/channel-budget.ts';
 import { client, deploymentBody, makeRepo, type Tenant, type TestRepo } from '../services/control-plane/helpers.ts';
 import { startDeploymentsGateway, type DeploymentsGateway } from '../services/deployments/deployments-gateway.ts';
 import { ask, BARE_APP, deployed } from '../services/deployments/helpers.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeSandbox } from '../../src/sandbox/probe.ts';
+import { probeSandbox } from '../../src/services/revision-host/local/sandbox/probe.ts';
 import { GitBuilder } from '../../src/services/control-plane/builds/builder.ts';
 import { git, GitError } from '../../src/services/control-plane/builds/git.ts';
 import { GOOD_APP, makeRepo, type TestRepo } from '../services/control-plane/helpers.ts';

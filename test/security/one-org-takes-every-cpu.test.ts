@@ -3,9 +3,9 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CgroupParent } from '../../src/sandbox/cgroup.ts';
+import { CgroupParent } from '../../src/services/revision-host/local/sandbox/cgroup.ts';
 import { BuildLimits } from '../../src/services/control-plane/builds/step-bounds.ts';
-import { launchArgv } from '../../src/services/revision-host/launch.ts';
+import { launchArgv } from '../../src/services/revision-host/local/launch.ts';
 import type { RevisionSpec } from '../../src/services/revision-host/revision-host.ts';
 
 /**

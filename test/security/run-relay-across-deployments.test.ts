@@ -13,7 +13,7 @@ import {
 import { RedisRunRelay } from '../../src/services/agent-server/relay/redis-run-relay.ts';
 import type { RelayedCancel } from '../../src/services/agent-server/relay/run-relay.ts';
 import type { Frame } from '../../src/services/agent-server/runs/frames.ts';
-import { startRedisForward, type RedisForward } from '../../src/services/revision-host/redis-forward.ts';
+import { startRedisForward, type RedisForward } from '../../src/services/revision-host/local/redis-forward.ts';
 import { startRedis } from '../../support/redis-server.ts';
 
 /**

@@ -17,9 +17,9 @@ import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../../settings/database.ts';
 import { checkAllowedHosts } from '../shared/outbound-address.ts';
 import { ttlSweepMs, webhookHostsAllowed } from '../agent-server/settings.ts';
-import type { SandboxSetting } from '../../sandbox/probe.ts';
-import { parseCidr, type NetworkSetting } from '../../sandbox/network.ts';
-import type { RevisionRedisLimits } from '../revision-host/revision-redis.ts';
+import type { SandboxSetting } from '../revision-host/local/sandbox/probe.ts';
+import { parseCidr, type NetworkSetting } from '../revision-host/local/sandbox/network.ts';
+import type { RevisionRedisLimits } from '../revision-host/local/revision-redis.ts';
 import { keysPrefixSetting, redisUrlSetting, servicePrefix } from '../../settings/key-registry.ts';
 import { storePrefix as namespacedPrefix } from '../../settings/namespace.ts';
 // The edge's reading of ROUTES_PREFIX, PUBLIC_URL and DEPLOYMENTS_DOMAIN: one meaning for both.

@@ -8,7 +8,10 @@ import {
   DeploymentDatabases,
 } from '../../../src/services/control-plane/databases/deployment-databases.ts';
 import { deploymentDatabaseName } from '../../../src/services/control-plane/databases/database-names.ts';
-import { openRevisionDatabase, type RevisionDatabase } from '../../../src/services/revision-host/revision-database.ts';
+import {
+  openRevisionDatabase,
+  type RevisionDatabase,
+} from '../../../src/services/revision-host/local/revision-database.ts';
 import { startPrivatePostgres, type PrivatePostgres } from '../../helpers/private-postgres.ts';
 import { client, deploymentBody, startControlPlane } from './helpers.ts';
 

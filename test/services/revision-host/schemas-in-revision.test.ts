@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_ORG } from '../../../src/keys/bootstrap.ts';
-import { LocalProcessHost } from '../../../src/services/revision-host/local-process-host.ts';
+import { LocalProcessHost } from '../../../src/services/revision-host/local/local-process-host.ts';
 import type { RunningRevision } from '../../../src/services/revision-host/revision-host.ts';
 import { httpUrl } from '../../helpers/target-url.ts';
 import { sdk } from '../agent-server/helpers.ts';

@@ -1,7 +1,7 @@
 import { DEFAULT_ORG } from '../../../keys/bootstrap.ts';
 import type { KeyRegistry } from '../../../keys/types.ts';
-import type { NetworkPlan, NetworkProbe } from '../../../sandbox/network.ts';
-import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../../sandbox/probe.ts';
+import type { NetworkPlan, NetworkProbe } from '../../revision-host/local/sandbox/network.ts';
+import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../revision-host/local/sandbox/probe.ts';
 
 /**
  * Where a build's `git` and `npm` run: in the bubblewrap sandbox when this host has one (SANDBOX, probed once at

@@ -1,7 +1,7 @@
 import { mkdir, rm } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import type { NetworkPlan } from '../../../sandbox/network.ts';
-import type { SandboxMode } from '../../../sandbox/probe.ts';
+import type { NetworkPlan } from '../../revision-host/local/sandbox/network.ts';
+import type { SandboxMode } from '../../revision-host/local/sandbox/probe.ts';
 import { gitNetwork } from './step-network.ts';
 import { readAppConfig, BuildFailure } from './app-config.ts';
 import { folderBytes, mib } from './folder-size.ts';

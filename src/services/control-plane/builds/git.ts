@@ -1,8 +1,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SANDBOX_HOME } from '../../../sandbox/bwrap.ts';
-import type { NetworkPlan } from '../../../sandbox/network.ts';
+import { SANDBOX_HOME } from '../../revision-host/local/sandbox/bwrap.ts';
+import type { NetworkPlan } from '../../revision-host/local/sandbox/network.ts';
 import { runCommand, type RunOptions } from './run-command.ts';
 import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
 
@@ -21,7 +21,7 @@ import { OUTBOUND_ENV, passedEnv } from './outbound-env.ts';
  * not followed (an allowed host answering 302 would reach any address), and the address the host check resolved is the
  * one curl connects to (`pin`), so a second DNS answer cannot point the clone elsewhere.
  *
- * With `sandbox`, git runs in the bubblewrap sandbox of a revision (src/sandbox/bwrap.ts): the network, the system
+ * With `sandbox`, git runs in the bubblewrap sandbox of a revision (src/services/revision-host/local/sandbox/bwrap.ts): the network, the system
  * read-only, its HOME (empty, its own), the folder it writes (`writable`: the clone's target) and a local repository
  * it reads; no other process, no other build folder, nothing of the gateway's. A git bug or a transport helper a
  * repository could steer then reaches nothing but the build it is making.

@@ -1,6 +1,12 @@
 import { spawn } from 'node:child_process';
-import { bwrapArgv, type SandboxSpec } from '../../../sandbox/bwrap.ts';
-import { netnsArgv, netnsStdio, releaseNetwork, resolvConfFile, type NetworkPlan } from '../../../sandbox/network.ts';
+import { bwrapArgv, type SandboxSpec } from '../../revision-host/local/sandbox/bwrap.ts';
+import {
+  netnsArgv,
+  netnsStdio,
+  releaseNetwork,
+  resolvConfFile,
+  type NetworkPlan,
+} from '../../revision-host/local/sandbox/network.ts';
 
 /**
  * Runs a command without a shell in its own process group, with a time
@@ -9,9 +15,9 @@ import { netnsArgv, netnsStdio, releaseNetwork, resolvConfFile, type NetworkPlan
  * index-pack, npm's scripts) stop with it, and the promise settles only on
  * 'close': once it has, nothing the command started writes anymore.
  * With `sandbox`, the command runs in the same bubblewrap sandbox as a
- * revision (src/sandbox/bwrap.ts): `cwd` is its only writable folder besides
+ * revision (src/services/revision-host/local/sandbox/bwrap.ts): `cwd` is its only writable folder besides
  * its HOME and /tmp; `env` is all it gets; and in a network namespace of its
- * own when `sandbox.network` says so (src/sandbox/network.ts).
+ * own when `sandbox.network` says so (src/services/revision-host/local/sandbox/network.ts).
  */
 export interface RunOptions {
   readonly cwd?: string;

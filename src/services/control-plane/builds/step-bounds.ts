@@ -1,5 +1,5 @@
 import { readdirSync, statSync } from 'node:fs';
-import { joinArgv, type CgroupParent, type RevisionCgroup } from '../../../sandbox/cgroup.ts';
+import { joinArgv, type CgroupParent, type RevisionCgroup } from '../../revision-host/local/sandbox/cgroup.ts';
 import { mib } from './folder-size.ts';
 
 /**

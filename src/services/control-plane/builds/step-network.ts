@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
-import type { NetworkPlan } from '../../../sandbox/network.ts';
+import type { NetworkPlan } from '../../revision-host/local/sandbox/network.ts';
 
 /**
  * The network of a git step, which needs one address at most: none at all for a local repository; the namespace with

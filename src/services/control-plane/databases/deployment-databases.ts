@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Logger } from 'pino';
 import { RevisionLoadError } from '../../revision-host/revision-host.ts';
-import type { PostgresTarget, RevisionDatabaseAccess } from '../../revision-host/revision-database.ts';
+import type { PostgresTarget, RevisionDatabaseAccess } from '../../revision-host/local/revision-database.ts';
 import { deploymentDatabaseName, deploymentDatabasePassword, quoteIdent, quoteLiteral } from './database-names.ts';
 import { scramVerifier } from './scram-verifier.ts';
 

@@ -1,12 +1,12 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { KeyRegistry } from '../../../keys/types.ts';
-import type { CgroupParent } from '../../../sandbox/cgroup.ts';
-import type { NetworkProbe } from '../../../sandbox/network.ts';
-import { LocalProcessHost } from '../../revision-host/local-process-host.ts';
+import type { CgroupParent } from '../../revision-host/local/sandbox/cgroup.ts';
+import type { NetworkProbe } from '../../revision-host/local/sandbox/network.ts';
+import { LocalProcessHost } from '../../revision-host/local/local-process-host.ts';
 import type { ControlPlaneSettings } from '../settings.ts';
 import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
-import { measureRedisBytes } from '../../revision-host/redis-budget.ts';
+import { measureRedisBytes } from '../../revision-host/local/redis-budget.ts';
 import type { RuntimeLogs } from './runtime-logs.ts';
 import type { DeploymentDatabases } from '../databases/deployment-databases.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ReplyCounter, RequestFrames } from '../../../src/services/revision-host/resp-frames.ts';
-import { prng } from '../../helpers/prng.ts';
+import { ReplyCounter, RequestFrames } from '../../../../src/services/revision-host/local/resp-frames.ts';
+import { prng } from '../../../helpers/prng.ts';
 
 /** The forwarder's RESP readers (resp-frames.ts), fed the same stream cut at random places. */
 const encode = (args: string[]) =>

@@ -1,7 +1,7 @@
 import { connect as tcpConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { Logger } from 'pino';
-import { isItemDelete } from '../agent-server/store/item-functions.ts';
+import { isItemDelete } from '../../agent-server/store/item-functions.ts';
 import { listenForward, type SocketForward } from './socket-forward.ts';
 import { ReplyCounter, RequestFrames, type FrameSink } from './resp-frames.ts';
 

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { LocalProcessHost } from '../../src/services/revision-host/local-process-host.ts';
+import { LocalProcessHost } from '../../../../../src/services/revision-host/local/local-process-host.ts';
 
 /** Without a sandbox, the host runs only the gateway's own organisation's deployments unless every tenant is trusted. */
 const spec = (org: string | null) => ({

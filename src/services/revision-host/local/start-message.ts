@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import type { ProcessControl } from './protocol.ts';
 import type { LocalProcessHostOptions } from './local-process-host.ts';
-import type { RevisionSpec } from './revision-host.ts';
+import type { RevisionSpec } from '../revision-host.ts';
 
 /** The operator's settings a revision's process starts with (never its own environment's). */
 type StartSettings = Pick<LocalProcessHostOptions, 'logLevel' | 'heartbeatMs' | 'ttlSweepMs' | 'webhookHostsAllowed'>;

@@ -4,11 +4,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import { DEFAULT_ORG } from '../../keys/bootstrap.ts';
-import { CgroupParent } from '../../sandbox/cgroup.ts';
-import { netnsStdio, releaseNetwork, RESOLV_CONF, type NetworkProbe } from '../../sandbox/network.ts';
-import { probeSandbox, type SandboxMode, type SandboxSetting } from '../../sandbox/probe.ts';
-import { socketTarget } from '../../proxy/socket-target.ts';
+import { DEFAULT_ORG } from '../../../keys/bootstrap.ts';
+import { CgroupParent } from './sandbox/cgroup.ts';
+import { netnsStdio, releaseNetwork, RESOLV_CONF, type NetworkProbe } from './sandbox/network.ts';
+import { probeSandbox, type SandboxMode, type SandboxSetting } from './sandbox/probe.ts';
+import { socketTarget } from '../../../proxy/socket-target.ts';
 import { agentSocket, socketHealth, LISTEN_FD } from './agent-socket.ts';
 import { CHANNEL_FD, onMessages, writeMessage } from './channel.ts';
 import { channelBudget, FLOOD_REASON } from './channel-budget.ts';
@@ -31,7 +31,7 @@ import {
   type RevisionHost,
   type RevisionSpec,
   type RunningRevision,
-} from './revision-host.ts';
+} from '../revision-host.ts';
 
 /**
  * Each revision as its own OS process serving on a Unix socket the host made

@@ -6,20 +6,20 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadItemFunctions } from '../../../src/services/agent-server/store/item-functions.ts';
-import { RedisItemStore } from '../../../src/services/agent-server/store/redis-item-store.ts';
-import { RedisAgentStore } from '../../../src/services/agent-server/store/redis-agent-store.ts';
+import { loadItemFunctions } from '../../../../src/services/agent-server/store/item-functions.ts';
+import { RedisItemStore } from '../../../../src/services/agent-server/store/redis-item-store.ts';
+import { RedisAgentStore } from '../../../../src/services/agent-server/store/redis-agent-store.ts';
 import {
   deploymentRedisUrl,
   deploymentUserName,
   deploymentUserRules,
-} from '../../../src/services/control-plane/serving/redis-acl-rules.ts';
-import { RedisBudget, measureRedisBytes } from '../../../src/services/revision-host/redis-budget.ts';
-import { startRedisForward, type RedisForward } from '../../../src/services/revision-host/redis-forward.ts';
-import { startRedis } from '../../../support/redis-server.ts';
-import { storeContract } from '../agent-server/store/agent-store-contract.ts';
-import { itemQuotaContract } from '../agent-server/store/item-quota-contract.ts';
-import { itemTtlContract } from '../agent-server/store/item-ttl-contract.ts';
+} from '../../../../src/services/control-plane/serving/redis-acl-rules.ts';
+import { RedisBudget, measureRedisBytes } from '../../../../src/services/revision-host/local/redis-budget.ts';
+import { startRedisForward, type RedisForward } from '../../../../src/services/revision-host/local/redis-forward.ts';
+import { startRedis } from '../../../../support/redis-server.ts';
+import { storeContract } from '../../agent-server/store/agent-store-contract.ts';
+import { itemQuotaContract } from '../../agent-server/store/item-quota-contract.ts';
+import { itemTtlContract } from '../../agent-server/store/item-ttl-contract.ts';
 
 /**
  * The forwarder a revision reaches its Redis through (redis-forward.ts): the stores' contracts pass through it as the

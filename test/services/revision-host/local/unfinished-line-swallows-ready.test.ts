@@ -1,7 +1,7 @@
 import { PassThrough } from 'node:stream';
 import { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { onMessages, writeMessage } from '../../../src/services/revision-host/channel.ts';
+import { onMessages, writeMessage } from '../../../../src/services/revision-host/local/channel.ts';
 
 /**
  * App code can write on its process's control channel (fd 3). A write it left unfinished (200 KB of garbage cut

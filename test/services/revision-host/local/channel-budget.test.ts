@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../../src/log.ts';
-import { channelBudget, FLOOD_REASON } from '../../../src/services/revision-host/channel-budget.ts';
-import { LogCapture } from '../../helpers/gateway.ts';
+import { createLogger } from '../../../../src/log.ts';
+import { channelBudget, FLOOD_REASON } from '../../../../src/services/revision-host/local/channel-budget.ts';
+import { LogCapture } from '../../../helpers/gateway.ts';
 
 function setup(maxIgnored = 5) {
   const logs = new LogCapture();

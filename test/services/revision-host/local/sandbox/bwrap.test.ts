@@ -4,8 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { probeSandbox } from '../../src/sandbox/probe.ts';
-import { runCommand } from '../../src/services/control-plane/builds/run-command.ts';
+import { probeSandbox } from '../../../../../src/services/revision-host/local/sandbox/probe.ts';
+import { runCommand } from '../../../../../src/services/control-plane/builds/run-command.ts';
 
 /**
  * What a command sees in the sandbox (the machine's bwrap, through

@@ -1,8 +1,8 @@
 import { PassThrough } from 'node:stream';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { pipeOutput } from '../../src/services/revision-host/output-log.ts';
-import { parseFromChild } from '../../src/services/revision-host/messages.ts';
+import { pipeOutput } from '../../../../../src/services/revision-host/local/output-log.ts';
+import { parseFromChild } from '../../../../../src/services/revision-host/local/messages.ts';
 
 /** A revision's output as log lines: fields it cannot forge, a flood cut with a counter; its messages checked. */
 function capture() {

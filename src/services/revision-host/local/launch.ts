@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { bwrapArgv, SANDBOX_HOME } from '../../sandbox/bwrap.ts';
-import { joinArgv, type CgroupParent, type RevisionCgroup } from '../../sandbox/cgroup.ts';
-import { netnsArgv, type NetworkPlan } from '../../sandbox/network.ts';
-import type { SandboxMode } from '../../sandbox/probe.ts';
-import type { RevisionSpec } from './revision-host.ts';
+import { bwrapArgv, SANDBOX_HOME } from './sandbox/bwrap.ts';
+import { joinArgv, type CgroupParent, type RevisionCgroup } from './sandbox/cgroup.ts';
+import { netnsArgv, type NetworkPlan } from './sandbox/network.ts';
+import type { SandboxMode } from './sandbox/probe.ts';
+import type { RevisionSpec } from '../revision-host.ts';
 
 /**
  * How a revision's process is spawned: node under tsx running
@@ -27,7 +27,7 @@ export interface Launch {
 
 const ENTRY = fileURLToPath(new URL('./agent-process.ts', import.meta.url));
 const TSX = import.meta.resolve('tsx');
-const GATEWAY = fileURLToPath(new URL('../../../', import.meta.url));
+const GATEWAY = fileURLToPath(new URL('../../../../', import.meta.url));
 const GATEWAY_MODULES = `${GATEWAY}node_modules`;
 /** Variables of the gateway a process inherits; nothing else (no SECRETS_KEY, REDIS_URL, HOME, ...). */
 const INHERITED = ['PATH', 'NODE_ENV', 'TZ', 'LANG'];
