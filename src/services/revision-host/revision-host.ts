@@ -2,10 +2,9 @@
  * The seam between the control plane and whatever runs a revision's Agent
  * Server: start one from its build folder, know where it answers, check its
  * health, stop it after a drain. The local implementation
- * (local-process-host.ts) runs each revision as a child process on a
- * loopback port; a cluster implementation would map `start` onto one
- * Deployment and Service per revision (target = the Service's address,
- * `exited` = the pods crash-looping, `stop` = scale to zero after the drain).
+ * (local/local-process-host.ts) runs each revision as a sandboxed child process served on a Unix socket; the
+ * Kubernetes one (kubernetes/) applies one Deployment, Service, Secret and NetworkPolicy per revision (target = the
+ * Service's cluster address, `exited` = its pods failing, `stop` = delete after the drain).
  */
 export interface RevisionSpec {
   readonly deploymentId: string;
@@ -24,6 +23,12 @@ export interface RevisionSpec {
   readonly memoryMb: number;
   /** Prefix of the revision's Agent Server data in Redis (one per deployment); used when the host has Redis. */
   readonly dataPrefix: string;
+  /**
+   * The build as an artifact: a gzipped tar of the build folder (the checkout with its dependencies), named by its
+   * sha256, which any gateway replica serves. What a host that does not share this machine's disk fetches (the
+   * Kubernetes host's pods); absent for a build made before artifacts were kept (the local host runs `appDir`).
+   */
+  readonly artifact?: { readonly sha256: string; readonly bytes: number } | null;
 }
 
 export interface RevisionExit {
