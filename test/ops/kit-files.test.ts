@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { compose, gatewayContainer, kitFiles, manifest, read, ROOT, yamlDocuments } from './kit.ts';
+import { find, gatewayDeployment, render } from './kustomize-render.ts';
 
 /** The operations kit's files parse, and say what they must (issue 28, item 8). */
 describe('operations kit: files', () => {
@@ -12,19 +14,26 @@ describe('operations kit: files', () => {
   });
 
   it('the ConfigMap holds the rule files exactly (regenerate it as its header says when this fails)', () => {
-    const data = manifest('rules-configmap.yaml').data as Record<string, string>;
+    const data = manifest('base/rules-configmap.yaml').data as Record<string, string>;
     expect(Object.keys(data).sort()).toEqual(['eu.yaml', 'us.yaml']);
     for (const [name, text] of Object.entries(data)) expect(text, name).toBe(read(join('rules', name)));
   });
 
-  it('kustomization lists every manifest but the example Secret, and each exists', () => {
-    const resources = (manifest('kustomization.yaml').resources as string[]).sort();
-    expect(resources).toEqual(['deployment.yaml', 'hpa.yaml', 'pdb.yaml', 'rules-configmap.yaml', 'service.yaml']);
-    for (const r of resources) expect(existsSync(join(ROOT, 'deploy/kubernetes', r)), r).toBe(true);
+  it('every kustomization names files that exist, and the example Secret is in none', () => {
+    const dirs = kitFiles()
+      .filter((f) => f.startsWith('deploy/kubernetes/') && f.endsWith('/kustomization.yaml'))
+      .map((f) => dirname(f));
+    expect(dirs.length).toBeGreaterThanOrEqual(5); // base, the replicas component, three overlays
+    for (const dir of dirs) {
+      const k = parse(read(join(dir, 'kustomization.yaml'))) as { resources?: string[]; patches?: { path: string }[] };
+      const files = [...(k.resources ?? []), ...(k.patches ?? []).map((p) => p.path)];
+      for (const f of files) expect(existsSync(join(ROOT, dir, f)), `${dir}: ${f}`).toBe(true);
+      expect(files, dir).not.toContain('secret.example.yaml');
+    }
   });
 
   it('the Deployment: probes on the admin port, rules mounted at RULES_DIR, a grace period above the drain', () => {
-    const spec = manifest('deployment.yaml').spec.template.spec;
+    const spec = gatewayDeployment('local-host').spec.template.spec;
     const c = gatewayContainer();
     const env = Object.fromEntries((c.env as { name: string; value?: string }[]).map((e) => [e.name, e.value]));
     const admin = (c.ports as { name: string; containerPort: number }[]).find((p) => p.name === 'admin');
@@ -35,7 +44,7 @@ describe('operations kit: files', () => {
     const rules = (c.volumeMounts as { name: string; mountPath: string }[]).find((m) => m.name === 'rules');
     expect(rules?.mountPath).toBe(env.RULES_DIR);
     expect(spec.volumes.find((v: { name: string }) => v.name === 'rules').configMap.name).toBe(
-      manifest('rules-configmap.yaml').metadata.name,
+      manifest('base/rules-configmap.yaml').metadata.name,
     );
     expect(c.resources.requests).toMatchObject({ cpu: expect.any(String), memory: expect.any(String) });
   });
@@ -49,7 +58,7 @@ describe('operations kit: files', () => {
       expect(e?.value, name).toBeUndefined();
     }
     // The example Secret: a Redis with a password, PostgreSQL URLs with a role and a password each.
-    const example = manifest('secret.example.yaml').stringData as Record<string, string>;
+    const example = manifest('base/secret.example.yaml').stringData as Record<string, string>;
     expect(new URL(example.REDIS_URL!).password).not.toBe('');
     for (const name of urls.slice(1)) {
       const url = new URL(example[name]!);
@@ -59,12 +68,13 @@ describe('operations kit: files', () => {
   });
 
   it('the Service, PodDisruptionBudget and HorizontalPodAutoscaler select and scale the Deployment', () => {
-    const deployment = manifest('deployment.yaml');
+    const deployment = gatewayDeployment('kubernetes-host');
+    const objects = render('kubernetes-host');
     const labels = deployment.spec.selector.matchLabels as Record<string, string>;
     expect(deployment.spec.template.metadata.labels).toMatchObject(labels);
-    expect(manifest('service.yaml').spec.selector).toEqual(labels);
-    expect(manifest('pdb.yaml').spec.selector.matchLabels).toEqual(labels);
-    const hpa = manifest('hpa.yaml').spec;
+    expect(find(objects, 'Service', 'agent-gateway')?.spec.selector).toEqual(labels);
+    expect(find(objects, 'PodDisruptionBudget')?.spec.selector.matchLabels).toEqual(labels);
+    const hpa = find(objects, 'HorizontalPodAutoscaler')?.spec;
     expect(hpa.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: deployment.metadata.name });
     expect(hpa.minReplicas).toBeLessThanOrEqual(hpa.maxReplicas);
   });

@@ -51,12 +51,12 @@ const setups: [string, () => Promise<Setup>][] = [
     },
   ],
   [
-    'deploy/kubernetes/deployment.yaml',
+    'deploy/kubernetes/overlays/local-host',
     async () => {
       const builds = mkdtempSync(join(tmpdir(), 'kit-builds-'));
       // RULES_DIR as the pod sees it: the ConfigMap's files.
       const rules = mkdtempSync(join(tmpdir(), 'kit-rules-'));
-      for (const [name, text] of Object.entries(manifest('rules-configmap.yaml').data as Record<string, string>))
+      for (const [name, text] of Object.entries(manifest('base/rules-configmap.yaml').data as Record<string, string>))
         writeFileSync(join(rules, name), text);
       const token = randomBytes(12).toString('hex');
       const { values, fromSecret } = deploymentEnv();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { composeEnv, composeSecretNames, deploymentEnv, knownVariables, manifest } from './kit.ts';
+import { composeEnv, composeSecretNames, deploymentEnv, knownVariables, manifest, OVERLAYS } from './kit.ts';
 
 /** The kit sets only variables the gateway reads: a misspelt name would be ignored without a word. */
 describe('operations kit: settings', () => {
@@ -16,10 +16,24 @@ describe('operations kit: settings', () => {
     expect(names.filter((n) => !known.has(n))).toEqual([]);
   });
 
-  it("the Deployment's env, literal and from the Secret, and the example Secret's keys", () => {
-    const { values, fromSecret } = deploymentEnv();
-    const secretKeys = Object.keys(manifest('secret.example.yaml').stringData as Record<string, string>);
-    expect(secretKeys.sort()).toEqual([...fromSecret].sort());
-    expect([...Object.keys(values), ...fromSecret].filter((n) => !known.has(n))).toEqual([]);
+  it.each(OVERLAYS)(
+    "overlay %s: the Deployment's env, literal, from the Secret and from the pod's fields",
+    (overlay) => {
+      const { values, fromSecret, fromField } = deploymentEnv(overlay);
+      const names = [...Object.keys(values), ...fromSecret, ...fromField];
+      expect(names.filter((n) => !known.has(n) && !PENDING.includes(n))).toEqual([]);
+    },
+  );
+
+  it("the example Secret's keys are those the overlays read from it", () => {
+    const secretKeys = Object.keys(manifest('base/secret.example.yaml').stringData as Record<string, string>);
+    const read = new Set(OVERLAYS.flatMap((o) => deploymentEnv(o).fromSecret));
+    expect(secretKeys.sort()).toEqual([...read].sort());
   });
 });
+
+/**
+ * The Kubernetes revision host's settings, written beside this kit (issue 37, item 1) and read by its settings
+ * loader once it lands: drop each name here as `knownVariables()` finds it.
+ */
+const PENDING = ['REVISION_HOST', 'KUBERNETES_NAMESPACE', 'REVISION_IMAGE', 'GATEWAY_INTERNAL_URL', 'INTERNAL_PORT'];

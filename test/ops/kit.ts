@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
+import { gatewayDeployment, OVERLAYS, type Overlay } from './kustomize-render.ts';
 
 /**
  * The operations kit as the tests read it (compose.yaml, deploy/): each file parsed, and what the tests check in them
@@ -30,8 +31,14 @@ export function yamlDocuments(path: string): unknown[] {
 type Obj = Record<string, any>; // parsed manifests: read as the tests walk them
 
 export const compose = (): Obj => parse(read('compose.yaml')) as Obj;
+/** A file of deploy/kubernetes/ (e.g. `base/secret.example.yaml`), parsed. */
 export const manifest = (file: string): Obj => parse(read(join('deploy/kubernetes', file))) as Obj;
-export const gatewayContainer = (): Obj => manifest('deployment.yaml').spec.template.spec.containers[0] as Obj;
+/**
+ * The gateway's container as an overlay renders it; by default local-host's, the one a gateway runs here as it is
+ * (the Kubernetes host needs a cluster, the edge tier a control plane elsewhere).
+ */
+export const gatewayContainer = (overlay: Overlay = 'local-host'): Obj =>
+  gatewayDeployment(overlay).spec.template.spec.containers[0] as Obj;
 
 /** The compose gateway's `environment`, values as strings. */
 export function composeEnv(): Record<string, string> {
@@ -40,14 +47,24 @@ export function composeEnv(): Record<string, string> {
   );
 }
 
-/** The Deployment's env: literal values, and the names taken from the Secret (value null). */
-export function deploymentEnv(): { values: Record<string, string>; fromSecret: string[] } {
-  const env = gatewayContainer().env as { name: string; value?: string; valueFrom?: Obj }[];
+/**
+ * An overlay's Deployment env: literal values, the names taken from the Secret, and those from the pod's own fields
+ * (the downward API: KUBERNETES_NAMESPACE).
+ */
+export function deploymentEnv(overlay: Overlay = 'local-host'): {
+  values: Record<string, string>;
+  fromSecret: string[];
+  fromField: string[];
+} {
+  const env = gatewayContainer(overlay).env as { name: string; value?: string; valueFrom?: Obj }[];
   return {
     values: Object.fromEntries(env.filter((e) => e.value !== undefined).map((e) => [e.name, String(e.value)])),
     fromSecret: env.filter((e) => e.valueFrom?.secretKeyRef).map((e) => e.name),
+    fromField: env.filter((e) => e.valueFrom?.fieldRef).map((e) => e.name),
   };
 }
+
+export { OVERLAYS, type Overlay };
 
 /** The keys of gateway.env the compose file's comment tells how to make. */
 export function composeSecretNames(): string[] {
