@@ -6,15 +6,17 @@ import { withRunPrefixes } from './run-prefixes.ts';
  * `node bin/gateway.js start` as a child process, for tests that need the
  * real program: its ports, signals of the test's choosing, and how it exited
  * (code and signal). PORT and ADMIN_PORT are 0 unless given; both are read
- * from the `gateway listening` log line. spawn-gateway.ts adds a graceful stop.
+ * from the `gateway listening` log line. spawn-gateway.ts adds a graceful stop. `options.prefix` runs it under another
+ * command that execs it (`ip netns exec <ns>`: the pid stays the gateway's), and `options.host` is the address its
+ * URLs name then (where HOST / ADMIN_HOST make it listen).
  */
 export interface GatewayProcess {
   readonly pid: number;
   readonly port: number;
   readonly adminPort: number;
-  /** `http://127.0.0.1:<port>` of the edge. */
+  /** `http://<host>:<port>` of the edge (host 127.0.0.1 unless given). */
   readonly url: string;
-  /** `http://127.0.0.1:<adminPort>`. */
+  /** `http://<host>:<adminPort>`. */
   readonly adminUrl: string;
   /** Resolves when the process has exited, with its exit code or the signal that ended it. */
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
@@ -36,11 +38,21 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const live = new Set<ChildProcess>();
 process.once('exit', () => live.forEach((c) => c.kill('SIGKILL')));
 
+export interface GatewayProcessOptions {
+  /** A command that execs the gateway's own, e.g. `['ip', 'netns', 'exec', 'ns-1']`. */
+  readonly prefix?: readonly string[];
+  /** The address the URLs name (default 127.0.0.1). */
+  readonly host?: string;
+}
+
 export async function startGatewayProcess(
   env: Record<string, string>,
   readyTimeoutMs = 30_000,
+  options: GatewayProcessOptions = {},
 ): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [BIN, 'start'], {
+  const [command, ...args] = [...(options.prefix ?? []), process.execPath, BIN, 'start'];
+  const host = options.host ?? '127.0.0.1';
+  const child = spawn(command!, args, {
     cwd: ROOT,
     // A clean environment: nothing of the test runner's own settings leaks into the gateway.
     env: {
@@ -111,8 +123,8 @@ export async function startGatewayProcess(
     pid: child.pid!,
     port,
     adminPort,
-    url: `http://127.0.0.1:${port}`,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
+    url: `http://${host}:${port}`,
+    adminUrl: `http://${host}:${adminPort}`,
     exited,
     signal: (sig) => void (running() && child.kill(sig)),
     lines,

@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chownSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -13,7 +13,9 @@ import { freePort } from '../../support/redis-server.ts';
  * --pwfile` in a fresh temp folder, `postgres` on a free loopback port.
  * initdb refuses root: as root, both run as `nobody` (setpriv, which execs,
  * so the pid is the server's) in a folder that user owns. Stopped by its pid
- * (SIGINT: fast shutdown), its folder removed.
+ * (SIGINT: fast shutdown), its folder removed. `alsoOn` makes it listen on one
+ * more address too (a netns bridge's: test/helpers/netns-hosts.ts) and admit
+ * clients of a subnet there, with their password.
  */
 export interface PrivatePostgres {
   readonly host: '127.0.0.1';
@@ -31,7 +33,12 @@ export interface PrivatePostgres {
 
 const UNPRIVILEGED = 'nobody';
 
-export async function startPrivatePostgres(): Promise<PrivatePostgres> {
+export interface PrivatePostgresOptions {
+  /** One more address to listen on, and the CIDR of the clients admitted there (scram-sha-256). */
+  readonly alsoOn?: { readonly address: string; readonly clients: string };
+}
+
+export async function startPrivatePostgres(options: PrivatePostgresOptions = {}): Promise<PrivatePostgres> {
   const root = process.getuid?.() === 0;
   const dir = mkdtempSync(join(tmpdir(), 'private-pg-'));
   const data = join(dir, 'data');
@@ -65,6 +72,8 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       '--locale=C',
     ]);
     execFileSync(cmd!, args, { stdio: 'pipe' });
+    if (options.alsoOn)
+      appendFileSync(join(data, 'pg_hba.conf'), `host all all ${options.alsoOn.clients} scram-sha-256\n`);
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     const e = err as { stderr?: Buffer; message: string };
@@ -82,7 +91,7 @@ export async function startPrivatePostgres(): Promise<PrivatePostgres> {
       '-k',
       sockets,
       '-c',
-      'listen_addresses=127.0.0.1',
+      `listen_addresses=${['127.0.0.1', ...(options.alsoOn ? [options.alsoOn.address] : [])].join(',')}`,
       '-c',
       'fsync=off',
       '-c',

@@ -1,4 +1,4 @@
-import { startGatewayProcess, type GatewayProcess } from './gateway-process.ts';
+import { startGatewayProcess, type GatewayProcess, type GatewayProcessOptions } from './gateway-process.ts';
 
 /**
  * `node bin/gateway.js start` as a child process, the way it runs in
@@ -10,8 +10,12 @@ export interface SpawnedGateway extends GatewayProcess {
   stop(graceMs?: number): Promise<void>;
 }
 
-export async function spawnGateway(env: Record<string, string>, readyTimeoutMs = 30_000): Promise<SpawnedGateway> {
-  const gateway = await startGatewayProcess(env, readyTimeoutMs);
+export async function spawnGateway(
+  env: Record<string, string>,
+  readyTimeoutMs = 30_000,
+  options: GatewayProcessOptions = {},
+): Promise<SpawnedGateway> {
+  const gateway = await startGatewayProcess(env, readyTimeoutMs, options);
   let stopping: Promise<void> | undefined;
   const stop = (graceMs = 5000) =>
     (stopping ??= (async () => {
