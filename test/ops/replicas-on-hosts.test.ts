@@ -199,9 +199,8 @@ describe.skipIf(refused !== null)(
       expect(await listIds(a(), key)).toEqual(created);
       expect(await listIds(b(), key)).toEqual(created);
       for (const id of created) {
-        const [onA, onB] = await Promise.all(
-          [a(), b()].map((r) => call(r.url, `/v2/deployments/${id}`, { headers: as(key) })),
-        );
+        const read = (r: SpawnedGateway) => call(r.url, `/v2/deployments/${id}`, { headers: as(key) });
+        const [onA, onB] = await Promise.all([read(a()), read(b())]);
         expect(onA.status).toBe(200);
         expect(onB.body.name).toBe(onA.body.name);
       }
