@@ -52,7 +52,7 @@ export async function startGatewayProcess(
 ): Promise<GatewayProcess> {
   const [command, ...args] = [...(options.prefix ?? []), process.execPath, BIN, 'start'];
   const host = options.host ?? '127.0.0.1';
-  const child = spawn(command!, args, {
+  const child = spawn(command, args, {
     cwd: ROOT,
     // A clean environment: nothing of the test runner's own settings leaks into the gateway.
     env: {
