@@ -26,9 +26,17 @@ const cache = new Map<Overlay, Obj[]>();
 export function render(overlay: Overlay): Obj[] {
   const hit = cache.get(overlay);
   if (hit) return hit;
-  const text = execFileSync('kubectl', ['kustomize', join(ROOT, 'deploy/kubernetes/overlays', overlay)], {
-    encoding: 'utf8',
-  });
+  let text: string;
+  try {
+    text = execFileSync('kubectl', ['kustomize', join(ROOT, 'deploy/kubernetes/overlays', overlay)], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException & { stderr?: string };
+    if (e.code === 'ENOENT') throw new Error('kubectl not found: the kit tests need its client (no cluster)');
+    throw new Error(`kubectl kustomize overlays/${overlay}: ${e.stderr?.trim() ?? e.message}`);
+  }
   const objects = parseAllDocuments(text).map((doc) => doc.toJS() as Obj);
   cache.set(overlay, objects);
   return objects;
