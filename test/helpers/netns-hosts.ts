@@ -1,6 +1,6 @@
 import { execFileSync, spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 
 /**
  * Separate hosts on one machine, for tests of gateway replicas that must not share a loopback: N network namespaces,
@@ -81,6 +81,11 @@ export function startNetnsHosts(count: number): NetnsHosts {
         // already gone
       }
       rmSync(`/etc/netns/${name}`, { recursive: true, force: true });
+    }
+    try {
+      rmdirSync('/etc/netns'); // only when empty: another run's hosts files stay
+    } catch {
+      // not empty, or never made
     }
     try {
       ip('link', 'del', bridge);

@@ -13,7 +13,8 @@ import { spawnGateway, type SpawnedGateway } from '../helpers/spawn-gateway.ts';
 /**
  * Issue 37, item 4: gateway replicas as separate hosts. Two `node bin/gateway.js start`, each in a network namespace
  * of its own (no shared loopback: what one process keeps to itself the other cannot reach), listening on their veth
- * addresses, sharing one private Redis and one private PostgreSQL bound on the bridge. What one replica writes the
+ * addresses, sharing one private Redis and one private PostgreSQL bound on the bridge (named in each host's
+ * /etc/hosts, as a cluster's DNS would name them). What one replica writes the
  * other reads: API keys, deployments' records, rate-limit buckets; and with one replica SIGKILLed the other keeps
  * answering with every record. Serving a deployment across replicas comes with the Kubernetes host: `replica()` starts
  * a third the same way.
@@ -64,7 +65,9 @@ beforeAll(async () => {
   await admin.connect();
   await admin.query('CREATE DATABASE agent_server');
   await admin.end();
-  const onBridge = (url: string) => url.replace('@127.0.0.1:', `@${bridge}:`);
+  // The stores by name, as a cluster's DNS would give them: each host's /etc/hosts.
+  for (const h of net.hosts) h.writeHosts({ 'redis.internal': bridge, 'postgres.internal': bridge });
+  const onBridge = (url: string) => url.replace('@127.0.0.1:', '@postgres.internal:');
   rules = rulesDir(RULES);
   const shared = `replicas-${randomBytes(4).toString('hex')}`;
   env = {
@@ -77,7 +80,7 @@ beforeAll(async () => {
     ADMIN_TOKEN,
     IDENTITY_SECRET: randomBytes(24).toString('hex'),
     SECRETS_KEY: randomBytes(32).toString('base64'),
-    REDIS_URL: `redis://${bridge}:${redis.port}`,
+    REDIS_URL: `redis://redis.internal:${redis.port}`,
     DATABASE_URI: onBridge(postgres.urlAs(postgres.superuser, postgres.password, 'agent_server')),
     DEPLOYMENTS_DATABASE_URI: onBridge(postgres.url),
     RULES_DIR: rules.dir,
