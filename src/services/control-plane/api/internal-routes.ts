@@ -31,6 +31,8 @@ export interface InternalRoutesDeps {
   readonly log: Logger;
   /** Key checks a revision may ask per second, in bursts of as many (on this replica); default 50. */
   readonly keyChecksPerSecond?: number;
+  /** The throttle's clock (milliseconds, monotonic): injected by tests. */
+  readonly now?: () => number;
 }
 
 /** A key is at most this long: a body larger than a few keys is not a key check. */
@@ -39,7 +41,7 @@ const keyCheckBody = z.object({ key: z.string().max(1024) });
 
 export function internalApp(o: InternalRoutesDeps): Hono {
   const app = new Hono();
-  const limiter = new MemoryLimiter({ maxKeys: 100_000 });
+  const limiter = new MemoryLimiter({ maxKeys: 100_000, ...(o.now && { now: o.now }) });
   const perSecond = o.keyChecksPerSecond ?? 50;
 
   app.get('/internal/artifacts/:sha256', async (c) => {
