@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Redis } from 'ioredis';
+import { register as registerTsxCommonJs } from 'tsx/cjs/api';
 import { listen } from '../../../listen/listen.ts';
 import { createLogger } from '../../../log.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../../redis-client.ts';
@@ -114,10 +115,13 @@ async function fetchAndUnpack(vars: PodVariables, appDir: string): Promise<void>
 }
 
 /**
- * Bare `@langchain/*` imports the app cannot resolve come from the gateway's installation, as for a local revision:
- * the ESM hook, and NODE_PATH for CommonJS (read again: it was read when this process started).
+ * The app loads as a local revision's does (`node --import tsx`): tsx's CommonJS hook beside the ESM one bin/gateway.js
+ * registered (an app without `"type": "module"` is CommonJS), and bare `@langchain/*` imports the app cannot resolve
+ * come from the gateway's installation: the ESM hook, and NODE_PATH for CommonJS (read again: it was read when this
+ * process started).
  */
 function resolveFromGateway(env: NodeJS.ProcessEnv): void {
+  registerTsxCommonJs();
   register('../fallback-resolve.mjs', import.meta.url);
   env.NODE_PATH = env.NODE_PATH ? `${env.NODE_PATH}:${GATEWAY_MODULES}` : GATEWAY_MODULES;
   (createRequire(import.meta.url)('node:module') as { _initPaths?: () => void })._initPaths?.();
