@@ -127,7 +127,7 @@ export interface StoredRevision {
   readonly build_steps?: readonly BuildStep[];
 }
 
-/** One step of a build (`clone`, `config`, `install`, `load check`, `deploy`) as it runs. */
+/** One step of a build (`clone`, `config`, `install`, `artifact`, `load check`, `deploy`) as it runs. */
 export interface BuildStep {
   readonly name: string;
   readonly status: 'running' | 'done' | 'failed';

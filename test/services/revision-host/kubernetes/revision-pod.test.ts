@@ -104,8 +104,8 @@ async function startPod(vars: Record<string, string>): Promise<Pod> {
   });
   children.push(child);
   let out = '';
-  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
-  child.stderr!.on('data', (b: Buffer) => (out += b.toString()));
+  child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+  child.stderr.on('data', (b: Buffer) => (out += b.toString()));
   const exit = new Promise<number | null>((r) => child.once('exit', (code) => r(code)));
   return { child, url: `http://127.0.0.1:${port}`, exit, output: () => out };
 }
