@@ -312,7 +312,7 @@ export async function createControlPlane(
       await serving?.close();
       cgroups?.close();
       // In memory, the deployments end with this process: their build folders would serve nothing ever again.
-      if (store.kind === 'memory') await removeBuildFolders(store, builds, cpLog);
+      if (store.kind === 'memory') await builds.removeAllFiles();
       redisUsers?.close();
       await databases?.close();
       await ownRoutes?.close();
@@ -321,17 +321,6 @@ export async function createControlPlane(
       if (ownRedis) await closeRedis(ownRedis);
     },
   };
-}
-
-/** Every deployment's build folders (not the whole BUILD_WORK_DIR: another gateway on this host may use it too). */
-async function removeBuildFolders(store: ControlPlaneStore, builds: Builds, log: Logger): Promise<void> {
-  for (const d of await store.allDeployments()) {
-    if (d.bundled) continue;
-    const artifacts = await builds.artifactsOf(d.id);
-    await builds
-      .removeFiles(d.id, artifacts)
-      .catch((err: unknown) => log.warn({ err, deploymentId: d.id }, 'could not remove the build folders'));
-  }
 }
 
 /** How many deployments hold a value sealed with SECRETS_KEY (a secret, or a repo_url with credentials). */

@@ -97,6 +97,19 @@ export class Builds {
     return revisions.flatMap((r) => (r.artifact ? [r.artifact.sha256] : []));
   }
 
+  /**
+   * Every deployment's builds (a memory store's, at its stop: the deployments end with the process). Not the whole
+   * BUILD_WORK_DIR or ARTIFACTS_DIR: another gateway on this host may use them too.
+   */
+  async removeAllFiles(): Promise<void> {
+    for (const d of await this.o.store.allDeployments()) {
+      if (d.bundled) continue;
+      await this.removeFiles(d.id, await this.artifactsOf(d.id)).catch((err: unknown) =>
+        this.o.log.warn({ err, deploymentId: d.id }, 'could not remove the build folders'),
+      );
+    }
+  }
+
   /** Every build of the deployment: its work folders and the given artifacts. */
   async removeFiles(deploymentId: string, artifacts: readonly string[]): Promise<void> {
     await Promise.all(artifacts.map((sha256) => this.o.artifacts?.remove(sha256)));
