@@ -22,7 +22,7 @@ export default defineConfig(globalIgnores(['bench/results/', 'dist/', 'coverage/
       projectService: {
         allowDefaultProject: [
           'bin/*.js',
-          'src/services/revision-host/local/*.mjs',
+          'src/services/revision-host/*.mjs',
           'src/services/agent-server/api/assistants/*.mjs',
         ],
       },

@@ -10,7 +10,7 @@ import { consoleOutput, type Output } from '../process/output.ts';
 import { keysCommand } from './keys.ts';
 import { limitsCommand, orgPlan } from './limits.ts';
 import { commandArgs, USAGE_EXIT_CODE, UsageError } from './args.ts';
-import { CHECK_USAGE, EXPLAIN_USAGE, START_USAGE, USAGE } from './usage.ts';
+import { CHECK_USAGE, EXPLAIN_USAGE, REVISION_POD_USAGE, START_USAGE, USAGE } from './usage.ts';
 
 /** Runs one command; returns the exit status. */
 export async function main(argv: readonly string[], out: Output = consoleOutput): Promise<number> {
@@ -32,6 +32,12 @@ export async function main(argv: readonly string[], out: Output = consoleOutput)
         return await keysCommand(rest, out);
       case 'limits':
         return await limitsCommand(rest, out);
+      case 'revision-pod': {
+        if (commandArgs('revision-pod', rest, {}, false).values.help) return help(REVISION_POD_USAGE, out);
+        // Loaded only here, as `start`: the Agent Server's graph. It exits when done (the app may leave handles open).
+        const code = await (await import('../services/revision-host/kubernetes/pod-main.ts')).podMain();
+        process.exit(code);
+      }
       case undefined:
       case 'help':
       case '--help':

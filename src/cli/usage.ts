@@ -26,6 +26,15 @@ export const EXPLAIN_USAGE = `usage: gateway explain <METHOD> <path> [options]
       --admin-url <url>            the admin listener --org asks without REDIS_URL (default http://127.0.0.1:$ADMIN_PORT)
 `;
 
+export const REVISION_POD_USAGE = `usage: gateway revision-pod
+
+  The entry of a revision's pod on Kubernetes (docs/control-plane.md#the-pods-entry): reads REVISION_ARTIFACT_URL,
+  REVISION_ARTIFACT_SHA256, REVISION_KEY_CHECK_URL, REVISION_TOKEN and REVISION_CONTROL; fetches the build and checks
+  its sha256, unpacks it, serves the app's Agent Server on port 8000 until SIGTERM (a 10 s drain). Exit 2 when it must
+  not start (a variable missing, a sha256 mismatch, an archive leaving its folder), 1 when the build could not be
+  fetched, 3 when the app does not load.
+`;
+
 export const USAGE = `usage: gateway <command> [--help]
 
   start                            run the gateway (settings from the environment, see docs/configuration.md)
@@ -34,6 +43,7 @@ export const USAGE = `usage: gateway <command> [--help]
   keys create --org <o> --workspace <w>
                                    create an API key in the registry (REDIS_URL); prints it once
   limits set|list|unset            plans per organisation: override a limit's numbers for one organisation
+  revision-pod                     a revision's pod (the Kubernetes host runs it): fetch, verify, unpack, serve
 
   gateway <command> --help prints a command's usage.
 `;

@@ -14,6 +14,7 @@ import { registryKeyVerifier } from './agent-server/auth/authenticate.ts';
 import { openAgentStorage } from './agent-server/store/open-storage.ts';
 import { registerDefaultDeployment } from './control-plane/serving/default-deployment.ts';
 import { createControlPlane, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane.ts';
+import { listenInternal } from './control-plane/internal-listener.ts';
 import { guarded, internalSecret, markInternal } from './internal-auth.ts';
 
 export interface BundledService {
@@ -54,13 +55,15 @@ export class BundledServices {
     this.cp = cp;
     const server = await listen(guarded(cp.app, internalSecret()), 0, '127.0.0.1');
     markInternal(server.url);
+    // The endpoints of revision pods: their own listener (INTERNAL_PORT), which the edge never forwards to.
+    const internal = await listenInternal(cp, this.need('controlPlane'), this.log);
     const banner = developmentKeyBanner(
       cp.devKey,
       { kind: cp.keys.kind, prefix: this.need('keys').prefix, admin: this.settings.keysAdmin },
       this.need('controlPlane').development,
     );
     if (banner !== null) process.stdout.write(banner + '\n');
-    return { url: server.url, close: async () => (await server.close(), await cp.close()) };
+    return { url: server.url, close: async () => (await server.close(), await internal?.close(), await cp.close()) };
   }
 
   /** The default deployment: the app of APP_CONFIG, else the example app (bearer-token auth, per-user threads). */

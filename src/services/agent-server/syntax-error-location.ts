@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 /**
  * Where a syntax error of an app's plain JavaScript is. Node's own SyntaxError for an ES module says only what
  * (`Unexpected identifier 'd'`), and the module lexer tsx runs first says only `Parse error <file>:1:1`; TypeScript
- * graphs fail through esbuild with file, line, column and message (revision-host/local/compile-errors.ts). To tell both
+ * graphs fail through esbuild with file, line, column and message (revision-host/compile-errors.ts). To tell both
  * the same way, the module that failed is parsed again by esbuild, with the app's own files it imports (packages left
  * out): its errors, with their locations, are what the failure then carries (as `errors`, esbuild's form).
  */

@@ -23,8 +23,9 @@ import { SecretBox } from './store/secrets.ts';
 import { DeploymentService } from './service.ts';
 import type { ControlPlaneSettings } from './settings.ts';
 import type { ControlPlaneStore } from './store.ts';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ArtifactStore } from './builds/artifacts.ts';
+import { internalApp } from './api/internal-routes.ts';
 import type { DeploymentAddressing } from '../../routing/deployment-url.ts';
 import { routeTableFromSettings } from '../../routing/from-settings.ts';
 import { MemoryRouteTable } from '../../routing/memory-route-table.ts';
@@ -47,6 +48,8 @@ import { DeploymentDatabases } from './databases/deployment-databases.ts';
  */
 export interface ControlPlane {
   readonly app: Hono<ControlPlaneEnv>;
+  /** The endpoints a revision's pod uses (api/internal-routes.ts): for the internal listener only, never the edge. */
+  readonly internal: Hono;
   readonly service: DeploymentService;
   readonly store: ControlPlaneStore;
   readonly keys: KeyRegistry;
@@ -199,6 +202,11 @@ export async function createControlPlane(
       : options.host;
   const folderOf = (deploymentId: string, revisionId: string) =>
     join(settings.workDir, store.region, deploymentId, revisionId);
+  // Every served build is packed (what a host off this machine runs): see docs/control-plane.md for its cost.
+  const artifacts =
+    host === null
+      ? null
+      : new ArtifactStore(settings.artifactsDir, settings.checkoutMaxBytes + settings.nodeModulesMaxBytes);
   const serving =
     host === null
       ? null
@@ -210,6 +218,7 @@ export async function createControlPlane(
           box,
           log: cpLog,
           folderOf,
+          artifacts,
           memoryMb: settings.deploymentMemoryMb,
           maxMemoryMb: settings.maxMemoryMb,
           drainMs: settings.drainMs,
@@ -227,6 +236,7 @@ export async function createControlPlane(
     orgOf: (workspace) => keys.workspaceOrg(workspace),
     keepBuilds: serving ? settings.keepBuilds : 1,
     builder,
+    artifacts,
     queue,
     stepDelayMs: settings.buildDelayMs,
     workDir: settings.workDir,
@@ -284,6 +294,7 @@ export async function createControlPlane(
   );
   return {
     app: controlPlaneApp({ service, keys, log: cpLog, maxJsonDepth: settings.maxJsonDepth, logs: runtimeLogs }),
+    internal: internalApp({ store, keys, artifacts, tokenKey: box.derive('revision-tokens'), log: cpLog }),
     service,
     store,
     keys,
@@ -301,7 +312,7 @@ export async function createControlPlane(
       await serving?.close();
       cgroups?.close();
       // In memory, the deployments end with this process: their build folders would serve nothing ever again.
-      if (store.kind === 'memory') await removeBuildFolders(store, builds, cpLog);
+      if (store.kind === 'memory') await builds.removeAllFiles();
       redisUsers?.close();
       await databases?.close();
       await ownRoutes?.close();
@@ -310,16 +321,6 @@ export async function createControlPlane(
       if (ownRedis) await closeRedis(ownRedis);
     },
   };
-}
-
-/** Every deployment's build folders (not the whole BUILD_WORK_DIR: another gateway on this host may use it too). */
-async function removeBuildFolders(store: ControlPlaneStore, builds: Builds, log: Logger): Promise<void> {
-  for (const d of await store.allDeployments()) {
-    if (d.bundled) continue;
-    await rm(builds.folderOf(d.id), { recursive: true, force: true }).catch((err: unknown) =>
-      log.warn({ err, deploymentId: d.id }, 'could not remove the build folders'),
-    );
-  }
 }
 
 /** How many deployments hold a value sealed with SECRETS_KEY (a secret, or a repo_url with credentials). */

@@ -7,6 +7,7 @@ import { createLogger } from '../../log.ts';
 import { installProcessGuards } from '../../process/guards.ts';
 import { SettingsError, type Env } from '../../settings/env.ts';
 import { createControlPlane } from './control-plane.ts';
+import { listenInternal } from './internal-listener.ts';
 import { loadControlPlaneSettings } from './settings.ts';
 
 /**
@@ -45,12 +46,14 @@ export async function runControlPlane(
   if (guard) installProcessGuards(log);
   const cp = await createControlPlane(settings, log);
   const server = await listen(cp.app, settings.port);
+  const internal = await listenInternal(cp, settings, log);
   if (cp.devKey) out.log(describeDevelopmentKey(cp.devKey, { kind: cp.keys.kind, prefix: settings.keysPrefix }));
   log.info({ url: server.url, region: settings.region }, 'control plane listening');
   listening?.(server.url);
   const reason = await (stop ?? untilSignal());
   log.info({ reason: String(reason) }, 'shutting down');
   await server.close();
+  await internal?.close();
   await cp.close();
   log.flush();
   return 0;

@@ -152,9 +152,10 @@ export class DeploymentService {
     if ((await this.require(tenantId, id)).bundled) throw bundledConflict(id, 'deleted');
     // Its database first: when PostgreSQL refuses, the deployment stays, and a retried delete drops it.
     await this.o.databases?.remove(id).catch(rethrowProvision);
+    const artifacts = await this.o.builds.artifactsOf(id);
     const removed = await this.o.store.deleteDeployment(tenantId, id);
     if (removed === null) throw deploymentNotFound(id);
-    await this.o.builds.forget(id);
+    await this.o.builds.forget(id, artifacts);
     this.o.logs?.forget(id);
     this.o.log.info({ deploymentId: id, tenantId }, 'deployment deleted');
   }
@@ -234,7 +235,7 @@ export class DeploymentService {
     if (r.status !== 'DEPLOYED')
       throw conflict(`Revision ID ${revisionId} is ${r.status}: only a DEPLOYED revision can be redeployed.`);
     if (d.active_revision_id === r.id && d.latest_revision_id === r.id) return this.view(d);
-    if (!this.o.builds.hasBuild(id, r.id)) {
+    if (!(await this.o.builds.hasBuild(r))) {
       const ref = r.source_revision_config.repo_commit_sha ?? r.source_revision_config.repo_ref;
       this.o.log.info({ deploymentId: id, revisionId, ref }, 'redeploy: build not kept, building again');
       return this.patch(tenantId, id, {

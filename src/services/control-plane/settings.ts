@@ -48,6 +48,10 @@ export interface ControlPlaneSettings {
   readonly buildConcurrencyPerTenant: number;
   /** Where builds check sources out (`<workDir>/<region>/<deployment>/<revision>`). */
   readonly workDir: string;
+  /** ARTIFACTS_DIR: builds packed as `<sha256>.tar.gz` (default `<BUILD_WORK_DIR>/artifacts`); shared by replicas. */
+  readonly artifactsDir: string;
+  /** INTERNAL_PORT: the listener of the endpoints a revision's pod uses (`/internal/*`); null = none (default). */
+  readonly internalPort: number | null;
   /** Budget of one git command (clone, ls-remote). */
   readonly gitTimeoutMs: number;
   /** Port of the service when it runs alone. */
@@ -152,6 +156,12 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     buildConcurrency: integer(env, 'BUILD_CONCURRENCY', 2, 1, 64),
     buildConcurrencyPerTenant: integer(env, 'BUILD_CONCURRENCY_PER_TENANT', 1, 1, 64),
     workDir: text(env, 'BUILD_WORK_DIR', join(tmpdir(), 'gateway-builds')),
+    artifactsDir: text(
+      env,
+      'ARTIFACTS_DIR',
+      join(text(env, 'BUILD_WORK_DIR', join(tmpdir(), 'gateway-builds')), 'artifacts'),
+    ),
+    internalPort: env.INTERNAL_PORT === undefined ? null : integer(env, 'INTERNAL_PORT', 0, 0, 65535),
     gitTimeoutMs: Math.round(seconds(env, 'GIT_TIMEOUT_SECONDS', 60, 0, 86_400) * 1000) || 1,
     port: integer(env, 'CONTROL_PLANE_PORT', 8081, 0, 65535),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),

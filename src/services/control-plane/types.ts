@@ -110,6 +110,12 @@ export interface StoredRevision {
    */
   readonly app_env?: Readonly<Record<string, string>> | null;
   /**
+   * The build packed as an artifact (builds/artifacts.ts): its sha256 names it in ARTIFACTS_DIR, `bytes` its size.
+   * What a revision host that does not share this machine's disk starts it from. Absent on a revision built before
+   * artifacts were kept (or never built); never shown by the API (internal, like its folder).
+   */
+  readonly artifact?: { readonly sha256: string; readonly bytes: number } | null;
+  /**
    * The build's log: each step's start and end with its time, and what the dependency install printed (`npm ci` /
    * `npm install`); its last BUILD_LOG_MAX characters when long. Written as the build runs (build-progress.ts) and
    * served by the build_log endpoint.
@@ -121,7 +127,7 @@ export interface StoredRevision {
   readonly build_steps?: readonly BuildStep[];
 }
 
-/** One step of a build (`clone`, `config`, `install`, `load check`, `deploy`) as it runs. */
+/** One step of a build (`clone`, `config`, `install`, `artifact`, `load check`, `deploy`) as it runs. */
 export interface BuildStep {
   readonly name: string;
   readonly status: 'running' | 'done' | 'failed';

@@ -64,6 +64,11 @@ export class RevisionLoadError extends Error {
 export interface RevisionHost {
   readonly kind: string;
   /**
+   * What it starts a revision from: its build folder on this machine (`folder`, the default) or its artifact
+   * (`artifact`: a pod fetches it). Whether a kept build can serve again is asked in those terms (build-places.ts).
+   */
+  readonly runsFrom?: 'folder' | 'artifact';
+  /**
    * Starts the revision and resolves once every graph and the auth handler are loaded and it listens; rejects with a
    * RevisionLoadError when the app fails to load (or does not get ready in time, or `signal` aborts: it is stopped).
    */

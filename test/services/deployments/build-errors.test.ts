@@ -82,6 +82,7 @@ describe('a build failure names file, line, column and the compiler message', { 
       'clone done',
       'config done',
       'install done',
+      'artifact done',
       'load check failed',
     ]);
     for (const s of log.steps) expect(s.duration_ms).toBeGreaterThanOrEqual(0);

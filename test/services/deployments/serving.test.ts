@@ -110,7 +110,13 @@ describe('a deployment serves its app', { timeout: 120_000 }, () => {
     // The install ran for the packaged app only; its output is in the build log, between the steps' lines.
     const logA = (await api.get(`/deployments/${a.id}/revisions/${a.latest_revision_id}/build_log`)).json;
     expect(logA).toMatchObject({ revision_id: a.latest_revision_id, status: 'DEPLOYED' });
-    expect(logA.steps.map((s: { name: string }) => s.name)).toEqual(['clone', 'config', 'install', 'load check']);
+    expect(logA.steps.map((s: { name: string }) => s.name)).toEqual([
+      'clone',
+      'config',
+      'install',
+      'artifact',
+      'load check',
+    ]);
     expect(logA.build_log).toMatch(/^==> clone\n/);
     expect(logA.build_log).toContain('==> install\n(no package.json next to the app config: nothing to install)\n');
     expect(logA.build_log).not.toContain('$ npm');

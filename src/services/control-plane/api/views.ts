@@ -12,7 +12,8 @@ export function deploymentView(d: StoredDeployment, url: string | null) {
 
 /** A revision as the API shows it. */
 export function revisionView(r: StoredRevision) {
-  // The build log has its own endpoint (log-routes.ts); the app's env is the app's (its .env may hold keys).
+  // The build log has its own endpoint (log-routes.ts); the app's env is the app's (its .env may hold keys); the
+  // artifact is the platform's own bookkeeping (the official API has no such field).
   const {
     seq: _seq,
     tenant_id: _tenant,
@@ -20,6 +21,7 @@ export function revisionView(r: StoredRevision) {
     build_log_offset: _offset,
     build_steps: _steps,
     app_env: _env,
+    artifact: _artifact,
     ...shown
   } = r;
   return shown;

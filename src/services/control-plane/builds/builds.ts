@@ -1,61 +1,30 @@
-import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
-import type { Builder } from './builder.ts';
-import type { BuildSandbox } from './build-sandbox.ts';
-import type { BuildQueue } from './build-queue.ts';
-import type { BuildLimits } from './step-bounds.ts';
+import { buildKept, removeBuild } from './build-files.ts';
+import type { BuildsOptions } from './builds-options.ts';
 import { redeploy } from './redeploy.ts';
 import { openRepoUrl } from './repo-url.ts';
 import { RevisionRun } from './revision-run.ts';
 import { canMove, isTerminal, moveRevision, supersededStatus } from '../revision-state.ts';
-import type { SecretBox } from '../store/secrets.ts';
-import type { ControlPlaneStore } from '../store.ts';
 import type { RevisionStatus, StoredDeployment, StoredRevision } from '../types.ts';
-import type { Serving } from '../serving/serving.ts';
+
+export type { BuildsOptions } from './builds-options.ts';
 
 /**
  * Runs revisions through their statuses in the background (one revision's
  * run: revision-run.ts; serving a kept build again: redeploy.ts). Here: the
  * queue of runs, superseding and forgetting a deployment's revisions, the
- * revisions a restart caught unfinished, and the build folders.
+ * revisions a restart caught unfinished, and the build folders and artifacts (build-files.ts).
  */
-export interface BuildsOptions {
-  readonly store: ControlPlaneStore;
-  readonly builder: Builder;
-  readonly queue: BuildQueue;
-  readonly stepDelayMs: number;
-  /** Work folders live under `<workDir>/<region>/<deployment>/<revision>`. */
-  readonly workDir: string;
-  readonly now: () => Date;
-  readonly log: Logger;
-  /** Opens a `repo_url` sealed because it carries credentials (repo-url.ts). */
-  readonly box?: SecretBox;
-  /**
-   * Runs the revisions (install, load check, route); null = records only: a git revision is DEPLOYED after its
-   * checkout and config check, and nothing serves it.
-   */
-  readonly serving?: Serving | null;
-  /** Budget of the dependency install. */
-  readonly installTimeoutMs?: number;
-  /** Build folders kept per deployment (the serving revision's included); default 1. */
-  readonly keepBuilds?: number;
-  /** Most bytes of an install's `node_modules` (NODE_MODULES_MAX_MB); default INSTALL_MAX_BYTES. */
-  readonly nodeModulesMaxBytes?: number;
-  /** Where npm runs (build-sandbox.ts); default no sandbox, every tenant trusted (tests of the bookkeeping). */
-  readonly sandbox?: BuildSandbox;
-  /** Bounds of the install step (step-bounds.ts); default none but its size and time. */
-  readonly limits?: BuildLimits;
-  /** The organisation of a workspace: its builds take turns with other organisations' and share its cgroup. */
-  readonly orgOf?: (workspace: string) => Promise<string | null>;
-}
-
 export class Builds {
   private readonly runs: RevisionRun;
 
   constructor(private readonly o: BuildsOptions) {
-    this.runs = new RevisionRun(o, (deploymentId, revisionId) => this.folderOf(deploymentId, revisionId));
+    this.runs = new RevisionRun(
+      o,
+      (deploymentId, revisionId) => this.folderOf(deploymentId, revisionId),
+      this.places(),
+    );
   }
 
   folderOf(deploymentId: string, revisionId?: string): string {
@@ -63,9 +32,14 @@ export class Builds {
     return revisionId === undefined ? dir : join(dir, revisionId);
   }
 
-  /** Whether a revision's build folder is kept (a redeploy then needs no rebuild). */
-  hasBuild(deploymentId: string, revisionId: string): boolean {
-    return existsSync(this.folderOf(deploymentId, revisionId));
+  /** Whether a revision's build is kept where its host runs it from (a redeploy then needs no rebuild). */
+  hasBuild(rev: StoredRevision): Promise<boolean> {
+    return this.o.serving ? this.o.serving.hasBuild(rev) : buildKept(this.places(), 'folder', rev);
+  }
+
+  /** Where the builds are: folders and artifacts (build-files.ts). */
+  places() {
+    return { folderOf: (d: string, r: string) => this.folderOf(d, r), artifacts: this.o.artifacts ?? null };
   }
 
   enqueue(revision: StoredRevision): void {
@@ -100,16 +74,45 @@ export class Builds {
           { deploymentId, revisionId: r.id, status: done.status, supersededBy: keep },
           'revision superseded',
         );
-      await rm(this.folderOf(deploymentId, r.id), { recursive: true, force: true });
+      await removeBuild(this.places(), done ?? r);
     }
   }
 
-  /** After a delete: stop the deployment's runs and its process, remove its route, data and work folders. */
-  async forget(deploymentId: string): Promise<void> {
+  /**
+   * After a delete: stop the deployment's runs and its process, remove its route, data, work folders and the
+   * artifacts (`artifacts`: its revisions', read before its records went: artifactsOf).
+   */
+  async forget(deploymentId: string, artifacts: readonly string[] = []): Promise<void> {
     const running = this.o.queue.runningIn(deploymentId);
     await this.o.queue.cancelGroup(deploymentId);
     if (running > 0) this.o.log.info({ deploymentId }, 'build interrupted by delete');
     await this.o.serving?.remove(deploymentId);
+    await this.removeFiles(deploymentId, artifacts);
+  }
+
+  /** The sha256 of every artifact the deployment's revisions have (asked before its records are deleted). */
+  async artifactsOf(deploymentId: string): Promise<string[]> {
+    if (!this.o.artifacts) return [];
+    const revisions = await this.o.store.listRevisions(deploymentId, undefined, { limit: 100, offset: 0 });
+    return revisions.flatMap((r) => (r.artifact ? [r.artifact.sha256] : []));
+  }
+
+  /**
+   * Every deployment's builds (a memory store's, at its stop: the deployments end with the process). Not the whole
+   * BUILD_WORK_DIR or ARTIFACTS_DIR: another gateway on this host may use them too.
+   */
+  async removeAllFiles(): Promise<void> {
+    for (const d of await this.o.store.allDeployments()) {
+      if (d.bundled) continue;
+      await this.removeFiles(d.id, await this.artifactsOf(d.id)).catch((err: unknown) =>
+        this.o.log.warn({ err, deploymentId: d.id }, 'could not remove the build folders'),
+      );
+    }
+  }
+
+  /** Every build of the deployment: its work folders and the given artifacts. */
+  async removeFiles(deploymentId: string, artifacts: readonly string[]): Promise<void> {
+    await Promise.all(artifacts.map((sha256) => this.o.artifacts?.remove(sha256)));
     await rm(this.folderOf(deploymentId), { recursive: true, force: true });
   }
 
@@ -142,7 +145,7 @@ export class Builds {
           { deploymentId: r.deployment_id, revisionId: r.id, was: r.status },
           'revision interrupted by a restart',
         );
-        await rm(this.folderOf(r.deployment_id, r.id), { recursive: true, force: true });
+        await removeBuild(this.places(), done);
       }
     }
     return { requeued, interrupted };

@@ -1,6 +1,6 @@
 import type { RunningRevision } from '../../revision-host/revision-host.ts';
 import type { StoredRevision } from '../types.ts';
-import type { BuildsOptions } from './builds.ts';
+import type { BuildsOptions } from './builds-options.ts';
 import { servingRevision } from './revision-run.ts';
 
 /**

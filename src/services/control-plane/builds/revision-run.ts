@@ -1,4 +1,3 @@
-import { readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { BuildFailure } from './builder.ts';
@@ -8,7 +7,8 @@ import { canMove, moveRevision } from '../revision-state.ts';
 import type { RevisionStatus, StoredDeployment, StoredRevision } from '../types.ts';
 import { RevisionLoadError, type RunningRevision } from '../../revision-host/revision-host.ts';
 import { InstallCancelled, installDependencies } from './install.ts';
-import type { BuildsOptions } from './builds.ts';
+import type { BuildsOptions } from './builds-options.ts';
+import { pruneBuilds, removeBuild, type BuildPlaces } from './build-files.ts';
 import { revisionReached } from '../../../metrics/control-plane-metrics.ts';
 
 /** The deployment once `rev` serves it. */
@@ -38,6 +38,7 @@ export class RevisionRun {
   constructor(
     private readonly o: BuildsOptions,
     private readonly folderOf: (deploymentId: string, revisionId?: string) => string,
+    private readonly places: BuildPlaces,
   ) {}
 
   async run(queued: StoredRevision, signal: AbortSignal): Promise<void> {
@@ -84,7 +85,7 @@ export class RevisionRun {
         log.warn({ reason: err.message }, 'build failed');
         return;
       }
-      const changes = {
+      const changes: Partial<StoredRevision> = {
         source_revision_config: { ...cfg, repo_commit_sha: result.commitSha },
         graphs: result.graphs,
         auth_path: result.authPath,
@@ -92,12 +93,12 @@ export class RevisionRun {
       };
       if (this.o.serving && result.graphs !== null) {
         const failed = async (reason: string) => {
-          await rm(this.folderOf(deploymentId, revisionId), { recursive: true, force: true });
+          await removeBuild(this.places, { deployment_id: deploymentId, id: revisionId, artifact: changes.artifact });
           await move('BUILDING', 'BUILD_FAILED', `BUILD_FAILED: ${reason}`, changes);
           log.warn({ reason }, 'build failed');
         };
         const folder = this.folderOf(deploymentId, revisionId);
-        const configPath = join(folder, changes.source_revision_config.langgraph_config_path ?? 'langgraph.json');
+        const configPath = join(folder, cfg.langgraph_config_path ?? 'langgraph.json');
         const refusal = (await this.o.sandbox?.refusal(rev.tenant_id)) ?? null;
         if (refusal !== null) return await failed(refusal);
         try {
@@ -121,6 +122,18 @@ export class RevisionRun {
           if (signal.aborted || err instanceof InstallCancelled) throw new Settled();
           if (!(err instanceof BuildFailure)) throw err;
           return await failed(err.message);
+        }
+        const artifacts = this.o.artifacts;
+        if (artifacts) {
+          try {
+            const packed = await progress.step('artifact', () => artifacts.pack(folder));
+            Object.assign(changes, { artifact: packed });
+            progress.append(`artifact sha256:${packed.sha256} (${packed.bytes} bytes)\n`);
+          } catch (err) {
+            if (signal.aborted) throw new Settled();
+            if (!(err instanceof BuildFailure)) throw err;
+            return await failed(err.message);
+          }
         }
         const d = await this.o.store.getDeployment(rev.tenant_id, deploymentId);
         if (d === null) throw new Settled();
@@ -178,17 +191,15 @@ export class RevisionRun {
     await this.prune(rev.deployment_id, rev.id);
   }
 
-  /** Keeps the build folders of the serving revision and of the latest other DEPLOYED ones (KEEP_BUILDS in all). */
+  /**
+   * Keeps the builds (folders and artifacts) of the serving revision and of the latest other DEPLOYED ones
+   * (KEEP_BUILDS in all).
+   */
   private async prune(deploymentId: string, serving: string): Promise<void> {
     const keep = new Set([serving]);
     const deployed = await this.o.store.listRevisions(deploymentId, ['DEPLOYED'], { limit: 100, offset: 0 });
     for (const r of deployed) if (keep.size < (this.o.keepBuilds ?? 1)) keep.add(r.id);
-    const folders = await readdir(this.folderOf(deploymentId)).catch(() => [] as string[]);
-    await Promise.all(
-      folders
-        .filter((f) => !keep.has(f))
-        .map((f) => rm(this.folderOf(deploymentId, f), { recursive: true, force: true })),
-    );
+    await pruneBuilds(this.places, this.o.store, deploymentId, this.folderOf(deploymentId), keep);
   }
 
   private tenantOf(rev: StoredRevision) {

@@ -1,20 +1,35 @@
 import { realpath } from 'node:fs/promises';
 import { dirname, join, posix } from 'node:path';
-import type { RunningRevision } from '../../revision-host/revision-host.ts';
+import type { KeyRegistry } from '../../../keys/types.ts';
+import type { RevisionHost, RunningRevision } from '../../revision-host/revision-host.ts';
 import { APP_CONFIG_MAX_BYTES, APP_ENV_MAX_BYTES, envMap, parseDotenv, readBounded } from '../builds/app-env.ts';
 import { memoryOf } from '../resource-spec.ts';
-import { SecretError, secretOwner } from '../store/secrets.ts';
+import { type SecretBox, SecretError, secretOwner } from '../store/secrets.ts';
 import type { StoredDeployment, StoredRevision } from '../types.ts';
-import type { ServingOptions } from './serving.ts';
+
+/** What a launch needs (serving.ts's options hold these). */
+export interface LaunchOptions {
+  readonly host: RevisionHost;
+  readonly keys: Pick<KeyRegistry, 'workspaceOrg'>;
+  readonly box: SecretBox;
+  /** The build folder of a revision. */
+  readonly folderOf: (deploymentId: string, revisionId: string) => string;
+  readonly memoryMb: number;
+  /** MAX_MEMORY_MB: no revision gets more, whatever its record says (default 65536). */
+  readonly maxMemoryMb?: number;
+  /** `<prefix>:<deployment id>:` holds a deployment's Agent Server data in Redis. */
+  readonly dataPrefix: string;
+}
 
 /**
- * Starts a revision's process from its build folder through the RevisionHost, with what the deployment gives it:
+ * Starts a revision's process from its build (its folder, or its artifact for a host off this machine) through the
+ * RevisionHost, with what the deployment gives it:
  * its org, the app's env as its build read it (the revision's record: nothing here reads the folder, which the app
  * can write), the deployment's secrets (opened), its memory (within MAX_MEMORY_MB) and Agent Server data prefix.
  * Rejects with a RevisionLoadError when the app cannot load.
  */
 export async function launchRevision(
-  o: ServingOptions,
+  o: LaunchOptions,
   d: StoredDeployment,
   rev: StoredRevision,
   signal?: AbortSignal,
@@ -36,13 +51,14 @@ export async function launchRevision(
       env,
       memoryMb: memoryOf(d.source_config.resource_spec, o.memoryMb, o.maxMemoryMb ?? 65_536),
       dataPrefix: `${o.dataPrefix}:${d.id}`,
+      artifact: rev.artifact ?? null,
     },
     signal,
   );
 }
 
 /** The deployment's secrets opened; one that cannot be is named, with what to do (never its value). */
-function secrets(o: ServingOptions, d: StoredDeployment): Record<string, string> {
+function secrets(o: LaunchOptions, d: StoredDeployment): Record<string, string> {
   return Object.fromEntries(
     d.secrets.map((s) => {
       try {

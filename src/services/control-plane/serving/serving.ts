@@ -1,15 +1,14 @@
-import { existsSync } from 'node:fs';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { RouteTable } from '../../../routing/route-table.ts';
-import type { KeyRegistry } from '../../../keys/types.ts';
-import type { RevisionHost, RunningRevision } from '../../revision-host/revision-host.ts';
-import type { SecretBox } from '../store/secrets.ts';
+import type { RunningRevision } from '../../revision-host/revision-host.ts';
+import type { ArtifactStore } from '../builds/artifacts.ts';
 import type { ControlPlaneStore } from '../store.ts';
 import type { StoredDeployment, StoredRevision } from '../types.ts';
 import { removeDeploymentData } from './deployment-data.ts';
 import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
-import { launchRevision } from './revision-launch.ts';
+import { launchRevision, type LaunchOptions } from './revision-launch.ts';
+import { buildKept } from '../builds/build-files.ts';
 import { processCrashed, processStarted } from '../../../metrics/control-plane-metrics.ts';
 import { clearServingError, showServingError, showUnservable } from './serving-error.ts';
 import { servedAgainRevision } from '../revision-state.ts';
@@ -23,21 +22,13 @@ import { servedAgainRevision } from '../revision-state.ts';
  * serving-error.ts), and retires a deleted deployment (route, Redis user,
  * process, its Agent Server data: deployment-data.ts).
  */
-export interface ServingOptions {
-  readonly host: RevisionHost;
+export interface ServingOptions extends LaunchOptions {
   readonly routes: RouteTable;
   readonly store: ControlPlaneStore;
-  readonly keys: Pick<KeyRegistry, 'workspaceOrg'>;
-  readonly box: SecretBox;
   readonly log: Logger;
-  /** The build folder of a revision. */
-  readonly folderOf: (deploymentId: string, revisionId: string) => string;
-  readonly memoryMb: number;
-  /** MAX_MEMORY_MB: no revision gets more, whatever its record says (default 65536). */
-  readonly maxMemoryMb?: number;
+  /** Where builds are packed (ARTIFACTS_DIR), for a host that runs revisions from their artifacts. */
+  readonly artifacts?: ArtifactStore | null;
   readonly drainMs: number;
-  /** `<prefix>:<deployment id>:` holds a deployment's Agent Server data in Redis. */
-  readonly dataPrefix: string;
   /** Redis holding that data, to remove it on delete; null = in memory (it goes with the process). */
   readonly redis: Redis | null;
   /** The deployments' own Redis users, deleted with them; null = none made. */
@@ -80,9 +71,9 @@ export class Serving {
     return s && { revisionId: s.revisionId, proc: s.proc };
   }
 
-  /** Whether the revision's build folder is still there (a redeploy or a restart needs no rebuild). */
-  hasBuild(deploymentId: string, revisionId: string): boolean {
-    return existsSync(this.o.folderOf(deploymentId, revisionId));
+  /** Whether the revision's build is still there for its host (a redeploy or a restart needs no rebuild). */
+  hasBuild(rev: StoredRevision): Promise<boolean> {
+    return buildKept(this.o, this.o.host.runsFrom ?? 'folder', rev);
   }
 
   /** Starts the revision's process from its build folder; rejects with a RevisionLoadError when the app cannot load. */
@@ -144,7 +135,7 @@ export class Serving {
    * (serving-error.ts, showUnservable).
    */
   async resume(d: StoredDeployment, rev: StoredRevision): Promise<boolean> {
-    if (!this.hasBuild(d.id, rev.id)) {
+    if (!(await this.hasBuild(rev))) {
       await showUnservable(
         this.o,
         d,

@@ -1,17 +1,13 @@
 import { register } from 'node:module';
-import { dirname } from 'node:path';
 import pino from 'pino';
 import type { Redis } from 'ioredis';
 import { listen, type Listening } from '../../../listen/listen.ts';
 import { createLogger } from '../../../log.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../../redis-client.ts';
-import { createAgentServer, type AgentServer } from '../../agent-server/app.ts';
-import { openAgentStorage } from '../../agent-server/store/open-storage.ts';
-import { databaseSettings } from '../../../settings/database.ts';
-import { GraphLoadError } from '../../agent-server/app-config.ts';
+import type { AgentServer } from '../../agent-server/app.ts';
 import { onMessages, openChildChannel, writeMessage } from './channel.ts';
-import { compileErrors, describeCompileErrors } from './compile-errors.ts';
-import { rememberedKeyAnswers } from './key-answers.ts';
+import { rememberedKeyAnswers } from '../key-answers.ts';
+import { loadFailure, startAgentServer } from '../start-agent-server.ts';
 import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
 
 /**
@@ -31,7 +27,7 @@ import type { FromChild, ProcessControl, ToChild } from './protocol.ts';
  */
 
 // Bare imports of @langchain/* that the app cannot resolve come from the gateway's installation (see the hook file).
-register('./fallback-resolve.mjs', import.meta.url);
+register('../fallback-resolve.mjs', import.meta.url);
 
 const channel = openChildChannel();
 const send = (m: FromChild) => writeMessage(channel, m);
@@ -41,22 +37,6 @@ onMessages(channel, (m) => {
   const type = (m as { type?: unknown } | null)?.type;
   if (typeof type === 'string') handlers.get(type as ToChild['type'])?.(m as ToChild);
 });
-
-function oneLine(err: unknown, configPath: string, sourcePrefix: string): string {
-  // A syntax error's first line is `Transform failed with 1 error:`: the line that says where and what follows it.
-  const compiled = compileErrors(err, dirname(configPath), sourcePrefix);
-  if (compiled.length > 0) {
-    const key = err instanceof GraphLoadError ? `${err.key}: ` : '';
-    return `${key}${describeCompileErrors(compiled)}`.slice(0, 1000);
-  }
-  const message = err instanceof Error ? err.message : String(err);
-  const line = message.split('\n').find((l) => l.trim() !== '') ?? 'the app failed to load';
-  // Paths of the app as the user knows them: relative to its folder (where it sits on this host is not theirs to know).
-  return line
-    .replace(`${configPath}: `, '')
-    .replaceAll(`${dirname(configPath)}/`, './')
-    .slice(0, 1000);
-}
 
 async function main(control: ProcessControl): Promise<void> {
   const log = createLogger(control.logLevel, pino.destination({ sync: true }));
@@ -76,32 +56,19 @@ async function main(control: ProcessControl): Promise<void> {
   const verifyApiKey = rememberedKeyAnswers(askHost());
   let server: AgentServer;
   try {
-    const storage = await openAgentStorage({
-      // The deployment's environment (its env and secrets, and the database the platform made for it).
-      database: databaseSettings(process.env),
-      redis: redisClient,
-      redisPrefix: control.dataPrefix,
-      log,
-    });
-    server = await createAgentServer({
+    server = await startAgentServer({
       configPath: control.configPath,
-      // The host gave the app's env as its build read it (the revision's record): never the folder's again.
-      envGiven: true,
-      verifyApiKey,
-      // No organisation: no key is accepted (a deployment whose workspace has no owner).
-      org: control.org ?? '\u0000none',
-      log,
+      org: control.org,
+      dataPrefix: control.dataPrefix,
       heartbeatMs: control.heartbeatMs,
-      // The operator's, from the host: never the process environment, which the deployment's env and secrets fill.
       ttlSweepMs: control.ttlSweepMs,
-      webhooks: { allowed: control.webhookHostsAllowed },
-      store: storage.store,
-      checkpointer: storage.checkpointer,
-      items: storage.items,
-      relay: storage.relay,
+      webhookHostsAllowed: control.webhookHostsAllowed,
+      verifyApiKey,
+      redis: redisClient,
+      log,
     });
   } catch (err) {
-    send({ type: 'failed', reason: oneLine(err, control.configPath, control.sourcePrefix ?? '') });
+    send({ type: 'failed', reason: loadFailure(err, control.configPath, control.sourcePrefix ?? '') });
     log.flush();
     process.exit(3);
   }

@@ -6,7 +6,7 @@
  * the gateway's LangGraph. Any other missing package stays an error the
  * load check reports. CommonJS `require` gets the same from NODE_PATH.
  */
-const GATEWAY = new URL('../../../../package.json', import.meta.url).href;
+const GATEWAY = new URL('../../../package.json', import.meta.url).href;
 
 export async function resolve(specifier, context, next) {
   try {

@@ -1,6 +1,6 @@
-import { memoKey } from '../../../memo/memo-key.ts';
-import { RecentlyUsed } from '../../../memo/recently-used.ts';
-import type { ApiKeyVerifier } from '../../agent-server/auth/authenticate.ts';
+import { memoKey } from '../../memo/memo-key.ts';
+import { RecentlyUsed } from '../../memo/recently-used.ts';
+import type { ApiKeyVerifier } from '../agent-server/auth/authenticate.ts';
 
 /**
  * A revision's key checks, asked of the host over the control channel (the

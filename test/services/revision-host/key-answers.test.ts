@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { rememberedKeyAnswers } from '../../../../src/services/revision-host/local/key-answers.ts';
+import { rememberedKeyAnswers } from '../../../src/services/revision-host/key-answers.ts';
 
 /** A revision's key checks go to the host; its answers are remembered briefly, failures never. */
 describe('rememberedKeyAnswers', () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compileErrors, describeCompileErrors } from '../../../../src/services/revision-host/local/compile-errors.ts';
+import { compileErrors, describeCompileErrors } from '../../../src/services/revision-host/compile-errors.ts';
 
 /** What a failed import of an app's module tells about the compiler's errors (issue 28, item 2). */
 describe('compile errors', () => {
