@@ -8,7 +8,7 @@ import { create as createTar } from 'tar';
 import { BuildFailure } from './builder.ts';
 
 /**
- * A build as an artifact: the build folder (the checkout with its dependencies) packed into a gzipped tar, named by
+ * A build as an artifact: the build folder (the checkout with its dependencies, without its `.git`) packed into a gzipped tar, named by
  * its sha256 and kept content-addressed as `<ARTIFACTS_DIR>/<sha256>.tar.gz`. What a revision host that does not share
  * this machine's disk runs from (a pod fetches it through the internal endpoint, internal-routes.ts). The archive is
  * streamed to a temporary name while its sha256 and size are taken, then renamed: a reader never sees half of one,
@@ -20,6 +20,8 @@ export interface BuildArtifact {
 }
 
 const SHA256_HEX = /^[0-9a-f]{64}$/;
+/** The checkout's own git folder, as tar names it from the build folder. */
+const GIT_FOLDER = /^(\.\/)?\.git(\/|$)/;
 
 /** Whether `text` is a sha256 as artifacts are named (lowercase hex): nothing else ever becomes a path. */
 export const isSha256 = (text: string): boolean => SHA256_HEX.test(text);
@@ -48,8 +50,12 @@ export class ArtifactStore {
       },
     });
     try {
-      // portable: no owner names or ids of this host in the archive; symlinks are kept as links, never followed.
-      await pipeline(createTar({ gzip: true, cwd: folder, portable: true }, ['.']), measure, createWriteStream(temp));
+      // portable: no owner names or ids of this host in the archive; symlinks are kept as links, never followed. The
+      // checkout's `.git` stays out: the app does not need it, and its config may name the repository with credentials.
+      const archive = createTar({ gzip: true, cwd: folder, portable: true, filter: (path) => !GIT_FOLDER.test(path) }, [
+        '.',
+      ]);
+      await pipeline(archive, measure, createWriteStream(temp));
       const sha256 = hash.digest('hex');
       await rename(temp, this.pathOf(sha256));
       return { sha256, bytes };
