@@ -36,4 +36,4 @@ describe('operations kit: settings', () => {
  * The Kubernetes revision host's settings, written beside this kit (issue 37, item 1) and read by its settings
  * loader once it lands: drop each name here as `knownVariables()` finds it.
  */
-const PENDING = ['REVISION_HOST', 'KUBERNETES_NAMESPACE', 'REVISION_IMAGE', 'GATEWAY_INTERNAL_URL', 'INTERNAL_PORT'];
+const PENDING = ['REVISION_HOST', 'KUBERNETES_NAMESPACE', 'REVISION_IMAGE', 'GATEWAY_INTERNAL_URL'];
