@@ -1,4 +1,3 @@
-import { resumeServing } from './serving/resume-serving.ts';
 import type { Redis } from 'ioredis';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -33,6 +32,7 @@ import { probeNetwork } from '../revision-host/local/sandbox/network.ts';
 import { localRevisionHost } from './serving/local-revision-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
+import { Hosting } from './leases/hosting.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
 import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
 import { RuntimeLogs } from './serving/runtime-logs.ts';
@@ -217,7 +217,10 @@ export async function createControlPlane(
           redis,
           redisUsers,
         });
+  // With the local host, one gateway on the store hosts at a time (leases/hosting.ts); in memory, this one always.
+  let hosting: Hosting | null = null;
   const builds = new Builds({
+    runsHere: () => hosting?.held ?? true,
     store,
     serving,
     installTimeoutMs: settings.installTimeoutMs,
@@ -261,10 +264,18 @@ export async function createControlPlane(
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 
-  const recovered = await builds.recover();
-  if (recovered.requeued + recovered.interrupted > 0) cpLog.info(recovered, 'recovered unfinished revisions');
-  const resumed = serving ? resumeServing(store, serving, cpLog) : Promise.resolve();
-  poller.start();
+  hosting = new Hosting({
+    redis: options.host === undefined ? redis : null,
+    key: `${settings.storePrefix}:${store.region}:lease:hosting`,
+    ttlMs: settings.hostingLeaseMs,
+    store,
+    builds,
+    serving,
+    poller,
+    log: cpLog,
+  });
+  await hosting.started();
+  const resumed = hosting.resumed;
   const devKey = settings.development ? await ensureDevelopmentKey(keys) : null;
   if (devKey)
     cpLog.warn(
@@ -297,8 +308,10 @@ export async function createControlPlane(
     async close() {
       await poller.close();
       await queue.close();
-      await resumed;
+      await hosting.stopWaiting();
       await serving?.close();
+      // Only now, with its routes marked starting: another gateway on the store may host them.
+      await hosting.release();
       cgroups?.close();
       // In memory, the deployments end with this process: their build folders would serve nothing ever again.
       if (store.kind === 'memory') await removeBuildFolders(store, builds, cpLog);

@@ -32,6 +32,8 @@ export interface BuildsOptions {
   readonly log: Logger;
   /** Opens a `repo_url` sealed because it carries credentials (repo-url.ts). */
   readonly box?: SecretBox;
+  /** Whether builds run in this process (it holds the hosting lease); default always. */
+  readonly runsHere?: () => boolean;
   /**
    * Runs the revisions (install, load check, route); null = records only: a git revision is DEPLOYED after its
    * checkout and config check, and nothing serves it.
@@ -69,6 +71,8 @@ export class Builds {
   }
 
   enqueue(revision: StoredRevision): void {
+    // Not the hosting gateway: the revision stays QUEUED in the store and the one hosting builds it (pickUpQueued).
+    if (this.o.runsHere?.() === false) return;
     const run = (signal: AbortSignal) => this.runs.run(revision, signal);
     this.o.queue.add(revision.id, revision.deployment_id, run, this.share(revision.tenant_id));
   }
@@ -146,6 +150,15 @@ export class Builds {
       }
     }
     return { requeued, interrupted };
+  }
+
+  /** On the hosting gateway, now and then: revisions another gateway on the store queued, queued here too. */
+  async pickUpQueued(): Promise<number> {
+    const queued = (await this.o.store.unfinishedRevisions())
+      .filter((r) => r.status === 'QUEUED')
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
+    for (const r of queued) this.enqueue(r);
+    return queued.length;
   }
 
   /**

@@ -14,6 +14,8 @@ export interface Lease {
   readonly held: boolean;
   /** Resolves once this process holds the lease (tried every ttl/3); rejects when the lease is closed first. */
   acquired(): Promise<void>;
+  /** Resolves after the first try to take it (`held` then says whether it was taken). */
+  tried(): Promise<void>;
   /** Stops renewing and trying; releases the lease when held. */
   close(): Promise<void>;
 }
@@ -39,7 +41,12 @@ export class LeaseClosedError extends Error {
 
 /** A lease always held: one process alone (no shared store). */
 export function soleLease(): Lease {
-  return { held: true, acquired: () => Promise.resolve(), close: () => Promise.resolve() };
+  return {
+    held: true,
+    acquired: () => Promise.resolve(),
+    tried: () => Promise.resolve(),
+    close: () => Promise.resolve(),
+  };
 }
 
 export class RedisLease implements Lease {
@@ -50,13 +57,18 @@ export class RedisLease implements Lease {
   private closed = false;
   private timer: NodeJS.Timeout | undefined;
   private readonly waiters: { resolve: () => void; reject: (err: Error) => void }[] = [];
+  private readonly first: Promise<void>;
 
   constructor(
     private readonly redis: Redis,
     private readonly o: LeaseOptions,
   ) {
     this.ttlMs = o.ttlMs ?? 10_000;
-    void this.tick();
+    this.first = this.tick();
+  }
+
+  tried(): Promise<void> {
+    return this.first;
   }
 
   get held(): boolean {

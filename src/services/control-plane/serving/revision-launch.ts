@@ -5,7 +5,7 @@ import { APP_CONFIG_MAX_BYTES, APP_ENV_MAX_BYTES, envMap, parseDotenv, readBound
 import { memoryOf } from '../resource-spec.ts';
 import { SecretError, secretOwner } from '../store/secrets.ts';
 import type { StoredDeployment, StoredRevision } from '../types.ts';
-import type { ServingOptions } from './serving.ts';
+import type { ServingOptions } from './serving-options.ts';
 
 /**
  * Starts a revision's process from its build folder through the RevisionHost, with what the deployment gives it:
