@@ -7,8 +7,8 @@ import type { ServingOptions } from './serving-options.ts';
 /**
  * A served revision's process that ends without being asked is started again, after 0.5 s, 1 s, 2 s, ... up to 30 s;
  * after three crashes in a row the deployment says so (`serving_error`), and a process that lived 30 s counts as
- * healthy again. A host that restarts its processes itself (`RevisionHost.restartsItself`) is left to it: the exit is
- * only shown. Until the process runs again, the deployment's url answers 503 "starting".
+ * healthy again; until the process runs again, the deployment's url answers 503 "starting". A host that restarts its
+ * processes itself (`RevisionHost.restartsItself`) is left to it: the route stays and the exit is only shown.
  */
 export interface Served {
   readonly deploymentId: string;
@@ -45,17 +45,9 @@ export class CrashRestarts {
     const started = Date.now();
     void proc.exited.then((exit) => {
       if (exit.requested || s.retired || !this.side.serves(s)) return;
-      s.proc = null;
-      // Until it runs again its url answers 503 "starting", here at once even when the write to a shared table fails.
-      this.side
-        .starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId)
-        .catch((err: unknown) =>
-          o.log.warn({ err, deploymentId: s.deploymentId }, 'route marked starting here only: its write failed'),
-        );
-      if (Date.now() - started >= HEALTHY_AFTER_MS) s.crashes = 0;
-      s.crashes++;
       processCrashed();
       if (o.host.restartsItself) {
+        // Its host starts it again behind the same target: the route stays, the exit is shown.
         o.log.error(
           { deploymentId: s.deploymentId, reason: exit.reason },
           'revision process stopped (host restarts it)',
@@ -67,6 +59,15 @@ export class CrashRestarts {
         );
         return;
       }
+      s.proc = null;
+      // Until it runs again its url answers 503 "starting", here at once even when the write to a shared table fails.
+      this.side
+        .starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId)
+        .catch((err: unknown) =>
+          o.log.warn({ err, deploymentId: s.deploymentId }, 'route marked starting here only: its write failed'),
+        );
+      if (Date.now() - started >= HEALTHY_AFTER_MS) s.crashes = 0;
+      s.crashes++;
       this.crashed(s, exit.reason);
     });
   }
