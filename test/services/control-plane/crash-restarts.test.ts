@@ -26,7 +26,7 @@ function processDouble(): RunningRevision & { crash(reason: string): void } {
     exited,
     health: () => Promise.resolve(true),
     stop: () => Promise.resolve(),
-    crash: (reason) => crash({ reason, requested: false } as RevisionExit),
+    crash: (reason) => crash({ reason, requested: false }),
   };
 }
 
