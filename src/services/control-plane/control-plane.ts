@@ -35,7 +35,8 @@ import { PushPoller } from './builds/push-poller.ts';
 import { Hosting } from './leases/hosting.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
 import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
-import { RuntimeLogs } from './serving/runtime-logs.ts';
+import { RuntimeLogs, type DeploymentLogs } from './serving/runtime-logs.ts';
+import { SharedRuntimeLogs } from './serving/shared-runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
 import { DeploymentDatabases } from './databases/deployment-databases.ts';
 
@@ -54,8 +55,8 @@ export interface ControlPlane {
   readonly queue: BuildQueue;
   /** Where each deployment is served (the edge reads it). */
   readonly routes: RouteTable;
-  /** Each deployment's own output, from the processes this control plane runs. */
-  readonly logs: RuntimeLogs;
+  /** Each deployment's own output: in Redis when the control plane has it (every gateway reads it), else in memory. */
+  readonly logs: DeploymentLogs;
   /** Runs the revisions; null when the control plane keeps records only (`host: null`). */
   readonly serving: Serving | null;
   /** Settles once the deployments served before a restart are served again (or shown as not). */
@@ -191,8 +192,14 @@ export async function createControlPlane(
         })
       : null;
   void databases?.check();
-  // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
-  const runtimeLogs = new RuntimeLogs();
+  // Each deployment's output: in Redis, readable through every gateway on the store; else in this process.
+  const runtimeLogs: DeploymentLogs = redis
+    ? new SharedRuntimeLogs({
+        redis,
+        prefix: `${settings.storePrefix}:${store.region}`,
+        log: cpLog.child({ component: 'runtime-logs' }),
+      })
+    : new RuntimeLogs();
   const host =
     options.host === undefined
       ? localRevisionHost(settings, { log, keys, redis, redisUsers, databases, network, cgroups, runtimeLogs })

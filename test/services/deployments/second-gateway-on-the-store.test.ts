@@ -22,7 +22,7 @@ import { BARE_APP, deployed } from './helpers.ts';
  * itself), then stopped: its route said `starting` and A answered 503 for D for good while the API said READY. Now
  * one gateway on a store hosts (the hosting lease): B answers the API and its edge reaches A's process (one machine:
  * the Unix socket is reachable), B stopping changes nothing, A draining hands D over to B, and A killed hands D over
- * once the lease lapses. Real gateway processes on port 0, one Redis prefix, one BUILD_WORK_DIR.
+ * once the lease lapses; the runtime log A's revision wrote reads through B. Real gateway processes on port 0, one Redis prefix, one BUILD_WORK_DIR.
  */
 
 const RUN = uniquePrefix('test:second-gateway');
@@ -104,6 +104,9 @@ describe('a second gateway on the same store', () => {
     expect(await seen(b, d.id)).toEqual({ status: 'READY', answer: 200 });
     expect(await seen(a, d.id)).toEqual({ status: 'READY', answer: 200 });
     expect(b.lines().some((l) => l.msg === 'revision serving')).toBe(false);
+    // What A's revision printed is read through B's API (the runtime log is in Redis).
+    const printed = (await client(b.url, tenant).get(`/deployments/${d.id}/logs`)).json as { logs: unknown[] };
+    expect(printed.logs.length).toBeGreaterThan(0);
 
     // B stops: D is still served by A (today's bug: A answered 503 "starting" for good).
     await b.stop();
