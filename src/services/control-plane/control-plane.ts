@@ -277,6 +277,7 @@ export async function createControlPlane(
     ttlMs: settings.hostingLeaseMs,
     store,
     builds,
+    queue,
     serving,
     poller,
     log: cpLog,

@@ -22,7 +22,8 @@ import { BARE_APP, deployed } from './helpers.ts';
  * itself), then stopped: its route said `starting` and A answered 503 for D for good while the API said READY. Now
  * one gateway on a store hosts (the hosting lease): B answers the API and its edge reaches A's process (one machine:
  * the Unix socket is reachable), B stopping changes nothing, A draining hands D over to B, and A killed hands D over
- * once the lease lapses; the runtime log A's revision wrote reads through B. Real gateway processes on port 0, one Redis prefix, one BUILD_WORK_DIR.
+ * once the lease lapses; the runtime log A's revision wrote reads through B; a deployment created and deleted
+ * through B is built, served and stopped by A. Real gateway processes on port 0, one Redis prefix, one BUILD_WORK_DIR.
  */
 
 const RUN = uniquePrefix('test:second-gateway');
@@ -107,6 +108,20 @@ describe('a second gateway on the same store', () => {
     // What A's revision printed is read through B's API (the runtime log is in Redis).
     const printed = (await client(b.url, tenant).get(`/deployments/${d.id}/logs`)).json as { logs: unknown[] };
     expect(printed.logs.length).toBeGreaterThan(0);
+
+    // A deployment created through B is built and served by A (B queues it); deleted through B, A stops it.
+    const viaB = client(b.url, tenant);
+    const d2 = (await viaB.post('/deployments', deploymentBody(repo.url))).json as {
+      id: string;
+      latest_revision_id: string;
+    };
+    await deployed(viaB, d2.id, d2.latest_revision_id);
+    expect(await seen(b, d2.id)).toEqual({ status: 'READY', answer: 200 });
+    expect(b.lines().some((l) => l.msg === 'revision serving')).toBe(false);
+    expect((await viaB.delete(`/deployments/${d2.id}`)).status).toBe(204);
+    await a.waitForLine((l) => l.msg === 'deployment deleted through another gateway: stopping it here', 10_000);
+    const gone = await fetch(`${a.url}/deployments/${d2.id}/ok`, { headers: { 'x-api-key': tenant.key } });
+    expect(gone.status).toBe(404);
 
     // B stops: D is still served by A (today's bug: A answered 503 "starting" for good).
     await b.stop();

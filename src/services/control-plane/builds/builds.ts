@@ -166,6 +166,8 @@ export class Builds {
    * again), then the route and the deployment's active revision move to it.
    */
   enqueueRedeploy(rev: StoredRevision): void {
+    // Not the hosting gateway: the one hosting sees the deployment's latest revision is not the one it serves.
+    if (this.o.runsHere?.() === false) return;
     const run = (signal: AbortSignal) => redeploy(this.o, rev, signal);
     this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, run, this.share(rev.tenant_id));
   }

@@ -1,16 +1,18 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { BuildQueue } from '../builds/build-queue.ts';
 import type { Builds } from '../builds/builds.ts';
 import type { PushPoller } from '../builds/push-poller.ts';
 import { resumeServing } from '../serving/resume-serving.ts';
 import type { Serving } from '../serving/serving.ts';
 import type { ControlPlaneStore } from '../store.ts';
+import { checkServed } from './served-check.ts';
 import { LeaseClosedError, RedisLease, soleLease, type Lease } from './lease.ts';
 
 /**
  * What only one gateway on a store does, done by the one holding its hosting lease: recovering unfinished builds,
- * serving the deployments again (resume), building (revisions another gateway queued are picked up every few seconds),
- * polling repos for build_on_push. Another gateway on the same store (a second replica, a rollback) waits for the
+ * serving the deployments again (resume), building (revisions another gateway queued are picked up every few seconds, and its
+ * deletes and redeploys done: served-check.ts), polling repos for build_on_push. Another gateway on the same store (a second replica, a rollback) waits for the
  * lease and answers the API meanwhile; it takes over when the holder drains (the lease is released after its routes
  * were marked starting) or dies (the lease lapses after its ttl). Without Redis the lease is always held.
  */
@@ -22,10 +24,11 @@ export interface HostingOptions {
   readonly ttlMs: number;
   readonly store: ControlPlaneStore;
   readonly builds: Builds;
+  readonly queue: BuildQueue;
   readonly serving: Serving | null;
   readonly poller: PushPoller;
   readonly log: Logger;
-  /** How often the holder looks for revisions another gateway queued (default 2 s). */
+  /** How often the holder looks for what another gateway asked (queued revisions, deletes, redeploys; default 2 s). */
   readonly pickUpMs?: number;
 }
 
@@ -34,6 +37,7 @@ export class Hosting {
   /** Settles once this gateway hosts and has served the deployments again (or closed before it hosted). */
   readonly resumed: Promise<void>;
   private sweep: NodeJS.Timeout | undefined;
+  private picking = false;
   private markRecovered: () => void = () => {};
   private readonly recovered = new Promise<void>((resolve) => (this.markRecovered = resolve));
 
@@ -81,11 +85,23 @@ export class Hosting {
       this.markRecovered();
     }
     this.o.poller.start();
-    this.sweep = setInterval(() => {
-      if (this.lease.held)
-        builds.pickUpQueued().catch((err: unknown) => log.warn({ err }, 'cannot look for queued revisions'));
-    }, this.o.pickUpMs ?? 2000);
+    this.sweep = setInterval(() => void this.pickUp(), this.o.pickUpMs ?? 2000);
     this.sweep.unref();
     if (serving) await resumeServing(store, serving, log);
+  }
+
+  /** What another gateway on the store asked: its queued revisions built here, its deletes and redeploys done here. */
+  private async pickUp(): Promise<void> {
+    if (!this.lease.held || this.picking) return;
+    this.picking = true;
+    const { builds, serving, store, queue, log } = this.o;
+    try {
+      await builds.pickUpQueued();
+      if (serving) await checkServed(store, serving, builds, queue, log);
+    } catch (err) {
+      log.warn({ err: (err as Error).message }, 'cannot look for what another gateway asked');
+    } finally {
+      this.picking = false;
+    }
   }
 }

@@ -44,6 +44,15 @@ export class Serving {
     return s && { revisionId: s.revisionId, proc: s.proc };
   }
 
+  /** The deployments served here and their revisions (the hosting gateway checks them against the store). */
+  servedNow(): { deploymentId: string; tenantId: string; revisionId: string }[] {
+    return [...this.served.values()].map(({ deploymentId, tenantId, revisionId }) => ({
+      deploymentId,
+      tenantId,
+      revisionId,
+    }));
+  }
+
   /** Whether the revision's build folder is still there (a redeploy or a restart needs no rebuild). */
   hasBuild(deploymentId: string, revisionId: string): boolean {
     return existsSync(this.o.folderOf(deploymentId, revisionId));
