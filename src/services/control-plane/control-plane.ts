@@ -1,4 +1,3 @@
-import { resumeServing } from './serving/resume-serving.ts';
 import type { Redis } from 'ioredis';
 import type { Hono } from 'hono';
 import type { Logger } from 'pino';
@@ -34,9 +33,11 @@ import { probeNetwork } from '../revision-host/local/sandbox/network.ts';
 import { localRevisionHost } from './serving/local-revision-host.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
+import { Hosting } from './leases/hosting.ts';
 import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
 import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
-import { RuntimeLogs } from './serving/runtime-logs.ts';
+import { RuntimeLogs, type DeploymentLogs } from './serving/runtime-logs.ts';
+import { SharedRuntimeLogs } from './serving/shared-runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
 import { DeploymentDatabases } from './databases/deployment-databases.ts';
 
@@ -57,8 +58,8 @@ export interface ControlPlane {
   readonly queue: BuildQueue;
   /** Where each deployment is served (the edge reads it). */
   readonly routes: RouteTable;
-  /** Each deployment's own output, from the processes this control plane runs. */
-  readonly logs: RuntimeLogs;
+  /** Each deployment's own output: in Redis when the control plane has it (every gateway reads it), else in memory. */
+  readonly logs: DeploymentLogs;
   /** Runs the revisions; null when the control plane keeps records only (`host: null`). */
   readonly serving: Serving | null;
   /** Settles once the deployments served before a restart are served again (or shown as not). */
@@ -194,8 +195,14 @@ export async function createControlPlane(
         })
       : null;
   void databases?.check();
-  // Each deployment's output, from the processes this control plane runs (per process: see docs/control-plane.md).
-  const runtimeLogs = new RuntimeLogs();
+  // Each deployment's output: in Redis, readable through every gateway on the store; else in this process.
+  const runtimeLogs: DeploymentLogs = redis
+    ? new SharedRuntimeLogs({
+        redis,
+        prefix: `${settings.storePrefix}:${store.region}`,
+        log: cpLog.child({ component: 'runtime-logs' }),
+      })
+    : new RuntimeLogs();
   const host =
     options.host === undefined
       ? localRevisionHost(settings, { log, keys, redis, redisUsers, databases, network, cgroups, runtimeLogs })
@@ -226,7 +233,10 @@ export async function createControlPlane(
           redis,
           redisUsers,
         });
+  // With the local host, one gateway on the store hosts at a time (leases/hosting.ts); in memory, this one always.
+  let hosting: Hosting | null = null;
   const builds = new Builds({
+    runsHere: () => hosting?.held ?? true,
     store,
     serving,
     installTimeoutMs: settings.installTimeoutMs,
@@ -271,10 +281,19 @@ export async function createControlPlane(
   });
   const poller = new PushPoller({ store, builder, builds, service, intervalMs: settings.pushPollMs, log: cpLog });
 
-  const recovered = await builds.recover();
-  if (recovered.requeued + recovered.interrupted > 0) cpLog.info(recovered, 'recovered unfinished revisions');
-  const resumed = serving ? resumeServing(store, serving, cpLog) : Promise.resolve();
-  poller.start();
+  hosting = new Hosting({
+    redis: options.host === undefined ? redis : null,
+    key: `${settings.storePrefix}:${store.region}:lease:hosting`,
+    ttlMs: settings.hostingLeaseMs,
+    store,
+    builds,
+    queue,
+    serving,
+    poller,
+    log: cpLog,
+  });
+  await hosting.started();
+  const resumed = hosting.resumed;
   const devKey = settings.development ? await ensureDevelopmentKey(keys) : null;
   if (devKey)
     cpLog.warn(
@@ -308,8 +327,10 @@ export async function createControlPlane(
     async close() {
       await poller.close();
       await queue.close();
-      await resumed;
+      await hosting.stopWaiting();
       await serving?.close();
+      // Only now, with its routes marked starting: another gateway on the store may host them.
+      await hosting.release();
       cgroups?.close();
       // In memory, the deployments end with this process: their build folders would serve nothing ever again.
       if (store.kind === 'memory') await builds.removeAllFiles();

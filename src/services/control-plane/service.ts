@@ -18,7 +18,7 @@ import type { RepoHostPolicy } from './builds/repo-hosts.ts';
 import { newDeployment, patchedDeployment } from './deployment-record.ts';
 import { secretOwner, type SecretBox } from './store/secrets.ts';
 import type { ControlPlaneStore } from './store.ts';
-import type { RuntimeLogs } from './serving/runtime-logs.ts';
+import type { DeploymentLogs } from './serving/runtime-logs.ts';
 import { DatabaseProvisionError, type DeploymentDatabases } from './databases/deployment-databases.ts';
 import { isGitSource, type StoredDeployment, type StoredRevision } from './types.ts';
 import { deploymentView, revisionView, type DeploymentView, type ListView, type RevisionView } from './api/views.ts';
@@ -47,7 +47,7 @@ export interface ServiceOptions {
   /** MAX_DEPLOYMENTS_PER_TENANT: a tenant's deployments in this region; one more answers 409. Default: no limit. */
   readonly maxDeploymentsPerTenant?: number;
   /** Each deployment's own output (serving/runtime-logs.ts): forgotten with the deployment. */
-  readonly logs?: RuntimeLogs;
+  readonly logs?: DeploymentLogs;
   /** MAX_MEMORY_MB: the most `resource_spec.memory_mb` accepted (422 over it). Default: no bound but 65536. */
   readonly maxMemoryMb?: number;
   /**

@@ -92,6 +92,11 @@ export interface ControlPlaneSettings {
   readonly keepBuilds: number;
   /** How often `build_on_push` deployments' branches are checked (BUILD_ON_PUSH_INTERVAL_SECONDS, default 60). */
   readonly pushPollMs: number;
+  /**
+   * HOSTING_LEASE_SECONDS (default 10): with the local host and Redis, how long the hosting lease outlives a gateway
+   * that died holding it; another gateway on the store hosts its deployments after at most that.
+   */
+  readonly hostingLeaseMs: number;
   /** Drain of a revision's process when another replaces it (DRAIN_SECONDS, default 10, as the edge's). */
   readonly drainMs: number;
   /** Prefix of a deployment's Agent Server data in Redis: `<prefix>:<deployment id>:` (DEPLOYMENT_DATA_PREFIX). */
@@ -183,6 +188,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
     checkoutMaxBytes: integer(env, 'CHECKOUT_MAX_MB', 1024, 1, 1_048_576) * 1024 * 1024,
     nodeModulesMaxBytes: integer(env, 'NODE_MODULES_MAX_MB', 2048, 1, 1_048_576) * 1024 * 1024,
     keepBuilds: integer(env, 'KEEP_BUILDS', 3, 1, 100),
+    hostingLeaseMs: Math.round(seconds(env, 'HOSTING_LEASE_SECONDS', 10, 1, 300) * 1000),
     pushPollMs: Math.round(seconds(env, 'BUILD_ON_PUSH_INTERVAL_SECONDS', 60, 0.1, 86_400) * 1000),
     drainMs: integer(env, 'DRAIN_SECONDS', 10, 0, 3600) * 1000,
     deploymentDataPrefix: namespacedPrefix(

@@ -78,6 +78,11 @@ export interface RevisionHost {
    * create, so the deployment is refused then rather than accepted and failed at its build.
    */
   refusalFor?(org: string | null): string | null;
+  /**
+   * Whether the host restarts a revision that stops by itself (a Kubernetes Deployment does): serving then only shows
+   * the exit (`serving_error`) and starts nothing. Default false: serving restarts it (serving/crash-restarts.ts).
+   */
+  readonly restartsItself?: boolean;
   /** Stops every revision it started (no drain). */
   close(): Promise<void>;
 }

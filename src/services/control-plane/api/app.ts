@@ -9,7 +9,7 @@ import { checked, readJsonBody } from '../../shared/json-body.ts';
 import { isRedisError } from '../store/redis-store.ts';
 import { createBody, listDeploymentsQuery, listRevisionsQuery, patchBody } from './schemas.ts';
 import type { DeploymentService } from '../service.ts';
-import type { RuntimeLogs } from '../serving/runtime-logs.ts';
+import type { DeploymentLogs } from '../serving/runtime-logs.ts';
 import { logRoutes } from './log-routes.ts';
 
 /**
@@ -26,7 +26,7 @@ export interface ControlPlaneDeps {
   /** Deepest nesting of a JSON body (MAX_JSON_DEPTH); default 64. Deeper answers 422 `json_too_deep`. */
   readonly maxJsonDepth?: number;
   /** Each deployment's own output (`/deployments/{id}/logs`); absent: none is kept (records only). */
-  readonly logs?: RuntimeLogs | null;
+  readonly logs?: DeploymentLogs | null;
   /** How often a followed build log reads the store (log-routes.ts). */
   readonly buildLogPollMs?: number;
 }

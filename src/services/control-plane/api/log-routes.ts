@@ -2,7 +2,7 @@ import type { Hono } from 'hono';
 import type { Logger } from 'pino';
 import { streamSSE, type SSEStreamingApi } from 'hono/streaming';
 import { buildLogFeed } from '../builds/build-log-feed.ts';
-import type { LogEntry, LogQuery, RuntimeLogs } from '../serving/runtime-logs.ts';
+import type { DeploymentLogs, LogEntry, LogQuery } from '../serving/runtime-logs.ts';
 import type { DeploymentService } from '../service.ts';
 import { checked } from '../../shared/json-body.ts';
 import type { ControlPlaneEnv } from './auth.ts';
@@ -18,7 +18,7 @@ import { buildLogQuery, logsQuery } from './schemas.ts';
 export interface LogRoutesDeps {
   readonly service: DeploymentService;
   /** Null: this control plane runs no processes (records only): the runtime log is always empty. */
-  readonly logs: RuntimeLogs | null;
+  readonly logs: DeploymentLogs | null;
   readonly log: Logger;
   /** How often a followed build log reads the store; default 250 ms. */
   readonly buildLogPollMs?: number;
@@ -66,14 +66,14 @@ export function logRoutes(api: Hono<ControlPlaneEnv>, deps: LogRoutesDeps): void
       limit: q.limit,
     };
     if (q.follow) return streamSSE(c, (stream) => follow(stream, logs, id, query));
-    const found = logs?.read(id, query) ?? [];
+    const found = (await logs?.read(id, query)) ?? [];
     const cursor = query.since && 'cursor' in query.since ? String(query.since.cursor) : null;
     return c.json({ deployment_id: id, logs: found, next_cursor: found.at(-1)?.id ?? cursor });
   });
 }
 
 /** The backlog, then every new line as it comes, a comment every 15 s to keep proxies from closing an idle stream. */
-async function follow(stream: SSEStreamingApi, logs: RuntimeLogs | null, id: string, query: LogQuery) {
+async function follow(stream: SSEStreamingApi, logs: DeploymentLogs | null, id: string, query: LogQuery) {
   const queue: LogEntry[] = [];
   let skipped = 0;
   let ended = false;
@@ -88,7 +88,7 @@ async function follow(stream: SSEStreamingApi, logs: RuntimeLogs | null, id: str
       wake?.();
     }) ?? (() => undefined);
   // Read after subscribing: a line printed in between is in both, and sent once (ids only grow).
-  const backlog = logs?.read(id, query) ?? [];
+  const backlog = (await logs?.read(id, query)) ?? [];
   stream.onAbort(() => {
     ended = true;
     wake?.();

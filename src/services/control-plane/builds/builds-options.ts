@@ -23,6 +23,8 @@ export interface BuildsOptions {
   readonly log: Logger;
   /** Opens a `repo_url` sealed because it carries credentials (repo-url.ts). */
   readonly box?: SecretBox;
+  /** Whether builds run in this process (it holds the hosting lease); default always. */
+  readonly runsHere?: () => boolean;
   /**
    * Runs the revisions (install, load check, route); null = records only: a git revision is DEPLOYED after its
    * checkout and config check, and nothing serves it.

@@ -43,6 +43,8 @@ export class Builds {
   }
 
   enqueue(revision: StoredRevision): void {
+    // Not the hosting gateway: the revision stays QUEUED in the store and the one hosting builds it (pickUpQueued).
+    if (this.o.runsHere?.() === false) return;
     const run = (signal: AbortSignal) => this.runs.run(revision, signal);
     this.o.queue.add(revision.id, revision.deployment_id, run, this.share(revision.tenant_id));
   }
@@ -151,11 +153,22 @@ export class Builds {
     return { requeued, interrupted };
   }
 
+  /** On the hosting gateway, now and then: revisions another gateway on the store queued, queued here too. */
+  async pickUpQueued(): Promise<number> {
+    const queued = (await this.o.store.unfinishedRevisions())
+      .filter((r) => r.status === 'QUEUED')
+      .sort((a, b) => a.created_at.localeCompare(b.created_at));
+    for (const r of queued) this.enqueue(r);
+    return queued.length;
+  }
+
   /**
    * Serves an older DEPLOYED revision again from its kept build (a redeploy): its process starts (the load check
    * again), then the route and the deployment's active revision move to it.
    */
   enqueueRedeploy(rev: StoredRevision): void {
+    // Not the hosting gateway: the one hosting sees the deployment's latest revision is not the one it serves.
+    if (this.o.runsHere?.() === false) return;
     const run = (signal: AbortSignal) => redeploy(this.o, rev, signal);
     this.o.queue.add(`${rev.id}:redeploy`, rev.deployment_id, run, this.share(rev.tenant_id));
   }

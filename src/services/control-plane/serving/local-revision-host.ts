@@ -7,7 +7,7 @@ import { LocalProcessHost } from '../../revision-host/local/local-process-host.t
 import type { ControlPlaneSettings } from '../settings.ts';
 import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
 import { measureRedisBytes } from '../../revision-host/local/redis-budget.ts';
-import type { RuntimeLogs } from './runtime-logs.ts';
+import type { DeploymentLogs } from './runtime-logs.ts';
 import type { DeploymentDatabases } from '../databases/deployment-databases.ts';
 
 /** The revision host of one machine, from the operator's settings and what the control plane opened for it. */
@@ -21,7 +21,7 @@ export function localRevisionHost(
     readonly databases?: Pick<DeploymentDatabases, 'accessFor'> | null;
     readonly network: NetworkProbe;
     readonly cgroups: CgroupParent | null;
-    readonly runtimeLogs: RuntimeLogs;
+    readonly runtimeLogs: DeploymentLogs;
   },
 ): LocalProcessHost {
   const { redis, redisUsers } = o;

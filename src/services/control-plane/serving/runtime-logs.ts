@@ -33,7 +33,16 @@ export interface RuntimeLogsOptions {
 export const RUNTIME_LOG_LINES = 2000;
 export const RUNTIME_LOG_BYTES = 512 * 1024;
 
-type Listener = (entry: LogEntry | null) => void;
+export type LogListener = (entry: LogEntry | null) => void;
+type Listener = LogListener;
+
+/** A deployment's runtime log, in this process (RuntimeLogs) or in Redis for every gateway (shared-runtime-logs.ts). */
+export interface DeploymentLogs {
+  add(deploymentId: string, revisionId: string, stream: 'stdout' | 'stderr', line: string): void;
+  read(deploymentId: string, q: LogQuery): LogEntry[] | Promise<LogEntry[]>;
+  subscribe(deploymentId: string, listener: LogListener): () => void;
+  forget(deploymentId: string): void;
+}
 
 interface Ring {
   entries: { entry: LogEntry; seq: number; at: number; bytes: number }[];
@@ -41,7 +50,7 @@ interface Ring {
   readonly listeners: Set<Listener>;
 }
 
-export class RuntimeLogs {
+export class RuntimeLogs implements DeploymentLogs {
   private readonly rings = new Map<string, Ring>();
   private seq: number;
   private readonly maxLines: number;
@@ -57,7 +66,7 @@ export class RuntimeLogs {
 
   /** One line a deployment's process printed. */
   add(deploymentId: string, revisionId: string, stream: 'stdout' | 'stderr', line: string): void {
-    const text = clean(line);
+    const text = cleanLogLine(line);
     if (text === '') return;
     const ring = this.ring(deploymentId);
     const at = this.now();
@@ -118,7 +127,7 @@ export class RuntimeLogs {
  * Terminal escapes (colours, cursor moves, OSC titles), other control characters, line separators and bidirectional
  * overrides (which make a reader's screen show text in another order than it was printed) out; tabs stay.
  */
-function clean(line: string): string {
+export function cleanLogLine(line: string): string {
   return stripVTControlCharacters(line).replace(
     /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g,
     '',

@@ -1,16 +1,12 @@
-import type { Redis } from 'ioredis';
-import type { Logger } from 'pino';
-import type { RouteTable } from '../../../routing/route-table.ts';
 import type { RunningRevision } from '../../revision-host/revision-host.ts';
-import type { ArtifactStore } from '../builds/artifacts.ts';
-import type { ControlPlaneStore } from '../store.ts';
 import type { StoredDeployment, StoredRevision } from '../types.ts';
 import { removeDeploymentData } from './deployment-data.ts';
-import type { DeploymentRedisUsers } from './deployment-redis-users.ts';
-import { launchRevision, type LaunchOptions } from './revision-launch.ts';
+import { CrashRestarts, type Served } from './crash-restarts.ts';
+import type { ServingOptions } from './serving-options.ts';
+import { launchRevision } from './revision-launch.ts';
 import { buildKept } from '../builds/build-files.ts';
-import { processCrashed, processStarted } from '../../../metrics/control-plane-metrics.ts';
-import { clearServingError, showServingError, showUnservable } from './serving-error.ts';
+import { processStarted } from '../../../metrics/control-plane-metrics.ts';
+import { clearServingError, showUnservable } from './serving-error.ts';
 import { servedAgainRevision } from '../revision-state.ts';
 
 /**
@@ -18,42 +14,11 @@ import { servedAgainRevision } from '../revision-state.ts';
  * revision's process (the load check of a build, a redeploy, a restart:
  * revision-launch.ts), moves the deployment's route to it once it is ready
  * (the previous process drains, then stops), restarts a process that dies
- * with backoff (and says so on the deployment when it keeps dying:
- * serving-error.ts), and retires a deleted deployment (route, Redis user,
+ * (crash-restarts.ts), and retires a deleted deployment (route, Redis user,
  * process, its Agent Server data: deployment-data.ts).
  */
-export interface ServingOptions extends LaunchOptions {
-  readonly routes: RouteTable;
-  readonly store: ControlPlaneStore;
-  readonly log: Logger;
-  /** Where builds are packed (ARTIFACTS_DIR), for a host that runs revisions from their artifacts. */
-  readonly artifacts?: ArtifactStore | null;
-  readonly drainMs: number;
-  /** Redis holding that data, to remove it on delete; null = in memory (it goes with the process). */
-  readonly redis: Redis | null;
-  /** The deployments' own Redis users, deleted with them; null = none made. */
-  readonly redisUsers?: Pick<DeploymentRedisUsers, 'remove'> | null;
-  /** How long a replaced revision keeps accepting after its route moved (default 2 s). */
-  readonly routeSettleMs?: number;
-  /** First restart delay after a crash; doubles up to 30 s. */
-  readonly restartDelayMs?: number;
-}
+export type { ServingOptions } from './serving-options.ts';
 
-interface Served {
-  readonly deploymentId: string;
-  readonly tenantId: string;
-  readonly revisionId: string;
-  proc: RunningRevision | null;
-  crashes: number;
-  retired: boolean;
-  timer?: NodeJS.Timeout;
-}
-
-/** Crashes in a row before the deployment shows it (`serving_error`). */
-const SHOWN_AFTER_CRASHES = 3;
-/** A process that lived this long was healthy: its crash count starts again. */
-const HEALTHY_AFTER_MS = 30_000;
-const MAX_RESTART_DELAY_MS = 30_000;
 /** How long a replaced revision keeps accepting new connections after its route moved. */
 const ROUTE_SETTLE_MS = 2000;
 
@@ -62,8 +27,16 @@ export class Serving {
   /** Replaced revisions still accepting while their route settles (retireLater). */
   private readonly settling = new Set<Served>();
   private closed = false;
+  private readonly restarts: CrashRestarts;
 
-  constructor(private readonly o: ServingOptions) {}
+  constructor(readonly o: ServingOptions) {
+    this.restarts = new CrashRestarts(this);
+  }
+
+  /** Whether `s` is still its deployment's served revision (and serving is open): crash-restarts.ts asks. */
+  serves(s: Served): boolean {
+    return !this.closed && this.served.get(s.deploymentId) === s;
+  }
 
   /** The revision serving `deploymentId` now and its process, if any. */
   current(deploymentId: string): { revisionId: string; proc: RunningRevision | null } | undefined {
@@ -74,6 +47,15 @@ export class Serving {
   /** Whether the revision's build is still there for its host (a redeploy or a restart needs no rebuild). */
   hasBuild(rev: StoredRevision): Promise<boolean> {
     return buildKept(this.o, this.o.host.runsFrom ?? 'folder', rev);
+  }
+
+  /** The deployments served here and their revisions (the hosting gateway checks them against the store). */
+  servedNow(): { deploymentId: string; tenantId: string; revisionId: string }[] {
+    return [...this.served.values()].map(({ deploymentId, tenantId, revisionId }) => ({
+      deploymentId,
+      tenantId,
+      revisionId,
+    }));
   }
 
   /** Starts the revision's process from its build folder; rejects with a RevisionLoadError when the app cannot load. */
@@ -108,7 +90,7 @@ export class Serving {
     if (!committed) return false;
     const next: Served = { deploymentId: d.id, tenantId: d.tenant_id, revisionId, proc, crashes: 0, retired: false };
     this.served.set(d.id, next);
-    this.supervise(next, proc);
+    this.restarts.supervise(next, proc);
     if (previous) this.retireLater(previous);
     await clearServingError(this.o, d);
     this.o.log.info({ deploymentId: d.id, revisionId, target: proc.target }, 'revision serving');
@@ -228,72 +210,13 @@ export class Serving {
     this.o.log.info({ deploymentId: s.deploymentId, revisionId: s.revisionId, drainMs }, 'revision process stopped');
   }
 
-  private async route(s: Served, proc: RunningRevision): Promise<void> {
+  async route(s: Served, proc: RunningRevision): Promise<void> {
     await this.o.routes.set({
       deploymentId: s.deploymentId,
       revisionId: s.revisionId,
       tenantId: s.tenantId,
       target: proc.target,
     });
-  }
-
-  /** A process that ends without being asked is started again, after 0.5 s, 1 s, 2 s, ... up to 30 s. */
-  private supervise(s: Served, proc: RunningRevision): void {
-    const started = Date.now();
-    void proc.exited.then((exit) => {
-      if (exit.requested || s.retired || this.closed || this.served.get(s.deploymentId) !== s) return;
-      s.proc = null;
-      // Until it runs again its url answers 503 "starting", here at once even when the write to a shared table fails.
-      this.starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId).catch((err: unknown) =>
-        this.o.log.warn({ err, deploymentId: s.deploymentId }, 'route marked starting here only: its write failed'),
-      );
-      if (Date.now() - started >= HEALTHY_AFTER_MS) s.crashes = 0;
-      s.crashes++;
-      processCrashed();
-      this.crashed(s, exit.reason);
-    });
-  }
-
-  private crashed(s: Served, reason: string): void {
-    const delay = Math.min((this.o.restartDelayMs ?? 500) * 2 ** (s.crashes - 1), MAX_RESTART_DELAY_MS);
-    const fields = { deploymentId: s.deploymentId, revisionId: s.revisionId, reason, crashes: s.crashes, delay };
-    this.o.log.error(fields, 'revision process stopped unexpectedly; restarting');
-    if (s.crashes >= SHOWN_AFTER_CRASHES) {
-      void showServingError(
-        this.o,
-        { id: s.deploymentId, tenant_id: s.tenantId },
-        `the process of revision ${s.revisionId} keeps stopping (${s.crashes} times in a row, last: ${reason}); next restart in ${Math.round(delay / 100) / 10} s`,
-      );
-    }
-    s.timer = setTimeout(() => void this.restart(s), delay);
-    s.timer.unref();
-  }
-
-  private async restart(s: Served): Promise<void> {
-    if (s.retired || this.closed) return;
-    try {
-      const d = await this.o.store.getDeployment(s.tenantId, s.deploymentId);
-      const rev = d && (await this.o.store.getRevision(s.deploymentId, s.revisionId));
-      if (!d || !rev || s.retired) return;
-      const proc = await this.launch(d, rev);
-      if (s.retired || this.closed) return void (await proc.stop(0));
-      s.proc = proc;
-      await this.route(s, proc);
-      this.supervise(s, proc);
-      this.o.log.info(
-        { deploymentId: s.deploymentId, revisionId: s.revisionId, target: proc.target },
-        'revision restarted',
-      );
-      const healthy = setTimeout(() => {
-        if (s.proc !== proc || s.retired) return;
-        s.crashes = 0;
-        void clearServingError(this.o, d);
-      }, HEALTHY_AFTER_MS);
-      healthy.unref();
-    } catch (err) {
-      s.crashes++;
-      this.crashed(s, (err as Error).message);
-    }
   }
 
   private async removeData(deploymentId: string): Promise<void> {
