@@ -23,6 +23,8 @@ export interface KubernetesHostSettings {
   readonly egressCidrs: readonly string[];
   /** REVISION_IMAGE_PULL_SECRET: the Secret pods pull the image with; null = none. */
   readonly imagePullSecret: string | null;
+  /** GATEWAY_POD_LABELS (`k=v,...`, default `app.kubernetes.io/name=agent-gateway`): the gateway's own pods. */
+  readonly gatewayPodLabels: Readonly<Record<string, string>>;
 }
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -39,6 +41,7 @@ export function loadRevisionHostSettings(env: Env, ownNamespace = readOwnNamespa
     clusterDomain: matching(env, 'KUBERNETES_CLUSTER_DOMAIN', /^[a-z0-9.-]+$/, 'cluster.local', 'a domain'),
     egressCidrs: Object.freeze(egressCidrs(env)),
     imagePullSecret: text(env, 'REVISION_IMAGE_PULL_SECRET', '') || null,
+    gatewayPodLabels: Object.freeze(podLabels(env)),
   });
 }
 
@@ -59,6 +62,18 @@ function egressCidrs(env: Env): string[] {
     if (cidr === null) throw new SettingsError('REVISION_EGRESS_CIDRS', `"${c}" is not a CIDR (e.g. 10.0.12.0/24)`);
     return cidr;
   });
+}
+
+function podLabels(env: Env): Record<string, string> {
+  const pairs = list(env, 'GATEWAY_POD_LABELS');
+  if (pairs.length === 0) return { 'app.kubernetes.io/name': 'agent-gateway' };
+  return Object.fromEntries(
+    pairs.map((p) => {
+      const m = /^([A-Za-z0-9./_-]+)=([A-Za-z0-9._-]{0,63})$/.exec(p);
+      if (m === null) throw new SettingsError('GATEWAY_POD_LABELS', `"${p}" is not a label (key=value)`);
+      return [m[1]!, m[2]!];
+    }),
+  );
 }
 
 function readOwnNamespace(): string | null {
