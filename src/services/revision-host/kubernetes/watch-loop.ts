@@ -39,10 +39,13 @@ export function watchLoop(
         view.clear();
         for (const item of list.items) view.set(item.metadata?.name ?? '', item);
         onChange(view);
-        const gone = await watchOnce(o.watch, target, list.metadata?.resourceVersion ?? '', view, onChange, signal);
-        backoffMs = 250;
-        if (gone) o.log.debug({ kind: target.kind }, 'watch expired (410 Gone): relisting');
-        else if (!signal.aborted) await sleep(backoffMs, signal);
+        // Watch from the list's version; a watch the server ends resumes from the last event's version.
+        const at = { rv: list.metadata?.resourceVersion ?? '' };
+        while (!signal.aborted && !(await watchOnce(o.watch, target, at, view, onChange, signal))) {
+          backoffMs = 250;
+          await sleep(100, signal); // A server that ends watches at once is not asked in a tight loop.
+        }
+        if (!signal.aborted) o.log.debug({ kind: target.kind }, 'watch expired (410 Gone): relisting');
       } catch (err) {
         if (signal.aborted) return;
         o.log.warn({ kind: target.kind, err: (err as Error).message }, 'watch failed: reconnecting');
@@ -58,7 +61,7 @@ export function watchLoop(
 async function watchOnce(
   watch: Watch,
   target: WatchTarget,
-  resourceVersion: string,
+  at: { rv: string },
   view: Map<string, KubernetesObject>,
   onChange: (view: ReadonlyMap<string, KubernetesObject>) => void,
   signal: AbortSignal,
@@ -66,7 +69,7 @@ async function watchOnce(
   let gone = false;
   const ended = new Promise<void>((resolve, reject) => {
     const stop = (err: unknown) => (err && !isGone(err) && !signal.aborted ? reject(asError(err)) : resolve());
-    const params = { labelSelector: target.labelSelector, resourceVersion, allowWatchBookmarks: true };
+    const params = { labelSelector: target.labelSelector, resourceVersion: at.rv, allowWatchBookmarks: true };
     watch
       .watch(
         target.path,
@@ -76,6 +79,8 @@ async function watchOnce(
             if (obj.code === 410) gone = true;
             return;
           }
+          const rv = obj.metadata?.resourceVersion;
+          if (rv) at.rv = rv;
           if (type === 'BOOKMARK') return;
           const name = obj.metadata?.name ?? '';
           if (type === 'DELETED') view.delete(name);
