@@ -77,6 +77,7 @@ export class KubernetesRevisionHost implements RevisionHost {
     } catch (err) {
       stopWatching();
       if (err instanceof RevisionLoadError) throw err;
+      await remove(); // What was applied before the failure.
       throw new RevisionLoadError(`could not apply the revision's objects: ${oneLine(err)}`);
     }
     let settleExit!: (e: RevisionExit) => void;
@@ -95,7 +96,9 @@ export class KubernetesRevisionHost implements RevisionHost {
           settleExit({ reason: s.state === 'gone' ? 'its Deployment was deleted' : s.reason, requested: false });
         }
       };
-      signal?.addEventListener('abort', () => reject(new RevisionLoadError('aborted while starting')), { once: true });
+      const aborted = () => reject(new RevisionLoadError('aborted while starting'));
+      if (signal?.aborted) aborted();
+      else signal?.addEventListener('abort', aborted, { once: true });
     });
     let seen = false;
     let deployment: V1Deployment | undefined;
