@@ -133,16 +133,14 @@ export function declaredMetrics(text: string): Map<string, string> {
 export function knownVariables(): Set<string> {
   const files = [
     ...readdirSync(join(ROOT, 'src/settings')).map((f) => join('src/settings', f)),
+    // Each service's settings loaders: `settings.ts` and any `*-settings.ts` beside it.
     ...readdirSync(join(ROOT, 'src/services'), { withFileTypes: true })
       .filter((e) => e.isDirectory())
-      .map((e) => join('src/services', e.name, 'settings.ts'))
-      .filter((f) => {
-        try {
-          return read(f) !== '';
-        } catch {
-          return false;
-        }
-      }),
+      .flatMap((e) =>
+        readdirSync(join(ROOT, 'src/services', e.name))
+          .filter((f) => f === 'settings.ts' || f.endsWith('-settings.ts'))
+          .map((f) => join('src/services', e.name, f)),
+      ),
   ].filter((f) => f.endsWith('.ts'));
   return new Set(files.flatMap((f) => [...read(f).matchAll(/'([A-Z][A-Z0-9_]{2,})'/g)].map((m) => m[1]!)));
 }

@@ -30,7 +30,7 @@ import { routeTableFromSettings } from '../../routing/from-settings.ts';
 import { MemoryRouteTable } from '../../routing/memory-route-table.ts';
 import type { RouteTable } from '../../routing/route-table.ts';
 import { probeNetwork } from '../revision-host/local/sandbox/network.ts';
-import { localRevisionHost } from './serving/local-revision-host.ts';
+import { revisionHostFromSettings } from './serving/revision-host-from-settings.ts';
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
 import { Hosting } from './leases/hosting.ts';
@@ -205,7 +205,10 @@ export async function createControlPlane(
     : new RuntimeLogs();
   const host =
     options.host === undefined
-      ? localRevisionHost(settings, { log, keys, redis, redisUsers, databases, network, cgroups, runtimeLogs })
+      ? revisionHostFromSettings(settings, {
+          ...{ log, keys, redis, redisUsers, databases, network, cgroups, runtimeLogs },
+          tokenKey: box.derive('revision-tokens'),
+        })
       : options.host;
   const folderOf = (deploymentId: string, revisionId: string) =>
     join(settings.workDir, store.region, deploymentId, revisionId);

@@ -13,6 +13,7 @@ import {
   text,
   type Env,
 } from '../../settings/env.ts';
+import { loadRevisionHostSettings, type RevisionHostSettings } from './revision-host-settings.ts';
 import { DEFAULT_MAX_JSON_DEPTH } from '../shared/json-depth.ts';
 import { DEFAULT_DATABASE_POOL_SIZE } from '../../settings/database.ts';
 import { checkAllowedHosts } from '../shared/outbound-address.ts';
@@ -126,6 +127,8 @@ export interface ControlPlaneSettings {
    * deployment's own `env` or secrets cannot change them).
    */
   readonly revisionAgentServer: { readonly ttlSweepMs: number; readonly webhookHostsAllowed: readonly string[] };
+  /** REVISION_HOST and, for `kubernetes`, its namespace, image and network (revision-host-settings.ts). */
+  readonly revisionHost: RevisionHostSettings;
   /**
    * DEPLOYMENT_REDIS_*: the bounds of each revision's Redis forwarder (revision-redis.ts): connections at once, idle
    * time, one request's bytes, the deployment's byte budget and how often its usage is measured.
@@ -217,6 +220,7 @@ export function loadControlPlaneSettings(env: Env): ControlPlaneSettings {
       measureMs: Math.round(seconds(env, 'DEPLOYMENT_REDIS_MEASURE_SECONDS', 30, 0.1, 3600) * 1000),
     }),
     revisionAgentServer: Object.freeze({ ttlSweepMs: ttlSweepMs(env), webhookHostsAllowed: webhookHostsAllowed(env) }),
+    revisionHost: loadRevisionHostSettings(env),
   });
 }
 

@@ -83,6 +83,11 @@ export interface RevisionHost {
    * the exit (`serving_error`) and starts nothing. Default false: serving restarts it (serving/crash-restarts.ts).
    */
   readonly restartsItself?: boolean;
+  /**
+   * Whether its revisions go on when the gateway that started them stops (pods of a cluster): then a gateway that
+   * closes leaves them and their routes as they are, and the next one takes them over, rather than stopping them.
+   */
+  readonly revisionsOutliveGateway?: boolean;
   /** Stops every revision it started (no drain). */
   close(): Promise<void>;
 }

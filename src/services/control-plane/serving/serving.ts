@@ -164,11 +164,21 @@ export class Serving {
   }
 
   /**
-   * Stops every process (no drain: the gateway is stopping). Each served deployment's route stays, marked as starting
+   * Stops every process (no drain: the gateway is stopping), unless the host's revisions outlive the gateway. Each served deployment's route stays, marked as starting
    * (the next start serves it again: until then its url answers 503, not a dead port's 502).
    */
   async close(): Promise<void> {
     this.closed = true;
+    if (this.o.host.revisionsOutliveGateway) {
+      // Pods of a cluster: the serving ones and their routes stay for the other replicas (or the next gateway, which
+      // takes them over as they are); the replaced ones still go, after their drain.
+      const replaced = [...this.settling];
+      for (const s of this.served.values()) clearTimeout(s.timer);
+      this.served.clear();
+      this.settling.clear();
+      await Promise.all(replaced.map((s) => this.retire(s, this.o.drainMs)));
+      return this.o.host.close();
+    }
     // Only routes to this process's own processes: a route another gateway wrote since is its own affair.
     const own = [...this.served.values()].filter(
       (s) => s.proc && this.o.routes.get(s.deploymentId)?.target === s.proc.target,
