@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { V1Deployment, V1NetworkPolicy, V1Secret, V1Service } from '@kubernetes/client-node';
 import type { RevisionSpec } from '../revision-host.ts';
 import { MEMORY_OVERHEAD_MB } from '../local/launch.ts';
+import { podVariables } from './pod-env.ts';
 import {
   POD_APP_DIR,
   POD_ARGS,
@@ -197,13 +198,11 @@ function podEnv(spec: RevisionSpec, s: ManifestSettings): { name: string; value:
     dataPrefix: spec.dataPrefix,
     ...s.control,
   };
-  const sha256 = spec.artifact?.sha256 ?? '';
-  return [
-    { name: POD_ENV.artifactUrl, value: `${s.gatewayInternalUrl}/internal/artifacts/${sha256}` },
-    { name: POD_ENV.artifactSha256, value: sha256 },
-    { name: POD_ENV.keyCheckUrl, value: `${s.gatewayInternalUrl}/internal/keys/check` },
-    { name: POD_ENV.control, value: JSON.stringify(control) },
-  ];
+  // The token is in the Secret (envFrom), never in the Deployment's own spec.
+  const vars = podVariables(s.gatewayInternalUrl, { sha256: spec.artifact?.sha256 ?? '', token: '', control });
+  return Object.entries(vars)
+    .filter(([name]) => name !== POD_ENV.token)
+    .map(([name, value]) => ({ name, value }));
 }
 
 function networkPolicy(

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@langchain/langgraph-sdk';
@@ -8,6 +8,7 @@ import { SecretBox } from '../../../../src/services/control-plane/store/secrets.
 import type { RevisionPodControl } from '../../../../src/services/revision-host/kubernetes/pod-contract.ts';
 import { POD_ARGS, POD_HEALTH_PATH } from '../../../../src/services/revision-host/kubernetes/pod-contract.ts';
 import { podVariables } from '../../../../src/services/revision-host/kubernetes/pod-env.ts';
+import { revisionManifests } from '../../../../src/services/revision-host/kubernetes/manifests.ts';
 import { revisionToken } from '../../../../src/services/revision-host/revision-token.ts';
 import { freePort } from '../../../../support/redis-server.ts';
 import {
@@ -23,7 +24,9 @@ import { BARE_APP, deployed } from '../../deployments/helpers.ts';
 
 /**
  * The pod's exact command (`node bin/gateway.js revision-pod`, pod-contract.ts) run here as a local process with
- * exactly the pod's variables (pod-env.ts), pointed at a real gateway's internal listener (INTERNAL_PORT) on loopback:
+ * exactly the pod's variables: first as the Kubernetes host's manifests describe it (the image's entrypoint and the
+ * container's arguments, its env and Secret, its probe path), also served through the edge with the deployment's
+ * route at it; then from pod-env.ts for the refusals. Pointed at a real gateway's internal listener (INTERNAL_PORT) on loopback:
  * it fetches the build the gateway made, checks it, unpacks it, serves it, and the unmodified SDK runs a graph on it
  * with the deployment's API key (checked by the gateway over HTTP). Only the port and app folder are overridden
  * (REVISION_POD_PORT, REVISION_POD_APP_DIR: /srv/revision and 8000 are the container's). The public edge in front of
@@ -87,16 +90,18 @@ interface Pod {
 }
 
 /** The pod's command with its variables, the app's env (from its Secret) and the two test overrides only. */
-async function startPod(vars: Record<string, string>): Promise<Pod> {
+async function startPod(
+  vars: Record<string, string>,
+  args: readonly string[] = ['bin/gateway.js', ...POD_ARGS],
+): Promise<Pod> {
   const port = await freePort();
   const appDir = mkdtempSync(join(tmpdir(), 'revision-pod-'));
   folders.push(appDir);
-  const child = spawn(process.execPath, ['bin/gateway.js', ...POD_ARGS], {
+  const child = spawn(process.execPath, args, {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',
       ...vars,
-      GREETING: 'hello', // the app's env, as the revision's record holds it (its Secret in a cluster)
       REVISION_POD_PORT: String(port),
       REVISION_POD_APP_DIR: appDir,
     },
@@ -110,15 +115,62 @@ async function startPod(vars: Record<string, string>): Promise<Pod> {
   return { child, url: `http://127.0.0.1:${port}`, exit, output: () => out };
 }
 
+/**
+ * The pod exactly as the Kubernetes host's manifests describe it: the image's entrypoint (the Dockerfile's, after
+ * `node`) and the container's arguments, its env and its Secret's data (the app's env and the token), its probe path.
+ */
+function podOfManifests(): { args: string[]; env: Record<string, string>; probePath: string } {
+  const m = revisionManifests(
+    {
+      deploymentId: built.deploymentId,
+      revisionId: built.revisionId,
+      appDir: '/not-used-by-a-pod',
+      configPath: 'langgraph.json',
+      sourcePrefix: '',
+      org: g.tenant.org,
+      env: { GREETING: 'hello' },
+      memoryMb: 512,
+      dataPrefix: `pod-test:${built.deploymentId}`,
+      artifact: { sha256: built.sha256, bytes: 0 },
+    },
+    {
+      namespace: 'agents',
+      image: 'agent-gateway:test',
+      gatewayInternalUrl: internalUrl,
+      clusterDomain: 'cluster.local',
+      gatewayPodLabels: { 'app.kubernetes.io/name': 'agent-gateway' },
+      egressCidrs: [],
+      imagePullSecret: null,
+      terminationGraceSeconds: 15,
+      loadTimeoutSeconds: 60,
+      control: { logLevel: 'info', heartbeatMs: 10_000, ttlSweepMs: 60_000, webhookHostsAllowed: [] },
+    },
+    built.token,
+  );
+  const container = m.deployment.spec!.template.spec!.containers[0]!;
+  const entrypoint = /ENTRYPOINT (\[.*\])/.exec(readFileSync(join(ROOT, 'Dockerfile'), 'utf8'))![1]!;
+  const [node, ...flags] = JSON.parse(entrypoint) as string[];
+  expect(node).toBe('node');
+  const secret = Object.fromEntries(
+    Object.entries(m.secret.data!).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+  );
+  const own = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? '']));
+  return {
+    args: [...flags, ...(container.args ?? [])],
+    env: { ...secret, ...own },
+    probePath: container.readinessProbe!.httpGet!.path!,
+  };
+}
+
 describe('gateway revision-pod, run here as the pod would run it', () => {
-  it('fetches and checks its build, serves it on its port (/ok), runs a graph through the SDK, and drains on SIGTERM', async () => {
-    const pod = await startPod(
-      podVariables(internalUrl, { sha256: built.sha256, token: built.token, control: control() }),
-    );
+  it('as its manifests describe it: fetches and checks its build, serves it on its port (/ok), runs a graph through the SDK, and drains on SIGTERM', async () => {
+    const described = podOfManifests();
+    expect(described.probePath).toBe(POD_HEALTH_PATH);
+    const pod = await startPod(described.env, described.args);
     await eventually(
       async () => {
         if (pod.child.exitCode !== null) throw new Error(`the pod exited ${pod.child.exitCode}: ${pod.output()}`);
-        return (await fetch(pod.url + POD_HEALTH_PATH).catch(() => null))?.ok;
+        return (await fetch(pod.url + described.probePath).catch(() => null))?.ok;
       },
       60_000,
       'the pod answering /ok',
@@ -128,6 +180,24 @@ describe('gateway revision-pod, run here as the pod would run it', () => {
     const thread = await sdk.threads.create();
     const values = (await sdk.runs.wait(thread.thread_id, 'echo', { input: { text: 'hi' } })) as { answer?: string };
     expect(values.answer).toBe('v1 hello no-token: hi');
+
+    // Served through the edge: the deployment's route at the pod (as a Service's address would be), its url.
+    const routes = g.gw.gateway.routes;
+    const before = routes.get(built.deploymentId)!;
+    await routes.set({ ...before, target: pod.url });
+    try {
+      const d = (await client(g.gw.url, g.tenant).get(`/deployments/${built.deploymentId}`)).json;
+      const viaEdge = new Client({ apiUrl: d.url, apiKey: g.tenant.key });
+      const t2 = await viaEdge.threads.create();
+      const v2 = (await viaEdge.runs.wait(t2.thread_id, 'echo', { input: { text: 'edge' } })) as { answer?: string };
+      expect(v2.answer).toBe('v1 hello no-token: edge');
+      // The thread is the pod's: the local process the route pointed at before has never seen it.
+      expect(
+        (await fetch(`${pod.url}/threads/${t2.thread_id}`, { headers: { 'x-api-key': g.tenant.key } })).status,
+      ).toBe(200);
+    } finally {
+      await routes.set(before);
+    }
 
     // A key of another organisation, or none the registry knows, is refused (the gateway answers the pod's checks).
     const other = await g.newTenant();
