@@ -33,10 +33,16 @@ export class PushPoller {
 
   start(): void {
     if (!this.o.builder.remoteCommit) return;
+    clearInterval(this.timer);
     this.timer = setInterval(() => {
       this.round ??= this.poll().finally(() => (this.round = null));
     }, this.o.intervalMs);
     this.timer.unref();
+  }
+
+  /** No more rounds (this gateway stopped hosting); `start` polls again. */
+  stop(): void {
+    clearInterval(this.timer);
   }
 
   async close(): Promise<void> {

@@ -41,8 +41,20 @@ export class Hosting {
   private markRecovered: () => void = () => {};
   private readonly recovered = new Promise<void>((resolve) => (this.markRecovered = resolve));
 
+  private lostOnce = false;
+  private closing = false;
+
   constructor(private readonly o: HostingOptions) {
-    this.lease = o.redis ? new RedisLease(o.redis, { key: o.key, ttlMs: o.ttlMs, log: o.log }) : soleLease();
+    this.lease = o.redis
+      ? new RedisLease(o.redis, {
+          key: o.key,
+          ttlMs: o.ttlMs,
+          log: o.log,
+          // Lost (another gateway has it, or Redis was out of reach for a whole ttl): stand down; taken again: host.
+          onLost: () => void this.standDown(),
+          onAcquired: () => void (this.lostOnce && !this.closing && this.host()),
+        })
+      : soleLease();
     this.resumed = this.lease.acquired().then(
       () => this.host(),
       (err: unknown) => {
@@ -64,6 +76,7 @@ export class Hosting {
 
   /** Stops waiting for the lease (a gateway that never hosted); the holder keeps it until `release`. */
   async stopWaiting(): Promise<void> {
+    this.closing = true;
     clearInterval(this.sweep);
     if (!this.lease.held) await this.lease.close();
     await this.resumed;
@@ -72,6 +85,16 @@ export class Hosting {
   /** After the routes were marked starting and the processes stopped: the next gateway may host. */
   release(): Promise<void> {
     return this.lease.close();
+  }
+
+  /** The lease was lost: nothing more is built, polled or served here until it is taken again. */
+  private async standDown(): Promise<void> {
+    this.lostOnce = true;
+    clearInterval(this.sweep);
+    this.o.poller.stop();
+    await this.resumed;
+    await this.o.serving?.standDown();
+    this.o.log.warn('stood down: another gateway hosts the deployments now (or will, once it takes the lease)');
   }
 
   private async host(): Promise<void> {

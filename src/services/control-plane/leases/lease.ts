@@ -28,6 +28,8 @@ export interface LeaseOptions {
   readonly log: Logger;
   /** Called once when a held lease is lost (another holder, or no renewal within the ttl). */
   readonly onLost?: () => void;
+  /** Called each time the lease is taken (the first time, and again after it was lost). */
+  readonly onAcquired?: () => void;
 }
 
 const RENEW = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) else return 0 end`;
@@ -107,6 +109,7 @@ export class RedisLease implements Lease {
           this.heldUntil = started + this.ttlMs;
           this.o.log.info({ key: this.o.key }, 'lease acquired');
           for (const w of this.waiters.splice(0)) w.resolve();
+          this.o.onAcquired?.();
         }
       }
     } catch (err) {

@@ -164,25 +164,32 @@ export class Serving {
   }
 
   /**
-   * Stops every process (no drain: the gateway is stopping), unless the host's revisions outlive the gateway. Each served deployment's route stays, marked as starting
-   * (the next start serves it again: until then its url answers 503, not a dead port's 502).
+   * Stops serving here (the gateway is stopping): `standDown`, then the host closes. Nothing is launched after.
    */
   async close(): Promise<void> {
     this.closed = true;
+    await this.standDown();
+    await this.o.host.close();
+  }
+
+  /**
+   * Stops every process, no drain (the gateway stops, or it lost the hosting lease: the next holder serves the
+   * deployments again). Each route to one of them stays, marked as starting (until then its url answers 503, not a
+   * dead socket's 502); a route another gateway wrote since is its own affair. A host whose revisions outlive the
+   * gateway (pods of a cluster) keeps the serving ones and their routes for the next holder; the replaced ones still
+   * go after their drain.
+   */
+  async standDown(): Promise<void> {
+    const served = [...this.served.values()];
+    const replaced = [...this.settling];
+    this.served.clear();
+    this.settling.clear();
     if (this.o.host.revisionsOutliveGateway) {
-      // Pods of a cluster: the serving ones and their routes stay for the other replicas (or the next gateway, which
-      // takes them over as they are); the replaced ones still go, after their drain.
-      const replaced = [...this.settling];
-      for (const s of this.served.values()) clearTimeout(s.timer);
-      this.served.clear();
-      this.settling.clear();
+      for (const s of served) clearTimeout(s.timer);
       await Promise.all(replaced.map((s) => this.retire(s, this.o.drainMs)));
-      return this.o.host.close();
+      return;
     }
-    // Only routes to this process's own processes: a route another gateway wrote since is its own affair.
-    const own = [...this.served.values()].filter(
-      (s) => s.proc && this.o.routes.get(s.deploymentId)?.target === s.proc.target,
-    );
+    const own = served.filter((s) => s.proc && this.o.routes.get(s.deploymentId)?.target === s.proc.target);
     await Promise.all(
       own.map((s) =>
         this.starting({ id: s.deploymentId, tenant_id: s.tenantId }, s.revisionId).catch((err: unknown) =>
@@ -190,11 +197,7 @@ export class Serving {
         ),
       ),
     );
-    const all = [...this.served.values(), ...this.settling];
-    this.served.clear();
-    this.settling.clear();
-    await Promise.all(all.map((s) => this.retire(s, 0)));
-    await this.o.host.close();
+    await Promise.all([...served, ...replaced].map((s) => this.retire(s, 0)));
   }
 
   /**
