@@ -6,7 +6,6 @@ import { MemoryKeyRegistry } from '../../keys/memory-registry.ts';
 import { RedisKeyRegistry } from '../../keys/redis-registry.ts';
 import type { KeyRegistry } from '../../keys/types.ts';
 import { closeRedis, createRedisClient, SERVICE_REDIS } from '../../redis-client.ts';
-import { SettingsError } from '../../settings/env.ts';
 import { controlPlaneApp } from './api/app.ts';
 import type { ControlPlaneEnv } from './api/auth.ts';
 import { BuildQueue } from './builds/build-queue.ts';
@@ -18,7 +17,8 @@ import { CgroupParent } from '../revision-host/local/sandbox/cgroup.ts';
 import { MemoryControlPlaneStore } from './store/memory-store.ts';
 import { RedisControlPlaneStore } from './store/redis-store.ts';
 import { ANY_REPO_HOST, repoHostPolicy } from './builds/repo-hosts.ts';
-import { SecretBox } from './store/secrets.ts';
+import type { SecretBox } from './store/secrets.ts';
+import { chooseSecretBox } from './store/secret-box-choice.ts';
 import { DeploymentService } from './service.ts';
 import type { ControlPlaneSettings } from './settings.ts';
 import type { ControlPlaneStore } from './store.ts';
@@ -34,12 +34,10 @@ import { revisionHostFromSettings } from './serving/revision-host-from-settings.
 import type { RevisionHost } from '../revision-host/revision-host.ts';
 import { PushPoller } from './builds/push-poller.ts';
 import { Hosting } from './leases/hosting.ts';
-import { DeploymentRedisUsers } from './serving/deployment-redis-users.ts';
-import { adviseOnRedisServer } from './serving/redis-server-advice.ts';
 import { RuntimeLogs, type DeploymentLogs } from './serving/runtime-logs.ts';
 import { SharedRuntimeLogs } from './serving/shared-runtime-logs.ts';
 import { Serving } from './serving/serving.ts';
-import { DeploymentDatabases } from './databases/deployment-databases.ts';
+import { deploymentDataAccess } from './serving/deployment-data-access.ts';
 
 /**
  * The bundled control plane, assembled from its settings: store (Redis when
@@ -118,23 +116,11 @@ export async function createControlPlane(
     options.keys ?? (redis ? new RedisKeyRegistry(redis, { prefix: settings.keysPrefix }) : new MemoryKeyRegistry());
 
   let box: SecretBox;
-  const sealed = settings.secretsKey === null && store.kind === 'redis' ? await sealedDeployments(store) : 0;
-  if (settings.secretsKey !== null) box = new SecretBox(settings.secretsKey);
-  else if (sealed > 0) {
-    // A key made up now could open none of them: every such deployment would stop serving at this start.
+  try {
+    box = await chooseSecretBox(settings.secretsKey, store, cpLog);
+  } catch (err) {
     if (ownRedis) await closeRedis(ownRedis);
-    throw new SettingsError(
-      'SECRETS_KEY',
-      `is unset, but the control-plane store in Redis holds secrets of ${sealed} deployment(s) sealed with one: set SECRETS_KEY to that key (with a new key those deployments show serving_error until their secrets are sent again)`,
-    );
-  } else {
-    box = SecretBox.ephemeral();
-    cpLog.warn(
-      { store: store.kind },
-      'SECRETS_KEY is unset: deployment secrets are encrypted with a key generated for this process' +
-        (store.kind === 'redis' ? ' and become unreadable after a restart' : '') +
-        '; set SECRETS_KEY (base64 of 32 random bytes) in production',
-    );
+    throw err;
   }
 
   const repoHosts = settings.repoHostsChecked ? repoHostPolicy(settings.repoHostsAllowed) : ANY_REPO_HOST;
@@ -171,30 +157,13 @@ export async function createControlPlane(
       repoHosts,
       maxCheckoutBytes: settings.checkoutMaxBytes,
     });
-  // Revisions never get REDIS_URL's credentials: each deployment reaches its data as a Redis user of its own.
-  const redisUsers =
-    options.host === undefined && redis && settings.redisUrl !== null
-      ? await DeploymentRedisUsers.open({
-          redis,
-          platformUrl: settings.redisUrl,
-          trustAllTenants: settings.trustAllTenants,
-          log: cpLog.child({ component: 'deployment-redis-users' }),
-        })
-      : null;
-  // What the operator's Redis leaves open that the gateway cannot close itself (said once, never changed).
-  if (redisUsers && redis)
-    void adviseOnRedisServer(redis, settings.revisionRedis.maxConnections, cpLog.child({ component: 'redis-advice' }));
-  // Each deployment's PostgreSQL database and role (DEPLOYMENTS_DATABASE_URI), its password derived from SECRETS_KEY.
-  const databases =
-    settings.deploymentsDatabaseUri !== null
-      ? new DeploymentDatabases({
-          adminUri: settings.deploymentsDatabaseUri,
-          passwordKey: box.derive('deployment-database-passwords'),
-          poolSize: settings.deploymentDatabasePoolSize,
-          log: cpLog.child({ component: 'deployment-databases' }),
-        })
-      : null;
-  void databases?.check();
+  // Revisions never get REDIS_URL's credentials, nor the operator's PostgreSQL role: each its own.
+  const { redisUsers, databases } = await deploymentDataAccess(settings, {
+    redis,
+    box,
+    runsRevisions: options.host === undefined,
+    log: cpLog,
+  });
   // Each deployment's output: in Redis, readable through every gateway on the store; else in this process.
   const runtimeLogs: DeploymentLogs = redis
     ? new SharedRuntimeLogs({
@@ -345,10 +314,4 @@ export async function createControlPlane(
       if (ownRedis) await closeRedis(ownRedis);
     },
   };
-}
-
-/** How many deployments hold a value sealed with SECRETS_KEY (a secret, or a repo_url with credentials). */
-async function sealedDeployments(store: ControlPlaneStore): Promise<number> {
-  const all = await store.allDeployments();
-  return all.filter((d) => d.secrets.length > 0 || (d.repo_url_sealed ?? null) !== null).length;
 }
