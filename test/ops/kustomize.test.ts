@@ -147,6 +147,15 @@ describe('overlays/kubernetes-host', () => {
     );
   });
 
+  it('every replica mounts one ReadWriteMany claim at ARTIFACTS_DIR (a pod fetches its artifact from any replica)', () => {
+    const dir = env(deployment()).ARTIFACTS_DIR?.value as string;
+    const container = deployment().spec.template.spec.containers[0] as Obj;
+    const mount = (container.volumeMounts as Obj[]).find((m) => m.mountPath === dir);
+    const volume = (deployment().spec.template.spec.volumes as Obj[]).find((v) => v.name === mount?.name);
+    const claim = find(objects(), 'PersistentVolumeClaim', volume?.persistentVolumeClaim?.claimName as string);
+    expect(claim?.spec.accessModes).toEqual(['ReadWriteMany']);
+  });
+
   it('the NetworkPolicy lets revision pods reach the internal port of the gateway and nothing else of it', () => {
     const policy = objects().find((o) => o.kind === 'NetworkPolicy') as Obj;
     expect(policy.spec.podSelector.matchLabels).toEqual(deployment().spec.selector.matchLabels);
