@@ -4,7 +4,7 @@
  * (`application/apply-patch+yaml` PATCH with fieldManager/force: creates or updates, resourceVersion and generation;
  * 409 on a conflicting manager without force), GET, LIST (labelSelector `k=v,...`), DELETE (404 when missing) and
  * watches (`?watch=true&resourceVersion=`) streaming ADDED/MODIFIED/DELETED JSON lines, with an ERROR 410 event for
- * a resourceVersion older than its history. Tests script what controllers would do: a Deployment's status, pods and
+ * a resourceVersion older than its history, and pods' logs (`pods/{name}/log`, followed). Tests script what controllers would do: a Deployment's status, pods and
  * their container statuses. No controller runs here.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -42,6 +42,8 @@ export class KubernetesApiDouble {
   private readonly history: Event[] = [];
   private readonly watchers = new Set<{ plural: string; ns: string; selector: string; res: ServerResponse }>();
   private rv = 1;
+  private readonly podLogs = new Map<string, string>();
+  private readonly logFollowers = new Set<{ key: string; res: ServerResponse }>();
   /** Watches asking for an older resourceVersion than this get a 410 ERROR event. */
   private oldestRv = 0;
   private constructor(private readonly server: Server) {}
@@ -139,6 +141,7 @@ export class KubernetesApiDouble {
 
   async close(): Promise<void> {
     this.endWatches();
+    for (const f of this.logFollowers) f.res.end();
     this.server.closeAllConnections();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
@@ -159,6 +162,8 @@ export class KubernetesApiDouble {
       }));
       return json(res, 200, { kind: 'APIResourceList', groupVersion: gv, resources });
     }
+    const podLog = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/log$/.exec(url.pathname);
+    if (podLog && req.method === 'GET') return this.followLog(res, podLog[1]!, podLog[2]!, url.searchParams);
     const m = /^\/(?:api\/v1|apis\/[^/]+\/[^/]+)\/namespaces\/([^/]+)\/([^/]+)(?:\/([^/]+))?$/.exec(url.pathname);
     if (!m) return status(res, 404, 'NotFound', `no route ${url.pathname}`);
     const [, ns, plural, name] = m as unknown as [string, string, string, string | undefined];
@@ -200,6 +205,28 @@ export class KubernetesApiDouble {
       return json(res, existing ? 200 : 201, this.put(plural, merged, existing ? 'MODIFIED' : 'ADDED'));
     }
     return status(res, 415, 'UnsupportedMediaType', `${req.method} ${req.headers['content-type']}`);
+  }
+
+  /** What a pod's container prints: kept, and sent to every follower of its log (`pods/{name}/log?follow=true`). */
+  writePodLog(ns: string, pod: string, text: string): void {
+    const key = `${ns}/${pod}`;
+    this.podLogs.set(key, (this.podLogs.get(key) ?? '') + text);
+    for (const f of this.logFollowers) if (f.key === key) f.res.write(text);
+  }
+
+  /** The log requests' queries, per pod, for assertions (container, follow, sinceTime). */
+  readonly logRequests: { pod: string; query: Record<string, string> }[] = [];
+
+  private followLog(res: ServerResponse, ns: string, pod: string, q: URLSearchParams): void {
+    this.logRequests.push({ pod, query: Object.fromEntries(q) });
+    if (!this.objects.has(`pods/${ns}/${pod}`)) return status(res, 404, 'NotFound', `pods "${pod}" not found`);
+    const key = `${ns}/${pod}`;
+    res.writeHead(200, { 'content-type': 'text/plain' });
+    res.write(this.podLogs.get(key) ?? '');
+    if (q.get('follow') !== 'true') return void res.end();
+    const follower = { key, res };
+    this.logFollowers.add(follower);
+    res.on('close', () => this.logFollowers.delete(follower));
   }
 
   private watch(res: ServerResponse, plural: string, ns: string, selector: string, from: number): void {

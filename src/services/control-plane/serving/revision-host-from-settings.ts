@@ -18,6 +18,8 @@ export function revisionHostFromSettings(
     log: o.log.child({ component: 'deployment', host: 'kubernetes' }),
     tokenKey: o.tokenKey,
     drainMs: settings.drainMs,
+    // Its pods' output, read through the pod log API, in the deployment's logs as a local process's would be.
+    onOutput: (owner, stream, line) => o.runtimeLogs.add(owner.deploymentId, owner.revisionId, stream, line),
     // Its own database, as its deployment's role, reached straight (the NetworkPolicy admits REVISION_EGRESS_CIDRS).
     ...(o.databases && { hostEnv: async (spec) => databaseEnv(await o.databases!.accessFor(spec.deploymentId)) }),
     manifests: {

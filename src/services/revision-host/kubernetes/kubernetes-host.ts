@@ -5,6 +5,7 @@ import {
   Watch,
   type KubernetesObject,
   type V1Deployment,
+  type V1Pod,
 } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import {
@@ -15,7 +16,8 @@ import {
   type RunningRevision,
 } from '../revision-host.ts';
 import { revisionToken } from '../revision-token.ts';
-import { revisionManifests, revisionLabels, type ManifestSettings } from './manifests.ts';
+import { CONTAINER, revisionManifests, revisionLabels, type ManifestSettings } from './manifests.ts';
+import { PodLogs } from './pod-logs.ts';
 import { POD_HEALTH_PATH } from './pod-contract.ts';
 import { revisionStatus, type RevisionStatus } from './revision-status.ts';
 import { watchLoop } from './watch-loop.ts';
@@ -43,6 +45,8 @@ export interface KubernetesHostOptions {
    * plane makes one per deployment.
    */
   readonly hostEnv?: (spec: RevisionSpec) => Promise<Readonly<Record<string, string>>>;
+  /** Each line its pods print (read through the pod log API), with whose revision it is. */
+  readonly onOutput?: (owner: { deploymentId: string; revisionId: string }, stream: 'stdout', line: string) => void;
 }
 
 const FIELD_MANAGER = 'agent-gateway';
@@ -55,12 +59,13 @@ export class KubernetesRevisionHost implements RevisionHost {
   readonly runsFrom = 'artifact';
   /** Its revisions go on when a gateway stops (the other replicas, or the next gateway, serve them). */
   readonly revisionsOutliveGateway = true;
+  private readonly kubeConfig: KubeConfig;
   private readonly objects: KubernetesObjectApi;
   private readonly watch: Watch;
   private readonly closing = new AbortController();
 
   constructor(private readonly o: KubernetesHostOptions) {
-    const kc = o.kubeConfig ?? defaultKubeConfig();
+    const kc = (this.kubeConfig = o.kubeConfig ?? defaultKubeConfig());
     this.objects = KubernetesObjectApi.makeApiClient(kc);
     this.watch = new Watch(kc);
   }
@@ -70,6 +75,7 @@ export class KubernetesRevisionHost implements RevisionHost {
   }
 
   async start(spec: RevisionSpec, signal?: AbortSignal): Promise<RunningRevision> {
+    const since = new Date();
     const log = this.o.log.child({ deploymentId: spec.deploymentId, revisionId: spec.revisionId });
     const graceSeconds = Math.ceil(this.o.drainMs / 1000) + 5;
     if (!spec.artifact)
@@ -83,6 +89,18 @@ export class KubernetesRevisionHost implements RevisionHost {
     const all: KubernetesObject[] = [m.secret, m.service, m.networkPolicy, m.deployment];
     const watching = new AbortController();
     const stopWatching = () => watching.abort();
+    const onOutput = this.o.onOutput;
+    const logs =
+      onOutput &&
+      new PodLogs({
+        kubeConfig: this.kubeConfig,
+        namespace: this.o.manifests.namespace,
+        container: CONTAINER,
+        since,
+        onLine: (line) => onOutput(spec, 'stdout', line),
+        log,
+      });
+    watching.signal.addEventListener('abort', () => logs?.close(), { once: true });
     this.closing.signal.addEventListener('abort', stopWatching, { once: true });
     const remove = () => this.deleteAll(all, log);
     try {
@@ -146,6 +164,7 @@ export class KubernetesRevisionHost implements RevisionHost {
       { apiVersion: 'v1', kind: 'Pod', path: `/api/v1/namespaces/${ns}/pods`, namespace: ns, labelSelector: selector },
       (view) => {
         pods = view;
+        logs?.follow(podsWithOutput(view));
         update();
       },
       watching.signal,
@@ -201,6 +220,17 @@ export class KubernetesRevisionHost implements RevisionHost {
       }
     }
   }
+}
+
+/** The pods whose container runs or ran: a waiting one has no log to read yet. */
+function podsWithOutput(pods: ReadonlyMap<string, KubernetesObject>): string[] {
+  return [...pods.entries()]
+    .filter(([, pod]) =>
+      ((pod as V1Pod).status?.containerStatuses ?? []).some(
+        (c) => c.name === CONTAINER && (c.state?.running !== undefined || c.state?.terminated !== undefined),
+      ),
+    )
+    .map(([name]) => name);
 }
 
 function defaultKubeConfig(): KubeConfig {

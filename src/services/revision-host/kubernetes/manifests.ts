@@ -53,7 +53,7 @@ export const DEPLOYMENT_LABEL = 'agent-gateway/deployment-id';
 export const REVISION_LABEL = 'agent-gateway/revision-id';
 /** The ranges a revision may not reach unless the operator names them (REVISION_EGRESS_CIDRS). */
 export const PRIVATE_RANGES = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '169.254.0.0/16', '100.64.0.0/10'];
-const CONTAINER = 'api-server';
+export const CONTAINER = 'api-server';
 const TMP_SIZE = '256Mi';
 
 /** `rev-<deployment>-<revision>-<hash>`: DNS-1035, ≤ 63 characters, stable for the pair of ids. */

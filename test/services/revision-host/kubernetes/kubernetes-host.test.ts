@@ -8,7 +8,10 @@
  */
 import { pino } from 'pino';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { KubernetesRevisionHost } from '../../../../src/services/revision-host/kubernetes/kubernetes-host.ts';
+import {
+  KubernetesRevisionHost,
+  type KubernetesHostOptions,
+} from '../../../../src/services/revision-host/kubernetes/kubernetes-host.ts';
 import { revisionObjectName } from '../../../../src/services/revision-host/kubernetes/manifests.ts';
 import { RevisionLoadError, type RevisionSpec } from '../../../../src/services/revision-host/revision-host.ts';
 import { KubernetesApiDouble } from '../../../helpers/kubernetes-api-double.ts';
@@ -35,8 +38,9 @@ const plurals = ['secrets', 'services', 'networkpolicies', 'deployments'];
 let api: KubernetesApiDouble;
 const hosts: KubernetesRevisionHost[] = [];
 
-function host(): KubernetesRevisionHost {
+function host(onOutput?: KubernetesHostOptions['onOutput']): KubernetesRevisionHost {
   const h = new KubernetesRevisionHost({
+    ...(onOutput && { onOutput }),
     log: pino({ level: 'silent' }),
     kubeConfig: api.kubeConfig(),
     tokenKey: Buffer.alloc(32, 7),
@@ -274,5 +278,40 @@ describe('KubernetesRevisionHost', () => {
     const mine = await again;
     await mine.stop(0);
     for (const p of plurals) expect(api.get(p, NS, name), p).toBeUndefined();
+  });
+
+  it("reads its pods' output through the pod log API, line by line, as the revision's, from when it started it", async () => {
+    const lines: string[] = [];
+    const h = host((owner, stream, line) => lines.push(`${owner.deploymentId}/${owner.revisionId} ${stream} ${line}`));
+    const before = new Date();
+    const started = h.start(spec);
+    await applied();
+    await watching();
+    // A waiting container has no log yet: nothing is asked of it.
+    api.setPod(NS, name, `${name}-p1`, [
+      { name: 'api-server', ready: false, state: { waiting: { reason: 'ContainerCreating' } } },
+    ]);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(api.logRequests).toEqual([]);
+    api.writePodLog(NS, `${name}-p1`, 'loading graphs\n');
+    api.setPod(NS, name, `${name}-p1`, [{ name: 'api-server', ready: true, restartCount: 0, state: { running: {} } }]);
+    api.available(NS, name);
+    const running = await started;
+    await until(() => lines.length === 1, 'the first line');
+    api.writePodLog(NS, `${name}-p1`, 'serving on 8000\npartial');
+    api.writePodLog(NS, `${name}-p1`, ' line\n');
+    await until(() => lines.length === 3, 'the next lines');
+    expect(lines).toEqual([
+      'dep-1/rev-1 stdout loading graphs',
+      'dep-1/rev-1 stdout serving on 8000',
+      'dep-1/rev-1 stdout partial line',
+    ]);
+    expect(api.logRequests).toHaveLength(1);
+    expect(api.logRequests[0]!.query).toMatchObject({ container: 'api-server', follow: 'true' });
+    expect(Date.parse(api.logRequests[0]!.query.sinceTime!)).toBeGreaterThanOrEqual(before.getTime() - 1000);
+    await running.stop(0);
+    api.writePodLog(NS, `${name}-p1`, 'after stop\n');
+    await new Promise((r) => setTimeout(r, 100));
+    expect(lines).toHaveLength(3);
   });
 });
