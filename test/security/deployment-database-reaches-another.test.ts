@@ -30,10 +30,11 @@ const TRY_EVERYTHING = `
   const port = Number(uri.port || 5432);
   const own = { user: decodeURIComponent(uri.username), password: decodeURIComponent(uri.password), database: uri.pathname.slice(1) };
   // A connection just closed may still count against the socket's bound for a moment (its close not yet seen by the
-  // gateway): one over it is closed as accepted (ECONNRESET here), so an attempt so refused is made again.
+  // gateway): one over it is closed as accepted (ECONNRESET, or EPIPE when its startup packet is still being
+  // written), so an attempt so refused is made again.
   const attempt = async (cfg: any, tries = 5): Promise<string> => {
     const said = await attemptOnce(cfg);
-    if (tries <= 1 || !/ECONNRESET|Connection terminated unexpectedly/.test(said)) return said;
+    if (tries <= 1 || !/ECONNRESET|EPIPE|Connection terminated unexpectedly/.test(said)) return said;
     await new Promise((r) => setTimeout(r, 200));
     return attempt(cfg, tries - 1);
   };

@@ -95,9 +95,10 @@ export class GitBuilder implements Builder {
     try {
       const commitSha = await step('clone', async () => {
         const limits = this.options.limits?.step(req.org ?? null, 'git');
-        // The checkout's size is a bound of the clone like its memory: past it, git is killed mid-write.
+        // The checkout's size is a bound of the clone like its memory: past it, git is killed mid-write. No one file
+        // may outgrow it at all (RLIMIT_FSIZE): what a look every 200 ms lets through grows with the machine's load.
         const bound = {
-          wrap: (argv: readonly string[]) => limits?.wrap(argv) ?? [...argv],
+          wrap: (argv: readonly string[]) => ['prlimit', `--fsize=${max}`, '--', ...(limits?.wrap(argv) ?? argv)],
           over: async () => limits?.over() ?? ((await folderBytes(workFolder, max)) > max ? tooBig : null),
           kill: () => limits?.kill(),
         };
@@ -106,8 +107,10 @@ export class GitBuilder implements Builder {
           if ((await folderBytes(workFolder, max)) > max) throw new BuildFailure(tooBig);
           return sha;
         } catch (err) {
-          // Killed for its size mid-clone: the size is the whole reason, as when it is found after.
+          // Killed for its size mid-clone (or a file stopped at its bound): the size is the whole reason, as when it
+          // is found after.
           if (err instanceof BuildFailure && err.message.endsWith(tooBig)) throw new BuildFailure(tooBig);
+          if ((await folderBytes(workFolder, max).catch(() => 0)) >= max) throw new BuildFailure(tooBig);
           throw err;
         } finally {
           limits?.release();
