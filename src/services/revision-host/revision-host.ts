@@ -31,6 +31,9 @@ export interface RevisionSpec {
   readonly artifact?: { readonly sha256: string; readonly bytes: number } | null;
 }
 
+/** Memory of a revision beyond its heap bound (`memoryMb`): the runtime, compiled code, tsx, buffers. Every host. */
+export const MEMORY_OVERHEAD_MB = 256;
+
 export interface RevisionExit {
   /** One line for a person: `exit code 1: Error: boom`, `killed by SIGKILL`, `out of memory`. */
   readonly reason: string;

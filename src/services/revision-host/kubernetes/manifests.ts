@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { V1Deployment, V1NetworkPolicy, V1Secret, V1Service } from '@kubernetes/client-node';
-import type { RevisionSpec } from '../revision-host.ts';
-import { MEMORY_OVERHEAD_MB } from '../local/launch.ts';
+import { MEMORY_OVERHEAD_MB, type RevisionSpec } from '../revision-host.ts';
 import { podVariables } from './pod-env.ts';
 import {
   POD_APP_DIR,

@@ -4,7 +4,7 @@ import { bwrapArgv, SANDBOX_HOME } from './sandbox/bwrap.ts';
 import { joinArgv, type CgroupParent, type RevisionCgroup } from './sandbox/cgroup.ts';
 import { netnsArgv, type NetworkPlan } from './sandbox/network.ts';
 import type { SandboxMode } from './sandbox/probe.ts';
-import type { RevisionSpec } from '../revision-host.ts';
+import { MEMORY_OVERHEAD_MB, type RevisionSpec } from '../revision-host.ts';
 
 /**
  * How a revision's process is spawned: node under tsx running
@@ -31,8 +31,6 @@ const GATEWAY = fileURLToPath(new URL('../../../../', import.meta.url));
 const GATEWAY_MODULES = `${GATEWAY}node_modules`;
 /** Variables of the gateway a process inherits; nothing else (no SECRETS_KEY, REDIS_URL, HOME, ...). */
 const INHERITED = ['PATH', 'NODE_ENV', 'TZ', 'LANG'];
-/** Memory of a revision beyond its heap bound: the runtime, compiled code, tsx, buffers. */
-export const MEMORY_OVERHEAD_MB = 256;
 export const MAX_PIDS = 256;
 export const MAX_CPUS = 1;
 /** Bound of the revision's HOME and of its /tmp (tmpfs, counted in its cgroup's memory too). */
